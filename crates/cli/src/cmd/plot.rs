@@ -1,0 +1,12 @@
+//! `pagepilot plot ...`.
+
+use super::CmdResult;
+
+/// Subcommands of `pagepilot plot`.
+#[derive(clap::Subcommand)]
+pub enum Command {}
+
+/// Runs `pagepilot plot ...`.
+pub fn run(command: Command) -> CmdResult {
+    match command {}
+}

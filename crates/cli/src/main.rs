@@ -1,0 +1,46 @@
+//! `pagepilot`: application-controlled virtual memory, simulated and live.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Application-controlled virtual memory for stock Linux.
+#[derive(Parser)]
+#[command(name = "pagepilot", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the embedded default workload through LRU, SEQ and OPT.
+    Demo(cmd::demo::Args),
+    /// Simulate policies over a trace.
+    Sim(cmd::sim::Args),
+    /// Record, convert and inspect traces.
+    #[command(subcommand)]
+    Trace(cmd::trace::Command),
+    /// Plot traces and simulations.
+    #[command(subcommand)]
+    Plot(cmd::plot::Command),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::Trace(c) => cmd::trace::run(c),
+        Command::Plot(c) => cmd::plot::run(c),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pagepilot: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

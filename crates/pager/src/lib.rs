@@ -1,0 +1,2 @@
+//! The live pager: regions paged on userfaultfd under a frame budget and a
+//! policy of the application's choice.

@@ -1,0 +1,48 @@
+//! Exact LRU: a simulator-only reference, it needs every reference.
+
+use crate::{list::SlotList, Fault, Memory, Page, Policy, ReferencePolicy};
+
+/// Exact least-recently-used. Sees every reference, so it runs only in the
+/// simulator; the live pager runs [`super::Clock`] for "lru".
+#[derive(Debug, Default)]
+pub struct ExactLru {
+    recency: SlotList,
+}
+
+impl ExactLru {
+    /// A new exact LRU policy.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The least recently used resident slot.
+    pub fn least_recent(&self) -> Option<u32> {
+        self.recency.front()
+    }
+}
+
+impl Policy for ExactLru {
+    fn name(&self) -> String {
+        "lru".into()
+    }
+
+    fn on_fault(&mut self, fault: Fault, _mem: &mut dyn Memory) {
+        self.recency.move_to_back(fault.page.slot);
+    }
+
+    fn victim(&mut self, _incoming: Page, mem: &mut dyn Memory) -> Option<Page> {
+        self.recency.front().map(|s| mem.page(s))
+    }
+
+    fn on_evict(&mut self, page: Page, _mem: &mut dyn Memory) {
+        self.recency.remove(page.slot);
+    }
+}
+
+impl ReferencePolicy for ExactLru {
+    fn on_reference(&mut self, page: Page, _index: u64) {
+        if self.recency.contains(page.slot) {
+            self.recency.move_to_back(page.slot);
+        }
+    }
+}

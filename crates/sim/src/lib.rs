@@ -1,0 +1,7 @@
+//! Trace-driven simulation of pagepilot's replacement policies.
+
+pub mod engine;
+pub mod trace;
+
+pub use engine::{simulate, Access, Counters, Machine};
+pub use trace::Trace;
