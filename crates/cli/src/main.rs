@@ -26,6 +26,12 @@ enum Command {
     /// Plot traces and simulations.
     #[command(subcommand)]
     Plot(cmd::plot::Command),
+    /// Compile, check and disassemble policy programs.
+    #[command(subcommand)]
+    Policy(cmd::policy::Command),
+    /// Benchmarks, reporting ratios measured side by side in one run.
+    #[command(subcommand)]
+    Bench(cmd::bench::Command),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +41,8 @@ fn main() -> ExitCode {
         Command::Sim(a) => cmd::sim::run(a),
         Command::Trace(c) => cmd::trace::run(c),
         Command::Plot(c) => cmd::plot::run(c),
+        Command::Policy(c) => cmd::policy::run(c),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

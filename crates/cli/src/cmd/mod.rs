@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod demo;
 pub mod plot;
+pub mod policy;
 pub mod sim;
 pub mod trace;
 
