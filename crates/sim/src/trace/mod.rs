@@ -1,6 +1,27 @@
 //! Page-reference traces: the in-memory form every reader produces.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+mod error;
+pub mod text;
+
+pub use error::{Position, TraceError};
+
+/// Reads the trace in `path`, refusing an empty one.
+pub fn load(path: &Path) -> Result<Trace, TraceError> {
+    let file = File::open(path).map_err(|e| TraceError::Io {
+        path: path.into(),
+        source: e,
+    })?;
+    let trace = text::read(BufReader::new(file), path)?;
+    if trace.is_empty() {
+        return Err(TraceError::Empty { path: path.into() });
+    }
+    Ok(trace)
+}
 
 /// A page-reference trace held in memory, with pages renumbered densely.
 ///

@@ -1,0 +1,53 @@
+//! Errors reading and writing traces.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Where in a trace file something went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// A 1-based line number (text formats).
+    Line(u64),
+    /// A byte offset (binary formats).
+    Offset(u64),
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Line(n) => write!(f, "line {n}"),
+            Position::Offset(o) => write!(f, "byte offset {o}"),
+        }
+    }
+}
+
+/// Errors reading and writing traces.
+#[derive(Debug, Error)]
+pub enum TraceError {
+    /// The file could not be opened, read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The content is not a valid trace of the expected format.
+    #[error("{}: {at}: {what}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        at: Position,
+        /// What was wrong.
+        what: String,
+    },
+    /// The trace holds no references.
+    #[error("{}: the trace holds no references", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
