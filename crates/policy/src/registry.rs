@@ -7,7 +7,7 @@
 
 use thiserror::Error;
 
-use crate::builtin::{Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt};
+use crate::builtin::{Arc, Car, Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt, S3Fifo, Sieve};
 use crate::{Policy, ReferencePolicy};
 
 /// What a policy is built for.
@@ -197,6 +197,46 @@ const ENTRIES: &[Entry] = &[
             reference(Opt::new(future, setup.slots))
         },
     },
+    Entry {
+        name: "sieve",
+        about: "SIEVE: FIFO with a visited bit and a sweeping hand (NSDI'24)",
+        build: |s, _| {
+            s.only(&[])?;
+            live(Sieve::new())
+        },
+    },
+    Entry {
+        name: "s3fifo",
+        about: "S3-FIFO: small, main and ghost FIFO queues (SOSP'23); small=percent",
+        build: |s, _| {
+            s.only(&["small"])?;
+            let small = s.usize_param("small", 10)?;
+            if !(1..=90).contains(&small) {
+                return Err(RegistryError::BadParameter {
+                    policy: s.name.clone(),
+                    param: format!("small={small}"),
+                    why: "expected a percentage in 1..=90".into(),
+                });
+            }
+            live(S3Fifo::new(small))
+        },
+    },
+    Entry {
+        name: "arc",
+        about: "ARC, adaptive replacement cache (simulator only; live: car)",
+        build: |s, setup| {
+            s.only(&[])?;
+            reference(Arc::new(setup.frames))
+        },
+    },
+    Entry {
+        name: "car",
+        about: "CAR, clock with adaptive replacement (live ARC)",
+        build: |s, _| {
+            s.only(&[])?;
+            live(Car::new())
+        },
+    },
 ];
 
 /// Names of every built-in policy.
@@ -222,13 +262,14 @@ pub fn build(spec: &str, setup: &Setup) -> Result<Built, RegistryError> {
 }
 
 /// The live approximation the pager runs for a simulator name: `lru` runs as
-/// `clock`, `mru` as `mru-live`, `seq` as `seq-live`. Other names map to
+/// `clock`, `mru` as `mru-live`, `seq` as `seq-live`, `arc` as `car`. Other names map to
 /// themselves.
 pub fn live_name(name: &str) -> &str {
     match name {
         "lru" => "clock",
         "mru" => "mru-live",
         "seq" => "seq-live",
+        "arc" => "car",
         other => other,
     }
 }
