@@ -179,7 +179,6 @@ mod tests {
             refs.extend((0..4).map(|i| 30 + round * 4 + i));
         }
         bed.run_reference(&mut arc, &refs);
-        eprintln!("p {after_recency} -> {}", arc.target_recent());
         assert!(
             arc.target_recent() < after_recency,
             "p {} did not shrink from {after_recency}",

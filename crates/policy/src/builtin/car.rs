@@ -154,7 +154,6 @@ mod tests {
             refs.extend((0..4).map(|i| 30 + round * 4 + i));
         }
         bed.run(&mut car, &refs);
-        eprintln!("p {after_recency} -> {}", car.target_recent());
         assert!(car.target_recent() < after_recency);
     }
 
