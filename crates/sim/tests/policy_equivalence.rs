@@ -117,6 +117,9 @@ fn reference_clock(refs: &[u64], frames: usize) -> u64 {
     faults
 }
 
+/// A reference implementation: fault count of a reference string with some frames.
+type Reference = fn(&[u64], usize) -> u64;
+
 /// Runs `spec` through the simulator with the trace's future available.
 fn run(spec: &str, trace: &Trace, frames: usize) -> Counters {
     let setup = Setup {
@@ -140,7 +143,7 @@ proptest! {
     #[test]
     fn test_builtins_match_reference_fault_counts((vpns, frames) in trace_strategy()) {
         let trace = Trace::from_pages(vpns.iter().copied());
-        let cases: [(&str, fn(&[u64], usize) -> u64); 5] = [
+        let cases: [(&str, Reference); 5] = [
             ("lru", reference_lru),
             ("fifo", reference_fifo),
             ("mru", reference_mru),
