@@ -117,6 +117,153 @@ fn reference_clock(refs: &[u64], frames: usize) -> u64 {
     faults
 }
 
+/// ARC as Megiddo and Modha's pseudo-code states it (cases I-IV), lists
+/// with the LRU end first.
+fn reference_arc(refs: &[u64], c: usize) -> u64 {
+    let (mut t1, mut t2, mut b1, mut b2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut p = 0usize;
+    let mut faults = 0;
+    let replace = |t1: &mut Vec<u64>,
+                   t2: &mut Vec<u64>,
+                   b1: &mut Vec<u64>,
+                   b2: &mut Vec<u64>,
+                   in_b2: bool,
+                   p: usize| {
+        if !t1.is_empty() && (t1.len() > p || (in_b2 && t1.len() == p)) {
+            b1.push(t1.remove(0));
+        } else {
+            b2.push(t2.remove(0));
+        }
+    };
+    for &x in refs {
+        if let Some(i) = t1.iter().position(|&q| q == x) {
+            t1.remove(i);
+            t2.push(x);
+            continue;
+        }
+        if let Some(i) = t2.iter().position(|&q| q == x) {
+            t2.remove(i);
+            t2.push(x);
+            continue;
+        }
+        faults += 1;
+        if b1.contains(&x) {
+            p = (p + (b2.len() / b1.len()).max(1)).min(c);
+            replace(&mut t1, &mut t2, &mut b1, &mut b2, false, p);
+            b1.retain(|&q| q != x);
+            t2.push(x);
+        } else if b2.contains(&x) {
+            p = p.saturating_sub((b1.len() / b2.len()).max(1));
+            replace(&mut t1, &mut t2, &mut b1, &mut b2, true, p);
+            b2.retain(|&q| q != x);
+            t2.push(x);
+        } else {
+            let total = t1.len() + t2.len() + b1.len() + b2.len();
+            if t1.len() + b1.len() == c {
+                if t1.len() < c {
+                    b1.remove(0);
+                    replace(&mut t1, &mut t2, &mut b1, &mut b2, false, p);
+                } else {
+                    t1.remove(0);
+                }
+            } else if total >= c {
+                if total == 2 * c {
+                    b2.remove(0);
+                }
+                replace(&mut t1, &mut t2, &mut b1, &mut b2, false, p);
+            }
+            t1.push(x);
+        }
+    }
+    faults
+}
+
+/// SIEVE as its paper states it: a queue (oldest first) of pages with a
+/// visited bit set by hits, and a hand that only moves towards the newest.
+fn reference_sieve(refs: &[u64], frames: usize) -> u64 {
+    let mut queue: Vec<(u64, bool)> = Vec::new();
+    let mut hand: Option<usize> = None;
+    let mut faults = 0;
+    for &x in refs {
+        if let Some(e) = queue.iter_mut().find(|(q, _)| *q == x) {
+            e.1 = true;
+            continue;
+        }
+        faults += 1;
+        if queue.len() == frames {
+            loop {
+                let h = hand.unwrap_or(0);
+                if queue[h].1 {
+                    queue[h].1 = false;
+                    hand = (h + 1 < queue.len()).then_some(h + 1);
+                } else {
+                    queue.remove(h);
+                    hand = (h < queue.len()).then_some(h);
+                    break;
+                }
+            }
+        }
+        queue.push((x, false));
+    }
+    faults
+}
+
+/// CAR as Bansal and Modha's pseudo-code states it: two clocks (head
+/// first) with reference bits set by hits, ghost lists with the LRU end
+/// first.
+fn reference_car(refs: &[u64], c: usize) -> u64 {
+    let (mut t1, mut t2): (Vec<(u64, bool)>, Vec<(u64, bool)>) = (Vec::new(), Vec::new());
+    let (mut b1, mut b2): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    let mut p = 0usize;
+    let mut faults = 0;
+    for &x in refs {
+        if let Some(e) = t1.iter_mut().chain(t2.iter_mut()).find(|(q, _)| *q == x) {
+            e.1 = true;
+            continue;
+        }
+        faults += 1;
+        let (in_b1, in_b2) = (b1.contains(&x), b2.contains(&x));
+        if t1.len() + t2.len() == c {
+            loop {
+                if t1.len() >= p.max(1) {
+                    let (head, referenced) = t1.remove(0);
+                    if !referenced {
+                        b1.push(head);
+                        break;
+                    }
+                    t2.push((head, false));
+                } else {
+                    let (head, referenced) = t2.remove(0);
+                    if !referenced {
+                        b2.push(head);
+                        break;
+                    }
+                    t2.push((head, false));
+                }
+            }
+            if !in_b1 && !in_b2 {
+                if t1.len() + b1.len() == c {
+                    b1.remove(0);
+                } else if t1.len() + t2.len() + b1.len() + b2.len() == 2 * c {
+                    b2.remove(0);
+                }
+            }
+        }
+        if in_b1 {
+            p = (p + (b2.len() / b1.len()).max(1)).min(c);
+            b1.retain(|&q| q != x);
+            t2.push((x, false));
+        } else if in_b2 {
+            p = p.saturating_sub((b1.len() / b2.len()).max(1));
+            b2.retain(|&q| q != x);
+            t2.push((x, false));
+        } else {
+            t1.push((x, false));
+        }
+    }
+    faults
+}
+
 /// A reference implementation: fault count of a reference string with some frames.
 type Reference = fn(&[u64], usize) -> u64;
 
@@ -143,12 +290,15 @@ proptest! {
     #[test]
     fn test_builtins_match_reference_fault_counts((vpns, frames) in trace_strategy()) {
         let trace = Trace::from_pages(vpns.iter().copied());
-        let cases: [(&str, Reference); 5] = [
+        let cases: [(&str, Reference); 8] = [
             ("lru", reference_lru),
             ("fifo", reference_fifo),
             ("mru", reference_mru),
             ("opt", reference_opt),
             ("clock", reference_clock),
+            ("arc", reference_arc),
+            ("sieve", reference_sieve),
+            ("car", reference_car),
         ];
         for (spec, reference) in cases {
             let c = run(spec, &trace, frames);
