@@ -7,7 +7,9 @@
 
 use thiserror::Error;
 
-use crate::builtin::{Arc, Car, Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt, S3Fifo, Sieve};
+use crate::builtin::{
+    Arc, Car, Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt, S3Fifo, Sieve, TwoQueue,
+};
 use crate::{Policy, ReferencePolicy};
 
 /// What a policy is built for.
@@ -227,6 +229,24 @@ const ENTRIES: &[Entry] = &[
         build: |s, setup| {
             s.only(&[])?;
             reference(Arc::new(setup.frames))
+        },
+    },
+    Entry {
+        name: "2q",
+        about: "2Q, full version: A1in FIFO, A1out ghosts, Am LRU (simulator only); kin=, kout= percent",
+        build: |s, _| {
+            s.only(&["kin", "kout"])?;
+            let (kin, kout) = (s.usize_param("kin", 25)?, s.usize_param("kout", 50)?);
+            for (key, value, max) in [("kin", kin, 100), ("kout", kout, 400)] {
+                if !(1..=max).contains(&value) {
+                    return Err(RegistryError::BadParameter {
+                        policy: s.name.clone(),
+                        param: format!("{key}={value}"),
+                        why: format!("expected a percentage in 1..={max}"),
+                    });
+                }
+            }
+            reference(TwoQueue::new(kin, kout))
         },
     },
     Entry {

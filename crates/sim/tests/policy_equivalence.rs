@@ -264,6 +264,44 @@ fn reference_car(refs: &[u64], c: usize) -> u64 {
     faults
 }
 
+/// 2Q (full version) as Johnson and Shasha's pseudo-code states it, with
+/// Kin = 25% and Kout = 50% of the frames.
+fn reference_2q(refs: &[u64], c: usize) -> u64 {
+    let (kin, kout) = ((c / 4).max(1), (c / 2).max(1));
+    let (mut a1in, mut a1out): (VecDeque<u64>, VecDeque<u64>) = (VecDeque::new(), VecDeque::new());
+    let mut am: Vec<u64> = Vec::new();
+    let mut faults = 0;
+    for &x in refs {
+        if let Some(i) = am.iter().position(|&q| q == x) {
+            am.remove(i);
+            am.push(x);
+            continue;
+        }
+        if a1in.contains(&x) {
+            continue;
+        }
+        faults += 1;
+        let remembered = a1out.contains(&x);
+        if a1in.len() + am.len() == c {
+            if a1in.len() > kin || am.is_empty() {
+                a1out.push_back(a1in.pop_front().unwrap());
+                if a1out.len() > kout {
+                    a1out.pop_front();
+                }
+            } else {
+                am.remove(0);
+            }
+        }
+        if remembered {
+            a1out.retain(|&q| q != x);
+            am.push(x);
+        } else {
+            a1in.push_back(x);
+        }
+    }
+    faults
+}
+
 /// A reference implementation: fault count of a reference string with some frames.
 type Reference = fn(&[u64], usize) -> u64;
 
@@ -290,7 +328,7 @@ proptest! {
     #[test]
     fn test_builtins_match_reference_fault_counts((vpns, frames) in trace_strategy()) {
         let trace = Trace::from_pages(vpns.iter().copied());
-        let cases: [(&str, Reference); 8] = [
+        let cases: [(&str, Reference); 9] = [
             ("lru", reference_lru),
             ("fifo", reference_fifo),
             ("mru", reference_mru),
@@ -299,6 +337,7 @@ proptest! {
             ("arc", reference_arc),
             ("sieve", reference_sieve),
             ("car", reference_car),
+            ("2q", reference_2q),
         ];
         for (spec, reference) in cases {
             let c = run(spec, &trace, frames);
@@ -402,5 +441,39 @@ fn test_every_policy_survives_reclaim_without_overruled_victims() {
         let c = m.finish();
         assert_eq!(c.overruled, 0, "{name}: {c:?}");
         assert!(c.faults >= trace.distinct() as u64 && c.faults <= c.references);
+    }
+}
+
+#[test]
+fn test_registry_runs_car_live_for_arc_and_checks_parameters() {
+    let setup = Setup {
+        slots: 8,
+        frames: 4,
+        future: None,
+    };
+    assert_eq!(registry::build_live("arc", &setup).unwrap().name(), "car");
+    assert!(matches!(
+        registry::build_live("2q", &setup),
+        Err(registry::RegistryError::SimulatorOnly(_))
+    ));
+    for live in ["sieve", "s3fifo", "car"] {
+        assert_eq!(registry::build_live(live, &setup).unwrap().name(), live);
+    }
+    assert!(registry::build("s3fifo:small=20", &setup).is_ok());
+    assert!(registry::build("2q:kin=30,kout=60", &setup).is_ok());
+    for bad in [
+        "s3fifo:small=0",
+        "s3fifo:small=95",
+        "s3fifo:big=1",
+        "2q:kin=0",
+        "2q:kout=x",
+    ] {
+        assert!(
+            matches!(
+                registry::build(bad, &setup),
+                Err(registry::RegistryError::BadParameter { .. })
+            ),
+            "{bad} accepted"
+        );
     }
 }

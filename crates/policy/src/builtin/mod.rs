@@ -11,6 +11,7 @@ mod s3fifo;
 mod sieve;
 #[cfg(test)]
 mod testbed;
+mod two_queue;
 
 pub use arc::Arc;
 pub use car::Car;
@@ -21,3 +22,4 @@ pub use mru::{ExactMru, FaultMru};
 pub use opt::{next_references, Opt};
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
+pub use two_queue::TwoQueue;
