@@ -212,7 +212,8 @@ fn reference_sieve(refs: &[u64], frames: usize) -> u64 {
 /// first) with reference bits set by hits, ghost lists with the LRU end
 /// first.
 fn reference_car(refs: &[u64], c: usize) -> u64 {
-    let (mut t1, mut t2): (Vec<(u64, bool)>, Vec<(u64, bool)>) = (Vec::new(), Vec::new());
+    let mut t1: Vec<(u64, bool)> = Vec::new();
+    let mut t2: Vec<(u64, bool)> = Vec::new();
     let (mut b1, mut b2): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut p = 0usize;
     let mut faults = 0;
