@@ -13,9 +13,14 @@
 //! the last clearing) adds one to the frequency. So the frequency counts the
 //! intervals between the policy's looks in which the page was accessed, not
 //! the accesses themselves: a page accessed a hundred times between two
-//! looks counts once. That is exactly what S needs (accessed again or not),
-//! and in M it still separates pages reused pass after pass from pages that
-//! were not.
+//! looks counts once. That is exactly what S needs: a page moves from S to
+//! M if it was accessed again while in S (the paper's text; its pseudo-code
+//! and libCacheSim's default ask for two accesses, which one look per stay in
+//! S cannot count). In M it still separates pages reused pass after pass
+//! from pages that were not, but a page gains at most one per pass where
+//! exact S3-FIFO can bank three: on a Zipf(0.9) trace over 2000 pages with
+//! 200 frames this faults about 3% more than exact S3-FIFO (84112 against
+//! 81667 faults, LRU 99117); on a loop it faults the same.
 
 use crate::{list::SlotList, Fault, FaultKind, Memory, Page, Policy};
 
