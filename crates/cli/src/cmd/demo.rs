@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use pagepilot_sim::plot::{self, Metric, Panel};
 use pagepilot_sim::synthetic::{self, Workload};
 
-use super::plot::{auto_frames, series, sweep, Curve};
+use super::plot::{auto_frames, series, sweep, write_spacetime, Curve, View};
 use super::CmdResult;
 
 /// Arguments of `pagepilot demo`.
@@ -36,10 +36,19 @@ pub struct Context<'a> {
 type Section = (&'static str, fn(&Context) -> CmdResult);
 
 /// The demo's sections, in order.
-const SECTIONS: &[Section] = &[(
-    "Simulation: LRU, SEQ and OPT on the three behaviour classes of the SEQ paper",
-    simulation,
-)];
+const SECTIONS: &[Section] = &[
+    (
+        "Simulation: LRU, SEQ and OPT on the three behaviour classes of the SEQ paper",
+        simulation,
+    ),
+    (
+        "Space-time graphs: each workload's references and SEQ's replacement victims",
+        spacetime,
+    ),
+];
+
+/// The policy whose replacement decisions the space-time section shows.
+const VICTIMS_OF: &str = "seq";
 
 /// The policies compared in the simulation section.
 const POLICIES: [&str; 3] = ["lru", "seq", "opt"];
@@ -80,6 +89,46 @@ fn simulation(cx: &Context) -> CmdResult {
         say(&format!("wrote {}\n", f.display()))?;
     }
     Ok(())
+}
+
+fn spacetime(cx: &Context) -> CmdResult {
+    let mix = synthetic::default_mix(cx.seed);
+    for f in spacetime_graphs(&mix, VICTIMS_OF, cx.out)? {
+        say(&format!("wrote {}\n", f.display()))?;
+    }
+    Ok(())
+}
+
+/// Writes, for each workload, the space-time graph of its references and of
+/// `policy`'s victims with half the workload's footprint in frames.
+fn spacetime_graphs(
+    mix: &[Workload],
+    policy: &str,
+    out: &Path,
+) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
+    let mut files = Vec::new();
+    for w in mix {
+        let trace = w.generate()?;
+        let frames = (trace.distinct() / 2).max(1);
+        let file = w.name.replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+        for (view, name) in [
+            (View::References, format!("references-{file}.png")),
+            (
+                View::Victims { policy, frames },
+                format!("victims-{policy}-{file}.png"),
+            ),
+        ] {
+            let path = out.join(name);
+            write_spacetime(
+                &trace,
+                &view,
+                &format!("{}: {}", w.name, view.describe()),
+                &path,
+            )?;
+            files.push(path);
+        }
+    }
+    Ok(files)
 }
 
 /// Runs every workload through `policies` at [`SIZES`] memory sizes and
@@ -218,6 +267,18 @@ mod tests {
         for f in &files {
             let bytes = std::fs::read(f).unwrap();
             assert!(bytes.starts_with(b"\x89PNG"), "{}", f.display());
+        }
+        let graphs = spacetime_graphs(&small, "lru", &dir).unwrap();
+        let names: Vec<_> = graphs
+            .iter()
+            .map(|f| f.file_name().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            ["references-small-sweep.png", "victims-lru-small-sweep.png"]
+        );
+        for f in &graphs {
+            assert!(std::fs::read(f).unwrap().starts_with(b"\x89PNG"));
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

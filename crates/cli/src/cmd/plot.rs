@@ -127,69 +127,128 @@ fn spacetime(a: SpacetimeArgs) -> CmdResult {
     // Refuse a bad output name before simulating.
     plot::Format::of(&a.output)?;
     let trace = pagepilot_sim::trace::load(&a.trace)?;
-    let name = trace_name(&a.trace);
-    let axis = PageAxis::new(&trace.pages);
-    let extent = Extent {
-        duration: trace.len() as u64,
-        pages: axis.len(),
+    let view = match a.what {
+        What::References => View::References,
+        // clap requires --frames for these; 0 is refused by `write_spacetime`.
+        What::Faults => View::Faults {
+            policy: &a.policy,
+            frames: a.frames.unwrap_or(0),
+            cold: a.cold,
+        },
+        What::Victims => View::Victims {
+            policy: &a.policy,
+            frames: a.frames.unwrap_or(0),
+        },
     };
-    let mut plotted = 0u64;
-    let title = match a.what {
-        What::References => {
-            let points = trace.refs.iter().enumerate().map(|(i, &s)| {
-                plotted += 1;
-                (i as u64, axis.rank(s))
-            });
-            let title = a.title.unwrap_or_else(|| format!("{name}: references"));
-            plot::spacetime(points, extent, &title, &a.output)?;
-            title
-        }
-        What::Faults | What::Victims => {
-            // clap requires --frames for these; checked again for callers.
-            let frames = a.frames.filter(|&f| f > 0).ok_or(PlotArgError::BadFrames {
-                given: format!("{:?}", a.frames),
-                why: "faults and victims need --frames N with N >= 1".into(),
-            })?;
-            let policy = registry::build(&a.policy, &setup(&trace, frames))?;
-            let policy_name = policy.name();
-            let mut machine = Machine::new(&trace, policy, frames, 0);
-            let writes = trace.has_writes();
-            let (what, cold) = (a.what, a.cold);
-            let points = trace.refs.iter().enumerate().filter_map(|(i, &s)| {
-                let access = machine.access(s, writes && trace.is_write(i), i as u64);
-                let point = match (access, what) {
-                    (Access::Missing { cold: c, .. }, What::Faults) if cold || !c => Some(s),
-                    (
-                        Access::Missing {
-                            victim: Some(v), ..
-                        },
-                        What::Victims,
-                    ) => Some(v.slot),
-                    _ => None,
-                };
-                point.map(|slot| {
-                    plotted += 1;
-                    (i as u64, axis.rank(slot))
-                })
-            });
-            let shown = if what == What::Faults {
-                "faults"
-            } else {
-                "replacement victims"
-            };
-            let title = a
-                .title
-                .unwrap_or_else(|| format!("{name}: {shown} under {policy_name}, {frames} frames"));
-            plot::spacetime(points, extent, &title, &a.output)?;
-            title
-        }
-    };
+    let title = a
+        .title
+        .unwrap_or_else(|| format!("{}: {}", trace_name(&a.trace), view.describe()));
+    let plotted = write_spacetime(&trace, &view, &title, &a.output)?;
     say(&format!(
         "wrote {} ({title}: {plotted} points, {} references, {} pages)\n",
         a.output.display(),
         trace.len(),
         trace.distinct()
     ))
+}
+
+/// What a space-time graph shows, with the run that produces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View<'a> {
+    /// Every reference of the trace.
+    References,
+    /// Missing faults under `policy` with `frames` frames; first-touch
+    /// faults only if `cold`.
+    Faults {
+        /// Policy spec.
+        policy: &'a str,
+        /// Memory size.
+        frames: usize,
+        /// Include first-touch faults.
+        cold: bool,
+    },
+    /// Pages evicted by `policy` with `frames` frames.
+    Victims {
+        /// Policy spec.
+        policy: &'a str,
+        /// Memory size.
+        frames: usize,
+    },
+}
+
+impl View<'_> {
+    /// A short description for titles: `faults under seq, 500 frames`.
+    pub fn describe(&self) -> String {
+        match self {
+            View::References => "references".into(),
+            View::Faults { policy, frames, .. } => {
+                format!("faults under {policy}, {frames} frames")
+            }
+            View::Victims { policy, frames } => {
+                format!("replacement victims under {policy}, {frames} frames")
+            }
+        }
+    }
+}
+
+/// Writes the space-time graph of `view` over `trace` to `out`, pages
+/// numbered densely in address order; returns the number of points plotted.
+pub fn write_spacetime(
+    trace: &Trace,
+    view: &View,
+    title: &str,
+    out: &Path,
+) -> Result<u64, RunError> {
+    let axis = PageAxis::new(&trace.pages);
+    let extent = Extent {
+        duration: trace.len() as u64,
+        pages: axis.len(),
+    };
+    let mut plotted = 0u64;
+    let (policy, frames) = match *view {
+        View::References => {
+            let points = trace.refs.iter().enumerate().map(|(i, &s)| {
+                plotted += 1;
+                (i as u64, axis.rank(s))
+            });
+            plot::spacetime(points, extent, title, out)?;
+            return Ok(plotted);
+        }
+        View::Faults { policy, frames, .. } | View::Victims { policy, frames } => (policy, frames),
+    };
+    if frames == 0 {
+        return Err(PlotArgError::BadFrames {
+            given: "0".into(),
+            why: "faults and victims need --frames N with N >= 1".into(),
+        }
+        .into());
+    }
+    let mut machine = Machine::new(
+        trace,
+        registry::build(policy, &setup(trace, frames))?,
+        frames,
+        0,
+    );
+    let writes = trace.has_writes();
+    let points = trace.refs.iter().enumerate().filter_map(|(i, &s)| {
+        let access = machine.access(s, writes && trace.is_write(i), i as u64);
+        let point = match (access, view) {
+            (Access::Missing { cold: c, .. }, View::Faults { cold, .. }) if *cold || !c => Some(s),
+            (
+                Access::Missing {
+                    victim: Some(v), ..
+                },
+                View::Victims { .. },
+            ) => Some(v.slot),
+            _ => None,
+        };
+        point.map(|slot| {
+            plotted += 1;
+            (i as u64, axis.rank(slot))
+        })
+    });
+    plot::spacetime(points, extent, title, out)?;
+    Ok(plotted)
 }
 
 fn curves(a: CurvesArgs) -> CmdResult {
@@ -234,7 +293,7 @@ fn setup(trace: &Trace, frames: usize) -> Setup<'_> {
 
 /// Simulates every policy at every memory size. Every spec is built once
 /// before any simulation, so a bad name fails at once.
-pub fn sweep(trace: &Trace, policies: &[&str], frames: &[usize]) -> Result<Vec<Curve>, SweepError> {
+pub fn sweep(trace: &Trace, policies: &[&str], frames: &[usize]) -> Result<Vec<Curve>, RunError> {
     if policies.is_empty() {
         return Err(PlotArgError::NoPolicy.into());
     }
@@ -259,15 +318,18 @@ pub fn sweep(trace: &Trace, policies: &[&str], frames: &[usize]) -> Result<Vec<C
         .collect()
 }
 
-/// Why a sweep could not run.
+/// Why a sweep or a plot could not be made.
 #[derive(Debug, Error)]
-pub enum SweepError {
+pub enum RunError {
     /// A policy spec was refused.
     #[error(transparent)]
     Policy(#[from] RegistryError),
     /// The arguments were wrong.
     #[error(transparent)]
     Args(#[from] PlotArgError),
+    /// The plot could not be written.
+    #[error(transparent)]
+    Plot(#[from] plot::PlotError),
 }
 
 /// The plot series of `metric` for each curve.
@@ -375,11 +437,44 @@ mod tests {
         let err = sweep(&trace, &["lru", "nosuch"], &[4]).err().unwrap();
         assert!(matches!(
             err,
-            SweepError::Policy(RegistryError::Unknown { .. })
+            RunError::Policy(RegistryError::Unknown { .. })
         ));
         assert!(matches!(
             sweep(&trace, &[], &[4]),
-            Err(SweepError::Args(PlotArgError::NoPolicy))
+            Err(RunError::Args(PlotArgError::NoPolicy))
         ));
+    }
+
+    #[test]
+    fn test_spacetime_plots_one_point_per_reference_fault_or_victim() {
+        let dir = std::env::temp_dir().join(format!("pagepilot-st-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("st.svg");
+        let trace = Trace::from_pages((0..5).flat_map(|_| 0..10u64));
+        let count = |view: View| write_spacetime(&trace, &view, "t", &out).unwrap();
+        assert_eq!(count(View::References), 50);
+        let lru = |cold| View::Faults {
+            policy: "lru",
+            frames: 5,
+            cold,
+        };
+        // LRU faults on all 50 references, 10 of them first touches.
+        assert_eq!(count(lru(true)), 50);
+        assert_eq!(count(lru(false)), 40);
+        // Every fault after the first 5 evicts a page.
+        let victims = View::Victims {
+            policy: "lru",
+            frames: 5,
+        };
+        assert_eq!(count(victims), 45);
+        let zero = View::Victims {
+            policy: "lru",
+            frames: 0,
+        };
+        assert!(matches!(
+            write_spacetime(&trace, &zero, "t", &out),
+            Err(RunError::Args(PlotArgError::BadFrames { .. }))
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
