@@ -7,7 +7,7 @@
 
 use thiserror::Error;
 
-use crate::builtin::{Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt};
+use crate::builtin::{Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt, Seq, SeqParams};
 use crate::{Policy, ReferencePolicy};
 
 /// What a policy is built for.
@@ -196,6 +196,16 @@ const ENTRIES: &[Entry] = &[
                 .ok_or_else(|| RegistryError::NeedsFuture("opt".into()))?;
             reference(Opt::new(future, setup.slots))
         },
+    },
+    Entry {
+        name: "seq",
+        about: "SEQ: MRU inside fault sequences, exact LRU otherwise (simulator only); L,M,N,X",
+        build: |s, setup| reference(Seq::exact(SeqParams::from_spec(s)?, setup.slots)),
+    },
+    Entry {
+        name: "seq-live",
+        about: "SEQ with a CLOCK fallback, as the live pager runs it; L,M,N,X",
+        build: |s, setup| live(Seq::live(SeqParams::from_spec(s)?, setup.slots)),
     },
 ];
 

@@ -5,9 +5,11 @@ mod fifo;
 mod lru;
 mod mru;
 mod opt;
+mod seq;
 
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use lru::ExactLru;
 pub use mru::{ExactMru, FaultMru};
 pub use opt::{next_references, Opt};
+pub use seq::{Decisions, Dir, Rule, Seq, SeqParams, SequenceView};
