@@ -110,6 +110,15 @@ impl Ages {
         self.nonempty |= 1 << c;
     }
 
+    /// Makes `id` the newest of class `c` (it just faulted).
+    pub fn touch(&mut self, c: u8, id: u32) {
+        if self.class(id) == Some(c) && self.tail[c as usize] == id {
+            return;
+        }
+        self.remove(id);
+        self.push_newest(c, id);
+    }
+
     /// Removes `id` from its class, if it is in one.
     pub fn remove(&mut self, id: u32) {
         let Some(c) = self.class(id) else {

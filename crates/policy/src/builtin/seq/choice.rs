@@ -85,9 +85,7 @@ impl Choice {
     /// Visits eligible sequences from the most recent key down and returns
     /// the first answer `try_one` gives.
     pub fn first<T>(&mut self, mut try_one: impl FnMut(u32) -> Option<T>) -> Option<T> {
-        let Some(&(key, _)) = self.heap.first() else {
-            return None;
-        };
+        let &(key, _) = self.heap.first()?;
         self.frontier.clear();
         self.frontier.push((key, 0));
         while let Some((_, at)) = self.frontier.pop() {

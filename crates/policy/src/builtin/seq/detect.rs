@@ -1,7 +1,7 @@
 //! Sequence detection: SEQ's rules for a missing fault (section 4.1).
 
 use super::table::Table;
-use crate::{Memory, Page, SPACE_SHIFT};
+use crate::{Page, SPACE_SHIFT};
 
 /// Which rule a fault applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,39 +33,37 @@ fn above(pf: u64) -> Option<u64> {
 
 impl Table {
     /// Applies SEQ's rules to a missing fault on `page` at `time`.
-    pub fn on_missing(&mut self, page: Page, time: u64, mem: &dyn Memory) -> Rule {
+    pub fn on_missing(&mut self, page: Page, time: u64) -> Rule {
         self.note_fault(page.slot, time);
         let pf = page.vpn;
         let grows = |v: Option<u64>| {
-            v.and_then(|v| self.ending_at(v))
-                .filter(|&id| self.get(id).extended_by(pf).is_some())
+            let id = self.headed_at(v?)?;
+            Some((id, self.get(id).extended_by(pf)?))
         };
         let (up, down) = (grows(below(pf)), grows(above(pf)));
         let grown = match (up, down) {
             (Some(a), Some(b)) => {
-                let (older, newer) = if self.get(a).last <= self.get(b).last {
+                let (older, newer) = if self.get(a.0).last <= self.get(b.0).last {
                     (a, b)
                 } else {
                     (b, a)
                 };
-                self.delete(older);
+                self.delete(older.0);
                 Some((newer, Rule::ExtendedNewer))
             }
-            (Some(id), None) | (None, Some(id)) => Some((id, Rule::Extended)),
+            (Some(one), None) | (None, Some(one)) => Some((one, Rule::Extended)),
             (None, None) => None,
         };
-        if let Some((id, mut rule)) = grown {
+        if let Some(((id, dir), mut rule)) = grown {
             if let Some(overlapped) = self.containing(page) {
                 self.delete(overlapped);
                 rule = Rule::ExtendedOverlapping;
             }
-            if let Some(dir) = self.get(id).extended_by(pf) {
-                self.extend(id, page, dir, time);
-            }
+            self.extend(id, page, dir, time);
             return rule;
         }
         if let Some(id) = self.containing(page) {
-            self.split(id, page, mem);
+            self.split(id, page);
             self.create(page, time);
             return Rule::Split;
         }

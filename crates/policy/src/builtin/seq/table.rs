@@ -1,5 +1,5 @@
-//! The sequence list: at most X sequences, an index of their end pages for
-//! the adjacency tests, each page's sequence for the containment test, the
+//! The sequence list: at most X sequences, an index of their heads for the
+//! extension test, each page's sequence for the containment test, the
 //! times of each sequence's last N faults, the deletion order and the
 //! replacement order. Every operation is O(1) or O(log X) except re-placing a
 //! split sequence in the deletion order, and none allocates once the table has
@@ -16,6 +16,8 @@ use super::victim;
 use crate::{Memory, Page};
 
 const NONE: u32 = u32::MAX;
+/// Page lists up to this capacity are kept when their sequence is deleted.
+const LIST_KEPT: usize = 4096;
 
 /// SEQ's sequence list.
 #[derive(Debug)]
@@ -24,12 +26,16 @@ pub struct Table {
     n: usize,
     x: usize,
     seqs: Vec<Sequence>,
+    /// The slot of each page of sequence `id`, by offset from its tail: the
+    /// victim search and a split need no page look-up.
+    slots: Vec<Vec<u32>>,
     free: Vec<u32>,
     live: usize,
     /// The last N fault times of sequence `id` in `ring[id*N..(id+1)*N]`.
     ring: Vec<u64>,
-    /// Low and high end page of every sequence -> its id.
-    ends: HashMap<u64, u32, BuildVpnHasher>,
+    /// Head page of every sequence -> its id. Only heads are needed: a fault
+    /// extends a sequence only at its head.
+    heads: HashMap<u64, u32, BuildVpnHasher>,
     /// Per slot: the sequence the page last joined (checked before use).
     member: Vec<u32>,
     /// Per slot: the time of the page's last missing fault.
@@ -41,17 +47,18 @@ pub struct Table {
 impl Table {
     /// An empty list for an engine naming `slots` page slots.
     pub fn new(params: &SeqParams, slots: usize) -> Self {
-        let mut ends = HashMap::with_hasher(BuildVpnHasher::default());
-        ends.reserve(2 * params.x.min(1 << 16));
+        let mut heads = HashMap::with_hasher(BuildVpnHasher::default());
+        heads.reserve(2 * params.x.min(1 << 16));
         Table {
             l: params.l,
             n: params.n,
             x: params.x,
             seqs: Vec::new(),
+            slots: Vec::new(),
             free: Vec::new(),
             live: 0,
             ring: Vec::new(),
-            ends,
+            heads,
             member: vec![NONE; slots],
             fault_time: vec![0; slots],
             ages: Ages::new(),
@@ -91,9 +98,9 @@ impl Table {
         (s.live && s.offset_of(page.vpn).is_some()).then_some(id)
     }
 
-    /// The sequence with an end (low or high) at `vpn`.
-    pub fn ending_at(&self, vpn: u64) -> Option<u32> {
-        self.ends.get(&vpn).copied()
+    /// The sequence whose head is `vpn`.
+    pub fn headed_at(&self, vpn: u64) -> Option<u32> {
+        self.heads.get(&vpn).copied()
     }
 
     /// Time of the N-th most recent fault of `id` (its oldest known fault if
@@ -121,14 +128,17 @@ impl Table {
             }
             None => {
                 self.seqs.push(fresh);
+                self.slots.push(Vec::new());
                 self.ring.resize(self.ring.len() + self.n, 0);
                 (self.seqs.len() - 1) as u32
             }
         };
         self.ring[id as usize * self.n] = time;
+        self.slots[id as usize].clear();
+        self.slots[id as usize].push(page.slot);
         self.live += 1;
         self.join(page, id);
-        self.ends.insert(page.vpn, id);
+        self.heads.insert(page.vpn, id);
         self.ages.push_newest(class_of(1, self.l), id);
         self.refresh_choice(id);
         id
@@ -137,46 +147,42 @@ impl Table {
     /// Extends `id` by the fault on `page` in direction `dir`.
     pub fn extend(&mut self, id: u32, page: Page, dir: Dir, time: u64) {
         let s = &mut self.seqs[id as usize];
-        if s.len > 1 {
-            self.ends.remove(&s.head());
-        }
+        self.heads.remove(&s.head());
         s.dir = dir;
         s.len += 1;
         s.last = time;
         s.ring_pos = (s.ring_pos + 1) % self.n;
         let (len, pos) = (s.len, s.ring_pos);
         self.ring[id as usize * self.n + pos] = time;
-        self.ends.insert(page.vpn, id);
+        self.slots[id as usize].push(page.slot);
+        self.heads.insert(page.vpn, id);
         self.join(page, id);
-        self.ages.remove(id);
-        self.ages.push_newest(class_of(len, self.l), id);
+        self.ages.touch(class_of(len, self.l), id);
         self.refresh_choice(id);
     }
 
     /// Splits `id` at `page`, which it holds: keeps the pages faulted before
     /// it (`<low, pf-1, up>` or `<pf+1, high, down>`), or deletes the sequence
     /// if there are none. The caller adds `<pf, pf, nil>`.
-    pub fn split(&mut self, id: u32, page: Page, mem: &dyn Memory) {
+    pub fn split(&mut self, id: u32, page: Page) {
         let keep = self.seqs[id as usize].offset_of(page.vpn).unwrap_or(0);
         if keep == 0 {
             self.delete(id);
             return;
         }
         let s = &mut self.seqs[id as usize];
-        self.ends.remove(&s.head());
+        self.heads.remove(&s.head());
         s.truncate(keep);
-        if keep > 1 {
-            self.ends.insert(s.head(), id);
-        }
+        let slots = &mut self.slots[id as usize];
+        slots.truncate(keep as usize);
+        self.heads.insert(s.head(), id);
         // The kept pages' faults are its last faults now; each page joined
         // by exactly one fault, so their times give the history back.
         let known = keep.min(self.n as u64);
         let base = id as usize * self.n;
         for back in 0..known {
-            let time = mem
-                .page_of(s.vpn_at(keep - 1 - back))
-                .and_then(|p| self.fault_time.get(p.slot as usize).copied())
-                .unwrap_or(0);
+            let slot = slots[(keep - 1 - back) as usize];
+            let time = self.fault_time.get(slot as usize).copied().unwrap_or(0);
             self.ring[base + (s.ring_pos + self.n - back as usize) % self.n] = time;
         }
         s.last = self.ring[base + s.ring_pos];
@@ -194,12 +200,14 @@ impl Table {
             return;
         }
         s.live = false;
-        self.ends.remove(&s.tail);
-        if s.len > 1 {
-            self.ends.remove(&s.head());
-        }
+        self.heads.remove(&s.head());
         self.ages.remove(id);
         self.choice.remove(id);
+        // Keep small page lists for reuse; give back what a long one grew.
+        let slots = &mut self.slots[id as usize];
+        if slots.capacity() > LIST_KEPT {
+            *slots = Vec::new();
+        }
         self.free.push(id);
         self.live -= 1;
     }
@@ -217,9 +225,9 @@ impl Table {
     /// A victim from the sequences of length at least L, best first: the
     /// first resident page at least `m` pages behind the head.
     pub fn choose(&mut self, m: u64, mem: &dyn Memory) -> Option<Page> {
-        let seqs = &mut self.seqs;
+        let (seqs, slots) = (&mut self.seqs, &self.slots);
         self.choice
-            .first(|id| victim::scan(&mut seqs[id as usize], m, mem))
+            .first(|id| victim::scan(&mut seqs[id as usize], &slots[id as usize], m, mem))
     }
 
     fn join(&mut self, page: Page, id: u32) {
@@ -250,17 +258,15 @@ impl Table {
         }
         assert_eq!(self.iter().count(), self.live);
         assert!(self.live <= self.x);
-        let mut ends = 0;
         for (i, s) in self.seqs.iter().enumerate().filter(|(_, s)| s.live) {
-            assert_eq!(self.ends.get(&s.low()), Some(&(i as u32)));
-            assert_eq!(self.ends.get(&s.high()), Some(&(i as u32)));
-            ends += if s.len > 1 { 2 } else { 1 };
+            assert_eq!(self.heads.get(&s.head()), Some(&(i as u32)));
             assert_eq!(self.choice.contains(i as u32), s.len >= self.l);
             assert!(self.ages.class(i as u32).is_some());
             if let Some((a, b)) = s.disk {
                 assert!(a <= b && b < s.len);
             }
+            assert_eq!(self.slots[i].len() as u64, s.len);
         }
-        assert_eq!(self.ends.len(), ends);
+        assert_eq!(self.heads.len(), self.live);
     }
 }

@@ -3,11 +3,12 @@
 use super::sequence::Sequence;
 use crate::{Memory, Page};
 
-/// The first resident page at least `m` pages behind the head of `seq`,
+/// The first resident page at least `m` pages behind the head of `seq`
+/// (whose pages' slots, by offset from the tail, are `slots`),
 /// searching from there towards the tail. Known on-disk ranges are skipped in
 /// one step, and the on-disk pages this search passes are added to the range,
 /// so repeated searches stay cheap.
-pub fn scan(seq: &mut Sequence, m: u64, mem: &dyn Memory) -> Option<Page> {
+pub fn scan(seq: &mut Sequence, slots: &[u32], m: u64, mem: &dyn Memory) -> Option<Page> {
     if seq.len <= m {
         return None;
     }
@@ -25,11 +26,15 @@ pub fn scan(seq: &mut Sequence, m: u64, mem: &dyn Memory) -> Option<Page> {
                 }
             }
         }
-        if let Some(page) = mem
-            .page_of(seq.vpn_at(at))
-            .filter(|p| mem.is_resident(p.slot))
-        {
-            break Some((at, page));
+        let slot = slots[at as usize];
+        if mem.is_resident(slot) {
+            break Some((
+                at,
+                Page {
+                    slot,
+                    vpn: seq.vpn_at(at),
+                },
+            ));
         }
         match at.checked_sub(1) {
             Some(below) => at = below,
