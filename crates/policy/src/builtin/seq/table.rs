@@ -2,8 +2,9 @@
 //! extension test, each page's sequence for the containment test, the
 //! times of each sequence's last N faults, the deletion order and the
 //! replacement order. Every operation is O(1) or O(log X) except re-placing a
-//! split sequence in the deletion order, and none allocates once the table has
-//! held X sequences.
+//! split sequence in the deletion order (O(sequences of its length class)).
+//! Nothing allocates per fault: the only growth is a sequence's page list,
+//! amortised, and reused when the sequence's entry is.
 
 use std::collections::HashMap;
 
