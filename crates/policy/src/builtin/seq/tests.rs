@@ -541,3 +541,54 @@ proptest! {
         }
     }
 }
+
+/// Runs `refs` through `r` with `frames` frames, as the simulator's engine
+/// does; returns the faults per pass of `per_pass` references.
+fn run_passes(r: &mut Rig<ExactLru>, refs: &[u64], frames: usize, per_pass: usize) -> Vec<u64> {
+    let mut faults = vec![0; refs.len().div_ceil(per_pass)];
+    for (i, &vpn) in refs.iter().enumerate() {
+        let page = r.mem.named(vpn);
+        r.seq.on_reference(page, i as u64);
+        if r.mem.resident[page.slot as usize] {
+            continue;
+        }
+        faults[i / per_pass] += 1;
+        if r.mem.resident() == frames {
+            r.replace().expect("a victim when memory is full");
+        }
+        r.fault(vpn);
+    }
+    faults
+}
+
+#[test]
+fn test_repeated_sweeps_keep_the_bottom_resident_and_replace_behind_the_head() {
+    // The paper's es example: one region twice the memory swept upward.
+    let (pages, frames) = (400u64, 200usize);
+    let (l, m) = (20, 20);
+    let mut r = Rig::new(SeqParams::default());
+    let first: Vec<u64> = (0..pages).collect();
+    run_passes(&mut r, &first, frames, pages as usize);
+    // After the first pass the bottom of the region is in memory and the
+    // pages behind the head, up to M from it, were replaced.
+    let resident: Vec<u64> = (0..pages)
+        .filter(|v| r.mem.resident[r.mem.index[v] as usize])
+        .collect();
+    let expected: Vec<u64> = (0..(frames as u64 - m - 1))
+        .chain(pages - m - 1..pages)
+        .collect();
+    assert_eq!(resident, expected);
+    assert_eq!(r.seq.decisions().from_fallback, 0);
+    // Later passes fault on the pages that do not fit (OPT's pages - frames
+    // + 1) plus at most about 2L: the new sequence must reach length L before
+    // it is replaced from, and pages left by the previous one are paged out.
+    let more: Vec<u64> = (0..10).flat_map(|_| 0..pages).collect();
+    let faults = run_passes(&mut r, &more, frames, pages as usize);
+    for &f in &faults {
+        assert!(f <= pages - frames as u64 + 1 + 2 * (l + 1), "{faults:?}");
+    }
+    let d = r.seq.decisions();
+    // Most page-outs come from sequences.
+    assert!(d.from_fallback * 5 < d.from_sequences, "{d:?}");
+    r.seq.table.check();
+}
