@@ -1,4 +1,13 @@
 //! Sequence detection: SEQ's rules for a missing fault (section 4.1).
+//!
+//! Order of the rules: extension is tried first, then the split. A fault on
+//! `pf` can both extend one sequence (`pf = high_end + 1`) and lie in another
+//! (whose `low_end` is `pf`); the paper's overlap rule covers exactly that
+//! case ("if extending a sequence would lead to overlapping with another
+//! sequence, then the sequence that would be overlapped is deleted"), so
+//! extension wins and the other sequence goes. A downward scan through an
+//! upward sequence therefore grows one downward sequence instead of
+//! splitting the old one page by page.
 
 use super::table::Table;
 use crate::{Page, SPACE_SHIFT};
