@@ -7,7 +7,7 @@
 
 use thiserror::Error;
 
-use crate::builtin::{Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt, Seq, SeqParams};
+use crate::builtin::{Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt};
 use crate::{Policy, ReferencePolicy};
 
 /// What a policy is built for.
@@ -200,12 +200,18 @@ const ENTRIES: &[Entry] = &[
     Entry {
         name: "seq",
         about: "SEQ: MRU inside fault sequences, exact LRU otherwise (simulator only); L,M,N,X",
-        build: |s, setup| reference(Seq::exact(SeqParams::from_spec(s)?, setup.slots)),
+        build: |s, setup| {
+            let params = crate::builtin::SeqParams::from_spec(s)?;
+            reference(crate::builtin::Seq::exact(params, setup.slots))
+        },
     },
     Entry {
         name: "seq-live",
         about: "SEQ with a CLOCK fallback, as the live pager runs it; L,M,N,X",
-        build: |s, setup| live(Seq::live(SeqParams::from_spec(s)?, setup.slots)),
+        build: |s, setup| {
+            let params = crate::builtin::SeqParams::from_spec(s)?;
+            live(crate::builtin::Seq::live(params, setup.slots))
+        },
     },
 ];
 
