@@ -257,6 +257,22 @@ const ENTRIES: &[Entry] = &[
             live(Car::new())
         },
     },
+    Entry {
+        name: "seq",
+        about: "SEQ: MRU inside fault sequences, exact LRU otherwise (simulator only); L,M,N,X",
+        build: |s, setup| {
+            let params = crate::builtin::SeqParams::from_spec(s)?;
+            reference(crate::builtin::Seq::exact(params, setup.slots))
+        },
+    },
+    Entry {
+        name: "seq-live",
+        about: "SEQ with a CLOCK fallback, as the live pager runs it; L,M,N,X",
+        build: |s, setup| {
+            let params = crate::builtin::SeqParams::from_spec(s)?;
+            live(crate::builtin::Seq::live(params, setup.slots))
+        },
+    },
 ];
 
 /// Names of every built-in policy.

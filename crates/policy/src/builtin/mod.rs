@@ -8,6 +8,7 @@ mod lru;
 mod mru;
 mod opt;
 mod s3fifo;
+mod seq;
 mod sieve;
 #[cfg(test)]
 mod testbed;
@@ -21,5 +22,6 @@ pub use lru::ExactLru;
 pub use mru::{ExactMru, FaultMru};
 pub use opt::{next_references, Opt};
 pub use s3fifo::S3Fifo;
+pub use seq::{Decisions, Dir, Rule, Seq, SeqParams, SequenceView};
 pub use sieve::Sieve;
 pub use two_queue::TwoQueue;
