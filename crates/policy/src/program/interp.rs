@@ -198,6 +198,39 @@ pub enum Insn {
         /// Page.
         p: u16,
     },
+    /// Fused `ref p, v` + `jump to, when` (the clock hand's test).
+    RefSetJump {
+        /// Page.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// Fused `comp a, b, rel` + `jump to, when` over integers.
+    CompIntJump {
+        /// Relation.
+        rel: Rel,
+        /// Left.
+        a: u16,
+        /// Right.
+        b: u16,
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// Fused `enqueue q, p` + `jump to`.
+    EnQueueJump {
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+        /// Absolute target.
+        to: u16,
+    },
     /// `ints[dst] = length of q`.
     Count {
         /// Destination.
@@ -238,6 +271,10 @@ pub struct EventInput {
     pub reclaim: i64,
     /// Whether the fault is a write.
     pub write: bool,
+    /// Resident pages.
+    pub resident: i64,
+    /// Frames the region holds.
+    pub capacity: i64,
 }
 
 /// A loaded program's executable state: decoded code and its variables,
@@ -303,6 +340,7 @@ impl Vm {
                 code[i] = decode(p.code[i], &p.operands, &slot, ev.start);
             }
         }
+        fuse(&mut code);
         Vm {
             code,
             starts: p.events.iter().map(|e| e.start).collect(),
@@ -348,8 +386,8 @@ impl Vm {
     ) -> Outcome {
         self.ints[FREE] = input.free;
         self.ints[RECLAIM] = input.reclaim;
-        self.ints[RESIDENT] = mem.resident() as i64;
-        self.ints[CAPACITY] = mem.capacity() as i64;
+        self.ints[RESIDENT] = input.resident;
+        self.ints[CAPACITY] = input.capacity;
         self.ints[WRITE] = i64::from(input.write);
         self.pages[FAULT] = input.fault;
         self.pages[VICTIM] = NIL;
@@ -489,8 +527,48 @@ impl Vm {
                 Insn::Count { dst, q } => {
                     self.ints[dst as usize] = self.queues.len(q as usize) as i64
                 }
+                Insn::RefSetJump { p, v, to, when } => {
+                    let s = self.pages[p as usize];
+                    self.flag = s != NIL && mem.is_referenced(s);
+                    if self.flag && self.ints[v as usize] == 0 {
+                        mem.clear_referenced(s);
+                    }
+                    pc = if self.flag == when { to as usize } else { pc + 1 };
+                }
+                Insn::CompIntJump { rel, a, b, to, when } => {
+                    self.flag = rel.holds(self.ints[a as usize], self.ints[b as usize]);
+                    pc = if self.flag == when { to as usize } else { pc + 1 };
+                }
+                Insn::EnQueueJump { q, p, to } => {
+                    let s = self.pages[p as usize];
+                    self.flag = s != NIL;
+                    if s != NIL {
+                        self.queues.push(q as usize, s, false);
+                    }
+                    pc = to as usize;
+                }
             }
         }
+    }
+}
+
+/// Fuses common pairs into one instruction that does both and skips the
+/// second. The second stays in place, so jumps to it still work.
+fn fuse(code: &mut [Insn]) {
+    for i in 0..code.len().saturating_sub(1) {
+        let fused = match (code[i], code[i + 1]) {
+            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => Insn::RefSetJump { p, v, to, when },
+            (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
+                rel,
+                a,
+                b,
+                to,
+                when,
+            },
+            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => Insn::EnQueueJump { q, p, to },
+            _ => continue,
+        };
+        code[i] = fused;
     }
 }
 

@@ -261,12 +261,14 @@ impl Policy for ProgramPolicy {
         if std::mem::replace(&mut self.pending, NIL) == slot {
             return;
         }
-        let free = (mem.capacity() + 1).saturating_sub(mem.resident()) as i64;
+        let (capacity, resident) = (mem.capacity(), mem.resident());
         let input = EventInput {
             fault: slot,
-            free,
+            free: (capacity + 1).saturating_sub(resident) as i64,
             reclaim: 0,
             write: fault.write,
+            resident: resident as i64,
+            capacity: capacity as i64,
         };
         if !self.run(self.page_fault, input, mem, slot) {
             if let Mode::Fallback(p) = &mut self.mode {
@@ -281,11 +283,14 @@ impl Policy for ProgramPolicy {
             Mode::Detached => return None,
             Mode::Program => {}
         }
+        let (capacity, resident) = (mem.capacity(), mem.resident());
         let input = EventInput {
             fault: incoming.slot,
-            free: mem.capacity().saturating_sub(mem.resident()) as i64,
+            free: capacity.saturating_sub(resident) as i64,
             reclaim: 0,
             write: false,
+            resident: resident as i64,
+            capacity: capacity as i64,
         };
         self.pending = incoming.slot;
         if self.run(self.page_fault, input, mem, incoming.slot) {
@@ -316,11 +321,14 @@ impl Policy for ProgramPolicy {
             if !self.in_control() {
                 break;
             }
+            let (capacity, resident) = (mem.capacity(), mem.resident());
             let input = EventInput {
                 fault: NIL,
-                free: mem.capacity().saturating_sub(mem.resident()) as i64,
+                free: capacity.saturating_sub(resident) as i64,
                 reclaim: (count - i) as i64,
                 write: false,
+                resident: resident as i64,
+                capacity: capacity as i64,
             };
             if !self.run(self.reclaim_frame, input, mem, NIL) {
                 if let Mode::Fallback(p) = &mut self.mode {

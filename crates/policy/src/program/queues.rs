@@ -42,7 +42,7 @@ impl Queues {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn ensure(&mut self, slot: u32) {
         let need = slot as usize + 1;
         if self.owner.len() < need {
@@ -54,31 +54,31 @@ impl Queues {
     }
 
     /// Number of pages in queue `q`.
-    #[inline]
+    #[inline(always)]
     pub fn len(&self, q: usize) -> usize {
         self.ends[q].len as usize
     }
 
     /// Whether `slot` is in queue `q`.
-    #[inline]
+    #[inline(always)]
     pub fn contains(&self, q: usize, slot: u32) -> bool {
         self.owner.get(slot as usize) == Some(&(q as u16))
     }
 
     /// First page of `q`, or `u32::MAX`.
-    #[inline]
+    #[inline(always)]
     pub fn front(&self, q: usize) -> u32 {
         self.ends[q].head
     }
 
     /// Last page of `q`, or `u32::MAX`.
-    #[inline]
+    #[inline(always)]
     pub fn back(&self, q: usize) -> u32 {
         self.ends[q].tail
     }
 
     /// Takes `slot` out of whichever queue holds it; returns whether one did.
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, slot: u32) -> bool {
         let s = slot as usize;
         let Some(&q) = self.owner.get(s) else {
@@ -107,7 +107,7 @@ impl Queues {
     }
 
     /// Puts `slot` at the back of `q` (or the front), out of any other queue.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, q: usize, slot: u32, front: bool) {
         self.ensure(slot);
         self.remove(slot);
@@ -135,7 +135,7 @@ impl Queues {
     }
 
     /// Removes and returns the front (or back) page of `q`, or `u32::MAX`.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self, q: usize, back: bool) -> u32 {
         let slot = if back { self.back(q) } else { self.front(q) };
         if slot != NIL {
