@@ -69,7 +69,10 @@ pub fn run(command: Command) -> CmdResult {
             let p = program::read(&file)?;
             print!("{}", disasm::disassemble(&p));
             if let Err(e) = verify(p) {
-                eprintln!("pagepilot: warning: {}: the checker rejects it: {e}", file.display());
+                eprintln!(
+                    "pagepilot: warning: {}: the checker rejects it: {e}",
+                    file.display()
+                );
             }
             Ok(())
         }
@@ -85,7 +88,8 @@ pub fn run(command: Command) -> CmdResult {
 
 fn write(output: &Path, verified: &Verified) -> CmdResult {
     let bytes = verified.program().to_bytes();
-    std::fs::write(output, &bytes).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    std::fs::write(output, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
     println!("{}: {} bytes", output.display(), bytes.len());
     Ok(())
 }

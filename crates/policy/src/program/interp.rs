@@ -288,7 +288,6 @@ pub struct Vm {
     queues: Queues,
     queue_names: Vec<usize>,
     stack: Vec<u16>,
-    flag: bool,
 }
 
 impl Vm {
@@ -349,7 +348,6 @@ impl Vm {
             queues: Queues::new(queue_names.len(), slots),
             queue_names,
             stack: Vec::with_capacity(p.events.len() + 1),
-            flag: false,
         }
     }
 
@@ -391,8 +389,18 @@ impl Vm {
         self.ints[WRITE] = i64::from(input.write);
         self.pages[FAULT] = input.fault;
         self.pages[VICTIM] = NIL;
-        self.stack.clear();
         let mut pc = self.starts[event] as usize;
+        // Locals, so the loop keeps the arrays in registers across the
+        // engine calls. The flag starts false in every event.
+        let (code, ints, pages, queues, stack) = (
+            &self.code[..],
+            &mut self.ints[..],
+            &mut self.pages[..],
+            &mut self.queues,
+            &mut self.stack,
+        );
+        stack.clear();
+        let mut flag = false;
         let mut left = budget;
         loop {
             if left == 0 {
@@ -404,10 +412,10 @@ impl Vm {
                     steps: budget - left,
                 };
             }
-            let insn = self.code[pc];
+            let insn = code[pc];
             pc += 1;
             match insn {
-                Insn::Return => match self.stack.pop() {
+                Insn::Return => match stack.pop() {
                     Some(back) => pc = back as usize,
                     None => {
                         return Outcome::Returned {
@@ -417,92 +425,92 @@ impl Vm {
                 },
                 Insn::Arith { op, dst, src } => {
                     let (d, s) = (dst as usize, src as usize);
-                    self.ints[d] = op.apply(self.ints[d], self.ints[s]);
+                    ints[d] = op.apply(ints[d], ints[s]);
                 }
                 Insn::CompInt { rel, a, b } => {
-                    self.flag = rel.holds(self.ints[a as usize], self.ints[b as usize]);
+                    flag = rel.holds(ints[a as usize], ints[b as usize]);
                 }
                 Insn::CompPage { ne, a, b } => {
-                    self.flag = (self.pages[a as usize] == self.pages[b as usize]) != ne;
+                    flag = (pages[a as usize] == pages[b as usize]) != ne;
                 }
-                Insn::EmptyQ { q } => self.flag = self.queues.len(q as usize) == 0,
+                Insn::EmptyQ { q } => flag = queues.len(q as usize) == 0,
                 Insn::InQ { q, p } => {
-                    self.flag = self.queues.contains(q as usize, self.pages[p as usize]);
+                    flag = queues.contains(q as usize, pages[p as usize]);
                 }
                 Insn::Jump { to } => pc = to as usize,
                 Insn::JumpIf { to, when } => {
-                    if self.flag == when {
+                    if flag == when {
                         pc = to as usize;
                     }
                 }
                 Insn::DeQueue { q, dst, back } => {
-                    let s = self.queues.pop(q as usize, back);
-                    self.pages[dst as usize] = s;
-                    self.flag = s != NIL;
+                    let s = queues.pop(q as usize, back);
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
                 }
                 Insn::EnQueue { q, p, front } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL;
+                    let s = pages[p as usize];
+                    flag = s != NIL;
                     if s != NIL {
-                        self.queues.push(q as usize, s, front);
+                        queues.push(q as usize, s, front);
                     }
                 }
                 Insn::Request { n, dst } => {
-                    let want = self.ints[n as usize].clamp(0, i64::from(u32::MAX)) as usize;
-                    self.ints[dst as usize] = mem.request_frames(want) as i64;
+                    let want = ints[n as usize].clamp(0, i64::from(u32::MAX)) as usize;
+                    ints[dst as usize] = mem.request_frames(want) as i64;
                 }
                 Insn::Release { n, dst } => {
-                    let want = self.ints[n as usize].clamp(0, i64::from(u32::MAX)) as usize;
-                    self.ints[dst as usize] = mem.release_frames(want) as i64;
+                    let want = ints[n as usize].clamp(0, i64::from(u32::MAX)) as usize;
+                    ints[dst as usize] = mem.release_frames(want) as i64;
                 }
                 Insn::Flush { p } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL && mem.flush(s);
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.flush(s);
                 }
-                Insn::SetInt { dst, src } => self.ints[dst as usize] = self.ints[src as usize],
-                Insn::SetPage { dst, src } => self.pages[dst as usize] = self.pages[src as usize],
+                Insn::SetInt { dst, src } => ints[dst as usize] = ints[src as usize],
+                Insn::SetPage { dst, src } => pages[dst as usize] = pages[src as usize],
                 Insn::Ref { p } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL && mem.is_referenced(s);
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_referenced(s);
                 }
                 Insn::RefSet { p, v } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL && mem.is_referenced(s);
-                    if self.flag && self.ints[v as usize] == 0 {
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_referenced(s);
+                    if flag && ints[v as usize] == 0 {
                         mem.clear_referenced(s);
                     }
                 }
                 Insn::Mod { p } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL && mem.is_modified(s);
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_modified(s);
                 }
                 Insn::Find { dst, vpn } => {
-                    let v = self.ints[vpn as usize];
+                    let v = ints[vpn as usize];
                     let found = u64::try_from(v)
                         .ok()
                         .and_then(|v| mem.page_of(v))
                         .filter(|pg| mem.is_resident(pg.slot));
-                    self.pages[dst as usize] = found.map_or(NIL, |pg| pg.slot);
-                    self.flag = found.is_some();
+                    pages[dst as usize] = found.map_or(NIL, |pg| pg.slot);
+                    flag = found.is_some();
                 }
                 Insn::Activate { start } => {
-                    self.stack.push(pc as u16);
+                    stack.push(pc as u16);
                     pc = start as usize;
                 }
                 Insn::Fifo { q, dst } => {
-                    let s = self.queues.front(q as usize);
-                    self.pages[dst as usize] = s;
-                    self.flag = s != NIL;
+                    let s = queues.front(q as usize);
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
                 }
                 Insn::Mru { q, dst } => {
-                    let s = self.queues.back(q as usize);
-                    self.pages[dst as usize] = s;
-                    self.flag = s != NIL;
+                    let s = queues.back(q as usize);
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
                 }
                 Insn::Lru { q, dst } => {
                     let q = q as usize;
-                    let mut passes = self.queues.len(q) + 1;
-                    let mut s = self.queues.front(q);
+                    let mut passes = queues.len(q) + 1;
+                    let mut s = queues.front(q);
                     while s != NIL && passes > 0 && mem.is_referenced(s) {
                         if left == 0 {
                             return Outcome::Budget { steps: budget };
@@ -510,40 +518,44 @@ impl Vm {
                         left -= 1;
                         passes -= 1;
                         mem.clear_referenced(s);
-                        self.queues.push(q, s, false);
-                        s = self.queues.front(q);
+                        queues.push(q, s, false);
+                        s = queues.front(q);
                     }
-                    self.pages[dst as usize] = s;
-                    self.flag = s != NIL;
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
                 }
                 Insn::Vpn { dst, p } => {
-                    let s = self.pages[p as usize];
-                    self.ints[dst as usize] = if s != NIL && (s as usize) < mem.slots() {
+                    let s = pages[p as usize];
+                    ints[dst as usize] = if s != NIL && (s as usize) < mem.slots() {
                         mem.page(s).vpn as i64
                     } else {
                         -1
                     };
                 }
-                Insn::Count { dst, q } => {
-                    self.ints[dst as usize] = self.queues.len(q as usize) as i64
-                }
+                Insn::Count { dst, q } => ints[dst as usize] = queues.len(q as usize) as i64,
                 Insn::RefSetJump { p, v, to, when } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL && mem.is_referenced(s);
-                    if self.flag && self.ints[v as usize] == 0 {
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_referenced(s);
+                    if flag && ints[v as usize] == 0 {
                         mem.clear_referenced(s);
                     }
-                    pc = if self.flag == when { to as usize } else { pc + 1 };
+                    pc = if flag == when { to as usize } else { pc + 1 };
                 }
-                Insn::CompIntJump { rel, a, b, to, when } => {
-                    self.flag = rel.holds(self.ints[a as usize], self.ints[b as usize]);
-                    pc = if self.flag == when { to as usize } else { pc + 1 };
+                Insn::CompIntJump {
+                    rel,
+                    a,
+                    b,
+                    to,
+                    when,
+                } => {
+                    flag = rel.holds(ints[a as usize], ints[b as usize]);
+                    pc = if flag == when { to as usize } else { pc + 1 };
                 }
                 Insn::EnQueueJump { q, p, to } => {
-                    let s = self.pages[p as usize];
-                    self.flag = s != NIL;
+                    let s = pages[p as usize];
+                    flag = s != NIL;
                     if s != NIL {
-                        self.queues.push(q as usize, s, false);
+                        queues.push(q as usize, s, false);
                     }
                     pc = to as usize;
                 }
@@ -557,7 +569,9 @@ impl Vm {
 fn fuse(code: &mut [Insn]) {
     for i in 0..code.len().saturating_sub(1) {
         let fused = match (code[i], code[i + 1]) {
-            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => Insn::RefSetJump { p, v, to, when },
+            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
+                Insn::RefSetJump { p, v, to, when }
+            }
             (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
                 rel,
                 a,
@@ -565,7 +579,9 @@ fn fuse(code: &mut [Insn]) {
                 to,
                 when,
             },
-            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => Insn::EnQueueJump { q, p, to },
+            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => {
+                Insn::EnQueueJump { q, p, to }
+            }
             _ => continue,
         };
         code[i] = fused;

@@ -148,7 +148,13 @@ pub fn run(args: Args) -> CmdResult {
     let events = victims.len() as u64;
     let interp_counters = simulate(
         &trace,
-        Built::Live(Box::new(ProgramPolicy::new("fifo2.hp", &program, RunConfig::default(), slots, frames))),
+        Built::Live(Box::new(ProgramPolicy::new(
+            "fifo2.hp",
+            &program,
+            RunConfig::default(),
+            slots,
+            frames,
+        ))),
         frames,
     );
     if interp_counters.faults != native_counters.faults {
@@ -166,7 +172,13 @@ pub fn run(args: Args) -> CmdResult {
             let which = (k + r) % 3;
             let policy: Box<dyn Policy> = match which {
                 0 => Box::new(Clock::new()),
-                1 => Box::new(ProgramPolicy::new("fifo2.hp", &program, RunConfig::default(), slots, frames)),
+                1 => Box::new(ProgramPolicy::new(
+                    "fifo2.hp",
+                    &program,
+                    RunConfig::default(),
+                    slots,
+                    frames,
+                )),
                 _ => Box::new(Replay {
                     victims: victims.clone(),
                     next: 0,
@@ -201,10 +213,22 @@ pub fn run(args: Args) -> CmdResult {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("PageFault event cost, fifo2.hp interpreted vs native CLOCK ({} events/run, median of {runs} runs)", events);
-        println!("  native CLOCK      {:8.1} ns/event", report.native_ns_per_event);
-        println!("  fifo2.hp          {:8.1} ns/event", report.interpreted_ns_per_event);
-        println!("  ratio             {:8.2}x  (adds {:.0}%)", report.ratio, report.added_percent);
-        println!("  engine share      {:8.1} ns/event (subtracted)", report.engine_ns_per_event);
+        println!(
+            "  native CLOCK      {:8.1} ns/event",
+            report.native_ns_per_event
+        );
+        println!(
+            "  fifo2.hp          {:8.1} ns/event",
+            report.interpreted_ns_per_event
+        );
+        println!(
+            "  ratio             {:8.2}x  (adds {:.0}%)",
+            report.ratio, report.added_percent
+        );
+        println!(
+            "  engine share      {:8.1} ns/event (subtracted)",
+            report.engine_ns_per_event
+        );
     }
     Ok(())
 }
