@@ -19,6 +19,7 @@ pub mod interp;
 pub mod opcode;
 pub mod operand;
 pub mod policy;
+#[allow(clippy::module_inception)]
 pub mod program;
 mod queues;
 pub mod translator;

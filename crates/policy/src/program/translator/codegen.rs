@@ -128,7 +128,7 @@ pub fn generate(items: &[Item]) -> R<Program> {
         for s in body {
             g.stmt(s)?;
         }
-        let end_label = g.labels.iter().any(|l| *l == Some(g.cmds.len()));
+        let end_label = g.labels.contains(&Some(g.cmds.len()));
         if end_label || g.cmds.last().is_none_or(|c| c.code != Opcode::Return) {
             g.emit(Opcode::Return, &[]);
         }
