@@ -15,12 +15,24 @@ struct Ends {
     len: u32,
 }
 
+/// A slot's links and owning queue, together so one cache line serves all.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    prev: u32,
+    next: u32,
+    owner: u16,
+}
+
+const UNLINKED: Link = Link {
+    prev: NIL,
+    next: NIL,
+    owner: NONE,
+};
+
 /// A set of page queues.
 #[derive(Clone, Debug)]
 pub struct Queues {
-    owner: Vec<u16>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    links: Vec<Link>,
     ends: Vec<Ends>,
 }
 
@@ -28,9 +40,7 @@ impl Queues {
     /// `count` empty queues over `slots` page slots.
     pub fn new(count: usize, slots: usize) -> Self {
         Queues {
-            owner: vec![NONE; slots],
-            prev: vec![NIL; slots],
-            next: vec![NIL; slots],
+            links: vec![UNLINKED; slots],
             ends: vec![
                 Ends {
                     head: NIL,
@@ -45,11 +55,9 @@ impl Queues {
     #[inline(always)]
     fn ensure(&mut self, slot: u32) {
         let need = slot as usize + 1;
-        if self.owner.len() < need {
-            let grown = need.max(self.owner.len() * 2);
-            self.owner.resize(grown, NONE);
-            self.prev.resize(grown, NIL);
-            self.next.resize(grown, NIL);
+        if self.links.len() < need {
+            let grown = need.max(self.links.len() * 2);
+            self.links.resize(grown, UNLINKED);
         }
     }
 
@@ -62,7 +70,7 @@ impl Queues {
     /// Whether `slot` is in queue `q`.
     #[inline(always)]
     pub fn contains(&self, q: usize, slot: u32) -> bool {
-        self.owner.get(slot as usize) == Some(&(q as u16))
+        self.links.get(slot as usize).is_some_and(|l| l.owner == q as u16)
     }
 
     /// First page of `q`, or `u32::MAX`.
@@ -81,28 +89,25 @@ impl Queues {
     #[inline(always)]
     pub fn remove(&mut self, slot: u32) -> bool {
         let s = slot as usize;
-        let Some(&q) = self.owner.get(s) else {
+        let Some(&Link { prev: p, next: n, owner: q }) = self.links.get(s) else {
             return false;
         };
         if q == NONE {
             return false;
         }
-        let (p, n) = (self.prev[s], self.next[s]);
         let e = &mut self.ends[q as usize];
         if p == NIL {
             e.head = n;
         } else {
-            self.next[p as usize] = n;
+            self.links[p as usize].next = n;
         }
         if n == NIL {
             e.tail = p;
         } else {
-            self.prev[n as usize] = p;
+            self.links[n as usize].prev = p;
         }
         e.len -= 1;
-        self.owner[s] = NONE;
-        self.prev[s] = NIL;
-        self.next[s] = NIL;
+        self.links[s] = UNLINKED;
         true
     }
 
@@ -114,24 +119,31 @@ impl Queues {
         let s = slot as usize;
         let e = &mut self.ends[q];
         if front {
-            self.next[s] = e.head;
+            self.links[s] = Link {
+                prev: NIL,
+                next: e.head,
+                owner: q as u16,
+            };
             if e.head == NIL {
                 e.tail = slot;
             } else {
-                self.prev[e.head as usize] = slot;
+                self.links[e.head as usize].prev = slot;
             }
             e.head = slot;
         } else {
-            self.prev[s] = e.tail;
+            self.links[s] = Link {
+                prev: e.tail,
+                next: NIL,
+                owner: q as u16,
+            };
             if e.tail == NIL {
                 e.head = slot;
             } else {
-                self.next[e.tail as usize] = slot;
+                self.links[e.tail as usize].next = slot;
             }
             e.tail = slot;
         }
         e.len += 1;
-        self.owner[s] = q as u16;
     }
 
     /// Removes and returns the front (or back) page of `q`, or `u32::MAX`.
@@ -147,7 +159,7 @@ impl Queues {
     /// Pages of `q`, front to back.
     pub fn iter(&self, q: usize) -> impl Iterator<Item = u32> + '_ {
         std::iter::successors(Some(self.ends[q].head).filter(|&h| h != NIL), move |&s| {
-            Some(self.next[s as usize]).filter(|&n| n != NIL)
+            Some(self.links[s as usize].next).filter(|&n| n != NIL)
         })
     }
 
