@@ -2,9 +2,12 @@
 //!
 //! At load the command stream is decoded once into [`Insn`]s whose operands
 //! index typed slot arrays (integers, pages, queues) and whose jump targets
-//! are absolute, so the loop neither decodes words nor checks types. Every
-//! command costs one unit of the event's instruction budget (complex commands
-//! one per page they pass over); at zero the event stops. Every 4096 units
+//! are absolute, so the loop neither decodes words nor checks types. Common
+//! pairs and triples (test-and-jump, enqueue-and-jump, dequeue-test-and-jump)
+//! are fused into one instruction; the originals stay in place as jump
+//! targets. Every command costs one unit of the event's instruction budget,
+//! fused or not (complex commands one per page they pass over); at zero the
+//! event stops. Every 4096 units
 //! the loop also reads the watchdog's stop flag. The verifier guarantees
 //! every index is in range, so the loop cannot panic; nothing allocates per
 //! event (the call stack is reserved for the deepest Activate chain).
@@ -217,6 +220,20 @@ pub enum Insn {
         a: u16,
         /// Right.
         b: u16,
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// Fused `dequeue q, p` + `ref p, v` + `jump to, when`: take the next
+    /// page and test (and maybe clear) its referenced bit.
+    DeQueueRefJump {
+        /// Queue.
+        q: u16,
+        /// Destination page.
+        p: u16,
+        /// New bit value.
+        v: u16,
         /// Absolute target.
         to: u16,
         /// Flag value that jumps.
@@ -534,6 +551,10 @@ impl Vm {
                 }
                 Insn::Count { dst, q } => ints[dst as usize] = queues.len(q as usize) as i64,
                 Insn::RefSetJump { p, v, to, when } => {
+                    if left == 0 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 1;
                     let s = pages[p as usize];
                     flag = s != NIL && mem.is_referenced(s);
                     if flag && ints[v as usize] == 0 {
@@ -548,10 +569,32 @@ impl Vm {
                     to,
                     when,
                 } => {
+                    if left == 0 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 1;
                     flag = rel.holds(ints[a as usize], ints[b as usize]);
                     pc = if flag == when { to as usize } else { pc + 1 };
                 }
+                Insn::DeQueueRefJump { q, p, v, to, when } => {
+                    // Three commands' worth of budget, as unfused.
+                    if left < 2 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 2;
+                    let s = queues.pop(q as usize, false);
+                    pages[p as usize] = s;
+                    flag = s != NIL && mem.is_referenced(s);
+                    if flag && ints[v as usize] == 0 {
+                        mem.clear_referenced(s);
+                    }
+                    pc = if flag == when { to as usize } else { pc + 2 };
+                }
                 Insn::EnQueueJump { q, p, to } => {
+                    if left == 0 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 1;
                     let s = pages[p as usize];
                     flag = s != NIL;
                     if s != NIL {
@@ -567,7 +610,8 @@ impl Vm {
 /// Fuses common pairs into one instruction that does both and skips the
 /// second. The second stays in place, so jumps to it still work.
 fn fuse(code: &mut [Insn]) {
-    for i in 0..code.len().saturating_sub(1) {
+    // Back to front, so a pair's second half is already fused.
+    for i in (0..code.len().saturating_sub(1)).rev() {
         let fused = match (code[i], code[i + 1]) {
             (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
                 Insn::RefSetJump { p, v, to, when }
@@ -582,6 +626,14 @@ fn fuse(code: &mut [Insn]) {
             (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => {
                 Insn::EnQueueJump { q, p, to }
             }
+            (
+                Insn::DeQueue {
+                    q,
+                    dst,
+                    back: false,
+                },
+                Insn::RefSetJump { p, v, to, when },
+            ) if p == dst => Insn::DeQueueRefJump { q, p, v, to, when },
             _ => continue,
         };
         code[i] = fused;

@@ -70,7 +70,9 @@ impl Queues {
     /// Whether `slot` is in queue `q`.
     #[inline(always)]
     pub fn contains(&self, q: usize, slot: u32) -> bool {
-        self.links.get(slot as usize).is_some_and(|l| l.owner == q as u16)
+        self.links
+            .get(slot as usize)
+            .is_some_and(|l| l.owner == q as u16)
     }
 
     /// First page of `q`, or `u32::MAX`.
@@ -89,7 +91,12 @@ impl Queues {
     #[inline(always)]
     pub fn remove(&mut self, slot: u32) -> bool {
         let s = slot as usize;
-        let Some(&Link { prev: p, next: n, owner: q }) = self.links.get(s) else {
+        let Some(&Link {
+            prev: p,
+            next: n,
+            owner: q,
+        }) = self.links.get(s)
+        else {
             return false;
         };
         if q == NONE {

@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, default_value_t = 400_000)]
     refs: usize,
     /// Runs (the median is reported).
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 11)]
     runs: usize,
     /// Program to measure instead of the built-in copy of policies/fifo2.hp.
     #[arg(long)]
