@@ -198,3 +198,29 @@ fn test_victim_that_is_not_resident_is_rejected() {
     assert_eq!(policy.rejected_victims(), 1);
     assert!(policy.in_control());
 }
+
+#[test]
+fn test_registry_builds_programs_for_simulator_and_live_pager() {
+    use pagepilot_policy::registry::{build, build_live, Built, RegistryError, Setup};
+    let path = format!("{}/../../policies/mru.hp", env!("CARGO_MANIFEST_DIR"));
+    let setup = Setup {
+        slots: 8,
+        frames: 4,
+        future: None,
+    };
+    assert!(matches!(build(&path, &setup), Ok(Built::Live(p)) if p.name() == "mru.hp"));
+    assert_eq!(
+        build_live(&format!("{path}:budget=100,fallback=detach"), &setup)
+            .unwrap()
+            .name(),
+        "mru.hp"
+    );
+    assert!(matches!(
+        build_live("no/such/policy.hp", &setup),
+        Err(RegistryError::Program(_))
+    ));
+    assert!(matches!(
+        build(&format!("{path}:speed=9"), &setup),
+        Err(RegistryError::BadParameter { .. })
+    ));
+}

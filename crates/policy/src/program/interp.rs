@@ -305,6 +305,7 @@ pub struct Vm {
     queues: Queues,
     queue_names: Vec<usize>,
     stack: Vec<u16>,
+    needs_counts: bool,
 }
 
 impl Vm {
@@ -365,7 +366,17 @@ impl Vm {
             queues: Queues::new(queue_names.len(), slots),
             queue_names,
             stack: Vec::with_capacity(p.events.len() + 1),
+            needs_counts: p
+                .operands
+                .iter()
+                .any(|o| matches!(o, Operand::Sys(SysVar::Resident | SysVar::Capacity))),
         }
+    }
+
+    /// Whether the program reads `resident` or `capacity` (else the executor
+    /// need not ask the engine for them).
+    pub fn needs_counts(&self) -> bool {
+        self.needs_counts
     }
 
     /// The victim the last event named, or [`NIL`].
@@ -420,15 +431,18 @@ impl Vm {
         let mut flag = false;
         let mut left = budget;
         loop {
-            if left == 0 {
-                return Outcome::Budget { steps: budget };
+            // One test per command: zero is a multiple of 4096 too.
+            if left & 0xfff == 0 {
+                if left == 0 {
+                    return Outcome::Budget { steps: budget };
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome::Stopped {
+                        steps: budget - left,
+                    };
+                }
             }
             left -= 1;
-            if left & 0xfff == 0 && stop.load(Ordering::Relaxed) {
-                return Outcome::Stopped {
-                    steps: budget - left,
-                };
-            }
             let insn = code[pc];
             pc += 1;
             match insn {

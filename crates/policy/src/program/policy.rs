@@ -99,6 +99,7 @@ pub struct ProgramPolicy {
     config: RunConfig,
     exec: Arc<Execution>,
     runs: u64,
+    slots: usize,
     mode: Mode,
     pending: u32,
     incidents: Vec<Incident>,
@@ -146,6 +147,7 @@ impl ProgramPolicy {
             config,
             exec,
             runs: 0,
+            slots,
             mode: Mode::Program,
             pending: NIL,
             incidents: Vec::new(),
@@ -234,7 +236,12 @@ impl ProgramPolicy {
         if v == NIL {
             return None;
         }
-        if v != incoming && (v as usize) < mem.slots() && mem.is_resident(v) {
+        // Pages come from the engine, so `v < slots` except when the region
+        // grew; only then ask the engine again.
+        if (v as usize) >= self.slots {
+            self.slots = mem.slots();
+        }
+        if v != incoming && (v as usize) < self.slots && mem.is_resident(v) {
             Some(mem.page(v))
         } else {
             self.rejected += 1;
@@ -283,7 +290,14 @@ impl Policy for ProgramPolicy {
             Mode::Detached => return None,
             Mode::Program => {}
         }
-        let (capacity, resident) = (mem.capacity(), mem.resident());
+        // The engine asks for a victim only when no frame is free; counts are
+        // fetched only if the program reads them, or for the engine's
+        // reclaim-time requests (no incoming page).
+        let (capacity, resident) = if self.vm.needs_counts() || incoming.slot == NIL {
+            (mem.capacity(), mem.resident())
+        } else {
+            (0, 0)
+        };
         let input = EventInput {
             fault: incoming.slot,
             free: capacity.saturating_sub(resident) as i64,

@@ -593,6 +593,12 @@ impl Gen {
                     self.stmt(s)?;
                 }
             }
+            Stmt::If(c, then, None) if self.loop_exit(then).is_some() => {
+                // `if (c) break;` is one conditional jump.
+                self.at(c.pos());
+                let target = self.loop_exit(then).unwrap_or(0);
+                self.cond(c, true, target)?;
+            }
             Stmt::If(c, then, els) => {
                 self.at(c.pos());
                 let else_l = self.new_label();
@@ -651,6 +657,17 @@ impl Gen {
             }
         }
         Ok(())
+    }
+
+    /// The jump target of a `break` or `continue` that is all of `s`.
+    fn loop_exit(&self, s: &Stmt) -> Option<usize> {
+        let (top, end) = *self.loops.last()?;
+        match s {
+            Stmt::Break(_) => Some(end),
+            Stmt::Continue(_) => Some(top),
+            Stmt::Block(b) if b.len() == 1 => self.loop_exit(&b[0]),
+            _ => None,
+        }
     }
 
     fn at(&mut self, p: Pos) {
