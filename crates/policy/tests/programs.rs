@@ -224,3 +224,29 @@ fn test_registry_builds_programs_for_simulator_and_live_pager() {
         Err(RegistryError::BadParameter { .. })
     ));
 }
+
+#[test]
+fn test_deeply_nested_source_is_refused_not_overflowing_the_stack() {
+    let deep = format!(
+        "event PageFault() {{ x = {}1{}; }}",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    assert!(matches!(
+        translate(&deep).unwrap_err().kind,
+        ErrorKind::TooDeep(_)
+    ));
+    let long = format!(
+        "int x; event PageFault() {{ x = 1{}; }}",
+        " + 1".repeat(100_000)
+    );
+    assert!(matches!(
+        translate(&long).unwrap_err().kind,
+        ErrorKind::TooDeep(_)
+    ));
+    let blocks = format!("event PageFault() {}{}", "{".repeat(5000), "}".repeat(5000));
+    assert!(matches!(
+        translate(&blocks).unwrap_err().kind,
+        ErrorKind::TooDeep(_)
+    ));
+}

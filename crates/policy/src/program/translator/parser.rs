@@ -357,6 +357,8 @@ impl<'t> Parser<'t> {
 
     fn expr_inner(&mut self, min: u8) -> Result<Expr, TranslateError> {
         let mut left = self.unary()?;
+        // A chain `a + b + c ...` nests to the left; bound it like nesting.
+        let mut chain = 0;
         loop {
             let op = match &self.peek().tok {
                 Tok::Punct(p) => BINARY.iter().find(|(o, _)| o == p),
@@ -369,6 +371,14 @@ impl<'t> Parser<'t> {
                 return Ok(left);
             }
             let pos = self.pos();
+            chain += 1;
+            if chain > MAX_DEPTH {
+                return Err(TranslateError {
+                    line: pos.line,
+                    col: pos.col,
+                    kind: ErrorKind::TooDeep(MAX_DEPTH),
+                });
+            }
             self.bump();
             let right = self.expr(prec + 1)?;
             left = Expr::Binary(op, Box::new(left), Box::new(right), pos);
