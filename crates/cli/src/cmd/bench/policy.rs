@@ -136,6 +136,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs `pagepilot bench policy`.
 pub fn run(args: Args) -> CmdResult {
+    if !matches!(args.format.as_str(), "table" | "json") {
+        return Err(format!("--format {}: expected `table` or `json`", args.format).into());
+    }
     let program = match &args.program {
         Some(path) => program::load(path)?,
         None => verify(program::translator::translate(FIFO2).map_err(|e| format!("fifo2.hp:{e}"))?)
@@ -161,6 +164,9 @@ pub fn run(args: Args) -> CmdResult {
     let recorded = std::mem::take(&mut *log.lock().map_err(|_| "victim log poisoned")?);
     let victims = std::sync::Arc::new(recorded);
     let events = victims.len() as u64;
+    if events == 0 {
+        return Err("no PageFault event had to choose a victim: use more --refs or --pages, or fewer --frames".into());
+    }
     let interp_counters = simulate(
         &trace,
         Built::Live(Box::new(ProgramPolicy::new(
