@@ -235,3 +235,27 @@ fn test_runaway_program_is_stopped_and_fault_served_by_fallback() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn test_program_requesting_frames_from_the_pool_grows_before_it_evicts() {
+    let dir = std::env::temp_dir().join(format!("pp-grow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("grow.hp");
+    std::fs::write(
+        &path,
+        "queue q; int got;\nevent PageFault() {\n  if (free == 0) {\n    got = request(1);\n    if (got == 0) { victim = fifo(q); }\n  }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n",
+    )
+    .unwrap();
+    let trace = random_trace(9, 5_000, 60, 0.2);
+    let policy = built(&path.display().to_string(), &trace, 10);
+    let mut m = Machine::new(&trace, policy, 10, 20);
+    for (i, &slot) in trace.refs.iter().enumerate() {
+        m.access(slot, trace.is_write(i), i as u64);
+    }
+    let grown = m.finish();
+    // Ten frames plus twenty granted one by one: FIFO over thirty frames.
+    let fifo30 = simulate(&trace, built("fifo", &trace, 30), 30);
+    assert_eq!(grown, fifo30);
+    assert_eq!(grown.overruled, 0);
+    std::fs::remove_dir_all(&dir).ok();
+}
