@@ -59,6 +59,12 @@ pub fn load_with(path: &Path, options: &LoadOptions) -> Result<Trace, TraceError
     Ok(trace)
 }
 
+/// The format [`load`] would read `path` as (content, then name).
+pub fn detect(path: &Path) -> Result<Format, TraceError> {
+    let src = source::open(path)?;
+    format::detect(path, &src.head).ok_or_else(|| TraceError::Undetected { path: path.into() })
+}
+
 /// Writes `trace` to `path` in `format` (only [`Format::Binary`] and
 /// [`Format::Text`] can be written), zstd-compressed if `path` ends in `.zst`.
 pub fn save(trace: &Trace, path: &Path, format: Format) -> Result<(), TraceError> {

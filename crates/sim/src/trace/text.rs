@@ -22,15 +22,31 @@ pub fn read_with(
     options: &LoadOptions,
 ) -> Result<Trace, TraceError> {
     let mut sink = Collapse::new(Trace::new(), options.collapse_repeats);
-    for_each_line(input, path, |_, line| {
+    let mut page_size = None;
+    for_each_line(input, path, |number, line| {
+        if number == 1 {
+            page_size = header_page_size(line);
+        }
         if let Some((vpn, write)) = parse_line(line)? {
             // A Trace sink never fails.
             let _ = sink.reference(vpn, write);
         }
         Ok(())
     })?;
-    Ok(sink.finish().unwrap_or_default())
+    let mut trace = sink.finish().unwrap_or_default();
+    trace.page_size = page_size;
+    Ok(trace)
 }
+
+/// The page size [`TextWriter`] notes in its first line, if this is it.
+fn header_page_size(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(HEADER)?.strip_prefix(b", page size ")?;
+    let size = super::lines::parse_dec(rest.strip_suffix(b" bytes")?)?;
+    size.is_power_of_two().then_some(size)
+}
+
+/// The first line [`TextWriter`] writes, before any page size.
+const HEADER: &[u8] = b"# pagepilot page trace";
 
 /// Parses one line: `None` for a blank or comment line.
 #[inline]
@@ -83,8 +99,14 @@ impl<W: Write> TextWriter<W> {
     /// Starts a text trace on `out`, noting the page size in a comment.
     pub fn new(mut out: W, page_size: Option<u64>) -> std::io::Result<Self> {
         match page_size {
-            Some(size) => writeln!(out, "# pagepilot page trace, page size {size} bytes")?,
-            None => writeln!(out, "# pagepilot page trace")?,
+            Some(size) => {
+                out.write_all(HEADER)?;
+                writeln!(out, ", page size {size} bytes")?
+            }
+            None => {
+                out.write_all(HEADER)?;
+                writeln!(out)?
+            }
         }
         Ok(TextWriter {
             out,
