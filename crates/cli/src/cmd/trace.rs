@@ -130,6 +130,10 @@ struct Stats {
     footprint_bytes: u64,
     footprint_mib: f64,
     writes: u64,
+    file_bytes: u64,
+    load_seconds: f64,
+    load_mib_per_second: f64,
+    load_references_per_second: f64,
 }
 
 fn stats(a: StatsArgs) -> CmdResult {
@@ -138,6 +142,8 @@ fn stats(a: StatsArgs) -> CmdResult {
         Some(f) => f,
         None => trace::detect(&a.trace)?,
     };
+    let file_bytes = std::fs::metadata(&a.trace).map(|m| m.len()).unwrap_or(0);
+    let start = std::time::Instant::now();
     let t = trace::load_with(
         &a.trace,
         &LoadOptions {
@@ -145,6 +151,7 @@ fn stats(a: StatsArgs) -> CmdResult {
             ..options
         },
     )?;
+    let load_seconds = start.elapsed().as_secs_f64().max(1e-9);
     let page_size = t.page_size.unwrap_or(a.load.page_size);
     let footprint = (t.distinct() as u64).saturating_mul(page_size);
     let s = Stats {
@@ -156,6 +163,10 @@ fn stats(a: StatsArgs) -> CmdResult {
         footprint_bytes: footprint,
         footprint_mib: footprint as f64 / (1u64 << 20) as f64,
         writes: t.write_count(),
+        file_bytes,
+        load_seconds,
+        load_mib_per_second: file_bytes as f64 / (1u64 << 20) as f64 / load_seconds,
+        load_references_per_second: t.len() as f64 / load_seconds,
     };
     if a.format == "json" {
         println!("{}", serde_json::to_string_pretty(&s)?);
@@ -169,6 +180,12 @@ fn stats(a: StatsArgs) -> CmdResult {
             s.footprint_bytes, s.footprint_mib, s.page_size
         );
         println!("writes          {}", s.writes);
+        println!(
+            "loaded in       {:.3} s ({:.0} MiB/s of file, {:.1} M references/s)",
+            s.load_seconds,
+            s.load_mib_per_second,
+            s.load_references_per_second / 1e6
+        );
     }
     Ok(())
 }

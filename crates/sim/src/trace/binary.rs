@@ -6,11 +6,10 @@
 //! so the reference array can be written while a program runs and checked
 //! in one pass while read.
 
-use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use super::hash::VpnHash;
+use super::index::VpnIndex;
 use super::{Position, Trace, TraceError};
 
 /// The first eight bytes of every binary trace.
@@ -68,7 +67,7 @@ impl Header {
 }
 
 /// Reads as many bytes as `buf` holds or up to the end of `input`.
-fn fill(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn fill(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match input.read(&mut buf[got..]) {
@@ -361,7 +360,7 @@ fn write_u64s(out: &mut impl Write, words: &[u64], buf: &mut Vec<u8>) -> std::io
 pub struct BinaryWriter<W: Write + Seek> {
     out: W,
     header: Header,
-    index: HashMap<u64, u32, VpnHash>,
+    index: VpnIndex,
     pages: Vec<u64>,
     writes: Vec<u64>,
     last: Option<(u64, u32)>,
@@ -393,7 +392,7 @@ impl<W: Write + Seek> BinaryWriter<W> {
         Ok(BinaryWriter {
             out,
             header,
-            index: HashMap::default(),
+            index: VpnIndex::default(),
             pages: Vec::new(),
             writes: Vec::new(),
             last: None,
@@ -407,9 +406,8 @@ impl<W: Write + Seek> BinaryWriter<W> {
         let slot = match self.last {
             Some((v, s)) if v == vpn => s,
             _ => {
-                let next = self.pages.len() as u32;
-                let slot = *self.index.entry(vpn).or_insert(next);
-                if slot == next {
+                let (slot, new) = self.index.get_or_insert(vpn, self.pages.len() as u32);
+                if new {
                     self.pages.push(vpn);
                 }
                 self.last = Some((vpn, slot));

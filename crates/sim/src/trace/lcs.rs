@@ -25,7 +25,7 @@ pub fn read_oracle_general(
     let mut sink = Collapse::new(Trace::new(), options.collapse_repeats);
     let mut offset = 0u64;
     loop {
-        let got = fill(&mut input, &mut buf).map_err(|e| TraceError::io(path, e))?;
+        let got = super::binary::fill(&mut input, &mut buf).map_err(|e| TraceError::io(path, e))?;
         let whole = got - got % ORACLE_GENERAL_RECORD;
         for rec in buf[..whole].chunks_exact(ORACLE_GENERAL_RECORD) {
             let id = u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes"));
@@ -48,19 +48,6 @@ pub fn read_oracle_general(
         }
     }
     Ok(sink.finish().unwrap_or_default())
-}
-
-fn fill(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match input.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// Reads a libCacheSim `txt` trace. Like libCacheSim, ids are numbers

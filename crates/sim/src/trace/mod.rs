@@ -4,12 +4,12 @@
 //! Entry points: [`load`] (format detected) and [`load_with`] (options);
 //! [`write`] / [`save`] for output; [`Format`] names the formats.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 mod error;
 mod format;
 mod hash;
+mod index;
 mod lines;
 mod options;
 mod source;
@@ -26,7 +26,7 @@ pub use format::Format;
 pub use options::{LoadOptions, DEFAULT_PAGE_SIZE};
 pub use sink::{Collapse, TraceSink};
 
-use hash::VpnHash;
+use index::VpnIndex;
 
 /// Reads the trace in `path` (format detected), refusing an empty one.
 pub fn load(path: &Path) -> Result<Trace, TraceError> {
@@ -122,7 +122,7 @@ pub struct Trace {
     /// Bytes per page when the trace came from addresses (lackey, or a
     /// binary trace that says so); `None` when pages are abstract numbers.
     pub page_size: Option<u64>,
-    index: HashMap<u64, u32, VpnHash>,
+    index: VpnIndex,
     /// The last page pushed and its slot: consecutive references to one page
     /// are the common case in address traces.
     last: Option<(u64, u32)>,
@@ -152,9 +152,9 @@ impl Trace {
         mut writes: Vec<u64>,
         page_size: Option<u64>,
     ) -> Result<Self, usize> {
-        let mut index = HashMap::with_capacity_and_hasher(pages.len(), VpnHash::default());
+        let mut index = VpnIndex::with_capacity(pages.len());
         for (slot, &vpn) in pages.iter().enumerate() {
-            if index.insert(vpn, slot as u32).is_some() {
+            if !index.get_or_insert(vpn, slot as u32).1 {
                 return Err(slot);
             }
         }
@@ -177,9 +177,8 @@ impl Trace {
         let slot = match self.last {
             Some((v, s)) if v == vpn => s,
             _ => {
-                let next = self.pages.len() as u32;
-                let slot = *self.index.entry(vpn).or_insert(next);
-                if slot == next {
+                let (slot, new) = self.index.get_or_insert(vpn, self.pages.len() as u32);
+                if new {
                     self.pages.push(vpn);
                 }
                 self.last = Some((vpn, slot));
@@ -236,7 +235,7 @@ impl Trace {
 
     /// The slot of a virtual page number, if the trace references it.
     pub fn slot_of(&self, vpn: u64) -> Option<u32> {
-        self.index.get(&vpn).copied()
+        self.index.get(vpn)
     }
 
     /// The virtual page number of each reference, in order.
