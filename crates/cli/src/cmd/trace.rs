@@ -25,7 +25,7 @@ pub enum Command {
 pub struct LoadArgs {
     /// Trace format, instead of detecting it: text, lackey, binary,
     /// oracle-general, lcs-txt.
-    #[arg(long = "from", value_name = "FORMAT", value_parser = parse_format)]
+    #[arg(long = "from", visible_alias = "trace-format", value_name = "FORMAT", value_parser = parse_format)]
     pub from: Option<Format>,
     /// Page size in bytes for address traces (lackey); k/M/G suffixes allowed.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_PAGE_SIZE)]
