@@ -4,6 +4,9 @@
 //! `PAGEPILOT_BENCH_REFS` (default 5 million references; the binary format
 //! alone is also measured at 50 million with `PAGEPILOT_BENCH_REFS=50000000`).
 
+// criterion_group! generates undocumented items.
+#![allow(missing_docs)]
+
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -9,6 +9,8 @@
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use super::sink::Batched;
+
 use super::index::VpnIndex;
 use super::{Position, Trace, TraceError};
 
@@ -265,11 +267,11 @@ pub fn read_with(
 
 /// A copy of `trace` without immediately repeated references to one page.
 pub fn collapsed(trace: &Trace) -> Trace {
-    let mut out = super::Collapse::new(Trace::new(), true);
+    let mut out = super::Collapse::new(Batched::new(Trace::new()), true);
     for (i, &slot) in trace.refs.iter().enumerate() {
         let _ = out.reference(trace.pages[slot as usize], trace.is_write(i));
     }
-    let mut t = out.finish().unwrap_or_default();
+    let mut t = out.finish().map(Batched::into_trace).unwrap_or_default();
     t.page_size = trace.page_size;
     t
 }

@@ -10,6 +10,8 @@
 use std::io::BufRead;
 use std::path::Path;
 
+use super::sink::Batched;
+
 use super::lines::{for_each_line, parse_dec, parse_hex, show};
 use super::{Collapse, LoadOptions, Trace, TraceError, TraceSink};
 
@@ -115,7 +117,7 @@ pub fn read(input: impl BufRead, path: &Path, options: &LoadOptions) -> Result<T
     let parser = LackeyParser::new(options);
     let mut trace = Trace::new();
     trace.page_size = Some(options.page_size);
-    let mut sink = Collapse::new(trace, options.collapse_repeats);
+    let mut sink = Collapse::new(Batched::new(trace), options.collapse_repeats);
     for_each_line(input, path, |_, line| {
         parser
             .line(line, |vpn, write| {
@@ -124,7 +126,7 @@ pub fn read(input: impl BufRead, path: &Path, options: &LoadOptions) -> Result<T
             })
             .map(drop)
     })?;
-    Ok(sink.finish().unwrap_or_default())
+    Ok(sink.finish().map(Batched::into_trace).unwrap_or_default())
 }
 
 /// Parses lackey output from `input` into any sink; the first sink error

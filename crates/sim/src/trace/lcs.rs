@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
+use super::sink::Batched;
+
 use super::lines::{for_each_line, parse_hex, show};
 use super::{Collapse, LoadOptions, Position, Trace, TraceError};
 
@@ -22,7 +24,7 @@ pub fn read_oracle_general(
 ) -> Result<Trace, TraceError> {
     const PER_CHUNK: usize = (1 << 20) / ORACLE_GENERAL_RECORD;
     let mut buf = vec![0u8; PER_CHUNK * ORACLE_GENERAL_RECORD];
-    let mut sink = Collapse::new(Trace::new(), options.collapse_repeats);
+    let mut sink = Collapse::new(Batched::new(Trace::new()), options.collapse_repeats);
     let mut offset = 0u64;
     loop {
         let got = super::binary::fill(&mut input, &mut buf).map_err(|e| TraceError::io(path, e))?;
@@ -47,7 +49,7 @@ pub fn read_oracle_general(
             break;
         }
     }
-    Ok(sink.finish().unwrap_or_default())
+    Ok(sink.finish().map(Batched::into_trace).unwrap_or_default())
 }
 
 /// Reads a libCacheSim `txt` trace. Like libCacheSim, ids are numbers
@@ -59,7 +61,7 @@ pub fn read_txt(
     path: &Path,
     options: &LoadOptions,
 ) -> Result<Trace, TraceError> {
-    let mut sink = Collapse::new(Trace::new(), options.collapse_repeats);
+    let mut sink = Collapse::new(Batched::new(Trace::new()), options.collapse_repeats);
     let mut numeric: Option<bool> = None;
     let mut names: HashMap<Box<[u8]>, u64> = HashMap::new();
     for_each_line(input, path, |_, line| {
@@ -88,7 +90,7 @@ pub fn read_txt(
         let _ = sink.reference(obj, false);
         Ok(())
     })?;
-    Ok(sink.finish().unwrap_or_default())
+    Ok(sink.finish().map(Batched::into_trace).unwrap_or_default())
 }
 
 /// An unsigned number as C's `strtoull(s, _, 0)` reads it, but only if it

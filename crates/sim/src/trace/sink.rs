@@ -51,3 +51,53 @@ impl<S: TraceSink> Collapse<S> {
         Ok(self.inner)
     }
 }
+
+/// Builds a [`super::Trace`] from references in batches, looking a few
+/// references ahead to prefetch their page-index entries: on traces with
+/// many pages each new lookup is a cache miss, and overlapping them is most
+/// of the speed of loading.
+pub(crate) struct Batched {
+    trace: super::Trace,
+    buf: Vec<(u64, bool)>,
+}
+
+const BATCH: usize = 1024;
+const AHEAD: usize = 16;
+
+impl Batched {
+    /// Batches into `trace`.
+    pub(crate) fn new(trace: super::Trace) -> Self {
+        Batched {
+            trace,
+            buf: Vec::with_capacity(BATCH),
+        }
+    }
+
+    fn flush(&mut self) {
+        for i in 0..self.buf.len() {
+            if let Some(&(ahead, _)) = self.buf.get(i + AHEAD) {
+                self.trace.prefetch(ahead);
+            }
+            let (vpn, write) = self.buf[i];
+            self.trace.push(vpn, write);
+        }
+        self.buf.clear();
+    }
+
+    /// The trace with every reference pushed.
+    pub(crate) fn into_trace(mut self) -> super::Trace {
+        self.flush();
+        self.trace
+    }
+}
+
+impl TraceSink for Batched {
+    #[inline]
+    fn reference(&mut self, vpn: u64, write: bool) -> std::io::Result<()> {
+        self.buf.push((vpn, write));
+        if self.buf.len() == BATCH {
+            self.flush();
+        }
+        Ok(())
+    }
+}

@@ -6,6 +6,8 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use super::sink::Batched;
+
 use super::lines::{for_each_line, parse_u64, show};
 use super::{Collapse, LoadOptions, Trace, TraceError};
 
@@ -21,7 +23,7 @@ pub fn read_with(
     path: &Path,
     options: &LoadOptions,
 ) -> Result<Trace, TraceError> {
-    let mut sink = Collapse::new(Trace::new(), options.collapse_repeats);
+    let mut sink = Collapse::new(Batched::new(Trace::new()), options.collapse_repeats);
     let mut page_size = None;
     for_each_line(input, path, |number, line| {
         if number == 1 {
@@ -33,7 +35,7 @@ pub fn read_with(
         }
         Ok(())
     })?;
-    let mut trace = sink.finish().unwrap_or_default();
+    let mut trace = sink.finish().map(Batched::into_trace).unwrap_or_default();
     trace.page_size = page_size;
     Ok(trace)
 }
