@@ -524,6 +524,20 @@ proptest! {
     }
 
     #[test]
+    fn test_random_files_through_load_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        zstd_magic in any::<bool>(),
+    ) {
+        let mut content = if zstd_magic { vec![0x28, 0xb5, 0x2f, 0xfd] } else { Vec::new() };
+        content.extend_from_slice(&bytes);
+        let f = TempFile::with("fuzz.bin", &content);
+        let _ = trace::load(&f.0);
+        for format in Format::ALL {
+            let _ = trace::load_with(&f.0, &LoadOptions { format: Some(format), ..Default::default() });
+        }
+    }
+
+    #[test]
     fn test_binary_round_trip_of_random_traces(
         refs in proptest::collection::vec((any::<u64>(), any::<bool>()), 1..300),
         dup in 1u64..20,
