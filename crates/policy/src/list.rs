@@ -5,13 +5,20 @@ const NIL: u32 = u32::MAX;
 
 /// A doubly linked list of slots with O(1) push, remove and move, stored in
 /// flat arrays indexed by slot. A slot is in the list at most once.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SlotList {
     prev: Vec<u32>,
     next: Vec<u32>,
     head: u32,
     tail: u32,
     len: usize,
+}
+
+// Not derived: a derived default would make slot 0 the head of an empty list.
+impl Default for SlotList {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SlotList {
@@ -151,5 +158,14 @@ mod tests {
         assert_eq!(l.pop_front(), Some(3));
         assert_eq!(l.len(), 2);
         assert!(l.contains(0) && !l.contains(3));
+    }
+
+    #[test]
+    fn test_default_slot_list_is_empty() {
+        let mut l = SlotList::default();
+        assert!(l.is_empty() && l.front().is_none() && !l.contains(0));
+        l.push_back(0);
+        l.push_back(1);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 1]);
     }
 }
