@@ -168,26 +168,41 @@ fn stats(a: StatsArgs) -> CmdResult {
         load_mib_per_second: file_bytes as f64 / (1u64 << 20) as f64 / load_seconds,
         load_references_per_second: t.len() as f64 / load_seconds,
     };
-    if a.format == "json" {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+    let text = if a.format == "json" {
+        serde_json::to_string_pretty(&s)? + "\n"
     } else {
-        println!("trace           {}", s.path);
-        println!("format          {}", s.format);
-        println!("references      {}", s.references);
-        println!("distinct pages  {}", s.distinct_pages);
-        println!(
-            "footprint       {} bytes ({:.2} MiB at {}-byte pages)",
-            s.footprint_bytes, s.footprint_mib, s.page_size
-        );
-        println!("writes          {}", s.writes);
-        println!(
-            "loaded in       {:.3} s ({:.0} MiB/s of file, {:.1} M references/s)",
+        format!(
+            "trace           {}\n\
+             format          {}\n\
+             references      {}\n\
+             distinct pages  {}\n\
+             footprint       {} bytes ({:.2} MiB at {}-byte pages)\n\
+             writes          {}\n\
+             loaded in       {:.3} s ({:.0} MiB/s of file, {:.1} M references/s)\n",
+            s.path,
+            s.format,
+            s.references,
+            s.distinct_pages,
+            s.footprint_bytes,
+            s.footprint_mib,
+            s.page_size,
+            s.writes,
             s.load_seconds,
             s.load_mib_per_second,
             s.load_references_per_second / 1e6
-        );
+        )
+    };
+    print_out(&text)
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn print_out(text: &str) -> CmdResult {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The output format: `--to`, else by the output's name.
