@@ -68,15 +68,15 @@ pub fn detect(path: &Path) -> Result<Format, TraceError> {
 /// Writes `trace` to `path` in `format` (only [`Format::Binary`] and
 /// [`Format::Text`] can be written), zstd-compressed if `path` ends in `.zst`.
 pub fn save(trace: &Trace, path: &Path, format: Format) -> Result<(), TraceError> {
-    let io = |e| TraceError::Io {
-        path: path.into(),
-        source: e,
-    };
+    if !format.writable() {
+        return Err(TraceError::Unwritable { format });
+    }
+    let io = |e| TraceError::io(path, e);
     let file = std::fs::File::create(path).map_err(io)?;
     let out = std::io::BufWriter::with_capacity(1 << 20, file);
     if source::is_zst_name(path) {
         let mut enc = zstd::Encoder::new(out, 3).map_err(io)?;
-        // Worker threads would compete with the simulator; one is enough.
+        // The frame checksum turns silent corruption into a read error.
         enc.include_checksum(true).map_err(io)?;
         write(trace, &mut enc, format, path)?;
         let mut out = enc.finish().map_err(io)?;
