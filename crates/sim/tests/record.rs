@@ -88,6 +88,7 @@ fn test_record_streams_a_real_programs_page_writes() {
         run,
         "no 256 consecutive pages first written in address order"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
