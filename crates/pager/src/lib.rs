@@ -1,2 +1,28 @@
 //! The live pager: regions paged on userfaultfd under a frame budget and a
 //! policy of the application's choice.
+//!
+//! A region's memory is a memfd. The application sees one shared mapping of
+//! it, registered with userfaultfd for missing, minor and write-protect
+//! faults; the pager holds a second mapping of the same memfd. A missing
+//! fault reads the page(s) from the dataspace straight into the pager's view
+//! and `UFFDIO_CONTINUE` maps them; reference bits are emulated by zapping
+//! the application's PTE (the next access is a minor fault); dirty pages are
+//! tracked by write-protect faults; eviction writes back dirty pages and
+//! punches the frame out of the memfd. See `docs/pager.md`.
+
+mod backing;
+mod engine;
+mod error;
+mod handler;
+mod region;
+mod resident;
+mod stats;
+mod sys;
+
+pub use backing::Backing;
+pub use error::{FailedPage, FlushError, MapError};
+pub use region::{Region, RegionOptions};
+pub use stats::{LatencySummary, RegionStats};
+
+/// The page size regions are paged in.
+pub const PAGE_SIZE: usize = sys::PAGE;

@@ -1,0 +1,234 @@
+//! The fault loop: handler threads read the region's userfaultfd and serve
+//! missing faults (clustered reads from the dataspace into the pager's view,
+//! then UFFDIO_CONTINUE), minor faults (reference-bit emulation) and
+//! write-protect faults (dirty tracking).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use pagepilot_policy::{Fault, FaultKind, Page};
+
+use crate::engine::{Inner, Shared};
+use crate::resident::{State, MODIFIED, REFERENCED};
+use crate::stats::Counters;
+use crate::sys::{self, UffdMsg, FLAG_WP, FLAG_WRITE, PAGE};
+
+/// Runs one handler thread until the region's stop event fires.
+pub fn run(shared: Arc<Shared>) {
+    let mut msgs = [UffdMsg::default(); 16];
+    loop {
+        match sys::poll2(shared.uffd.raw(), shared.stop.as_raw(), -1) {
+            Ok((_, true)) => return,
+            Ok((false, false)) => continue,
+            Ok((true, false)) => {}
+            Err(_) => return,
+        }
+        let n = match shared.uffd.read_msgs(&mut msgs) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(_) => return,
+        };
+        for m in &msgs[..n] {
+            if let Some((addr, flags)) = m.pagefault() {
+                let t0 = Instant::now();
+                serve(&shared, addr, flags);
+                shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+}
+
+trait AsRaw {
+    fn as_raw(&self) -> std::os::fd::RawFd;
+}
+impl AsRaw for std::os::fd::OwnedFd {
+    fn as_raw(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(self)
+    }
+}
+
+/// Serves one fault at `addr`.
+pub fn serve(sh: &Shared, addr: usize, flags: u64) {
+    if addr < sh.app || addr >= sh.app + sh.map_len {
+        return;
+    }
+    let slot = ((addr - sh.app) / PAGE) as u32;
+    if flags & FLAG_WP != 0 {
+        serve_wp(sh, slot);
+    } else {
+        serve_access(sh, slot, flags & FLAG_WRITE != 0);
+    }
+}
+
+fn serve_wp(sh: &Shared, s: u32) {
+    Counters::add(&sh.stats.wp_faults, 1);
+    let g = sh.lock();
+    let mut g = sh.wait_stable(g, s);
+    let addr = sh.app_addr(s);
+    match g.table.state(s) {
+        State::Resident | State::Pinned => {
+            let f = g.table.flags(s) | MODIFIED;
+            g.table.set_flags(s, f);
+            // Un-protecting wakes the writer.
+            if sh.uffd.writeprotect(addr, PAGE, false).is_err() {
+                let _ = sh.uffd.wake(addr, PAGE);
+            }
+        }
+        _ => {
+            // Evicted meanwhile: the retry raises a missing fault.
+            let _ = sh.uffd.wake(addr, PAGE);
+        }
+    }
+}
+
+/// Maps a page that is in the memfd into the application's view.
+fn map(sh: &Shared, s: u32, n: usize, wp: bool) {
+    let addr = sh.app_addr(s);
+    if let Err(e) = sh.uffd.continue_range(addr, n * PAGE, wp) {
+        // Already mapped (another thread's fault on the same page was served
+        // first): only the wake is missing.
+        let _ = e;
+        let _ = sh.uffd.wake(addr, n * PAGE);
+    }
+}
+
+fn serve_access(sh: &Shared, s: u32, write: bool) {
+    let g = sh.lock();
+    let mut g = sh.wait_stable(g, s);
+    match g.table.state(s) {
+        State::Resident => {
+            let f = g.table.flags(s);
+            let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
+            g.table.set_flags(s, nf);
+            map(sh, s, 1, sh.writable && nf & MODIFIED == 0);
+            if f & REFERENCED == 0 {
+                Counters::add(&sh.stats.minor_faults, 1);
+                g.time += 1;
+                let fault = Fault {
+                    page: page(s),
+                    kind: FaultKind::Minor,
+                    write,
+                    time: g.time,
+                };
+                let Inner { table, policy, .. } = &mut *g;
+                policy.on_fault(fault, table);
+            }
+        }
+        State::Pinned => {
+            let f = g.table.flags(s) | if write { MODIFIED } else { 0 };
+            g.table.set_flags(s, f);
+            map(sh, s, 1, sh.writable && f & MODIFIED == 0);
+        }
+        State::Absent => load(sh, g, s, write),
+        State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
+    }
+}
+
+fn page(s: u32) -> Page {
+    Page {
+        slot: s,
+        vpn: u64::from(s),
+    }
+}
+
+/// How many pages to read for a missing fault at `s`: the fault-around size,
+/// or a window doubling along a sequence of faults, cut at the first page
+/// that is not absent, at the region's end and at half the budget.
+fn plan(sh: &Shared, g: &mut Inner, s: u32) -> usize {
+    let sequential = s == g.next_expected && s != 0;
+    g.window = if sequential {
+        (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1))
+    } else {
+        sh.tuning.fault_around.max(1)
+    };
+    let limit = g
+        .window
+        .min(g.table.pages() - s as usize)
+        .min((g.table.capacity / 2).max(1));
+    let mut n = 1;
+    while n < limit && g.table.state(s + n as u32) == State::Absent {
+        n += 1;
+    }
+    g.next_expected = s + n as u32;
+    n
+}
+
+fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
+    Counters::add(&sh.stats.fault_events, 1);
+    let n = plan(sh, &mut g, s);
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let mut victims = Vec::new();
+    while g.table.held > g.table.capacity {
+        match sh.take_victim(&mut g, s) {
+            Some(v) => victims.push(v),
+            None => {
+                Counters::add(&sh.stats.over_budget, 1);
+                break;
+            }
+        }
+    }
+    drop(g);
+
+    let failed = if victims.is_empty() {
+        Vec::new()
+    } else {
+        sh.evict_io(&mut victims)
+    };
+    // SAFETY: pages s..s+n are Loading: no handler maps them and the
+    // application cannot reach them until the CONTINUE below.
+    let read = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+    if read.is_ok() {
+        Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+        // The faulting page first, writable if this was a write.
+        map(sh, s, 1, sh.writable && !write);
+        if n > 1 {
+            map(sh, s + 1, n - 1, sh.writable);
+        }
+    }
+
+    let mut g = sh.lock();
+    sh.finish_evictions(&mut g, &victims, &failed);
+    match read {
+        Ok(()) => {
+            Counters::add(&sh.stats.missing_faults, n as u64);
+            Counters::add(&sh.stats.readahead_pages, (n - 1) as u64);
+            for q in s..s + n as u32 {
+                let dirty = if q == s && write { MODIFIED } else { 0 };
+                g.table.set(q, State::Resident, REFERENCED | dirty);
+                g.time += 1;
+                let fault = Fault {
+                    page: page(q),
+                    kind: FaultKind::Missing,
+                    write: write && q == s,
+                    time: g.time,
+                };
+                let Inner { table, policy, .. } = &mut *g;
+                policy.on_fault(fault, table);
+            }
+        }
+        Err(_) => {
+            Counters::add(&sh.stats.read_errors, 1);
+            for q in s..s + n as u32 {
+                g.table.set(q, State::Absent, 0);
+            }
+            let _ = sys::punch_hole(
+                std::os::fd::AsRawFd::as_raw_fd(&sh.memfd),
+                s as usize * PAGE,
+                n * PAGE,
+            );
+            // The faulting thread gets SIGBUS rather than wrong data.
+            let addr = sh.app_addr(s);
+            if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
+                let _ = sh.uffd.wake(addr, PAGE);
+            }
+        }
+    }
+    let queued = std::mem::take(&mut g.table.flush_queue);
+    drop(g);
+    sh.cv.notify_all();
+    if !queued.is_empty() {
+        let _ = sh.flush(Some(&queued));
+    }
+}
