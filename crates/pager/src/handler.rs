@@ -160,7 +160,7 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
         g.table.set(q, State::Loading, 0);
     }
     let mut victims = Vec::new();
-    while g.table.held > g.table.capacity {
+    for _ in 0..g.table.excess() {
         match sh.take_victim(&mut g, s) {
             Some(v) => victims.push(v),
             None => {

@@ -44,6 +44,8 @@ pub struct Table {
     pub held: usize,
     /// Pinned pages.
     pub pinned: usize,
+    /// Pages being evicted (their frames are about to be freed).
+    pub evicting: usize,
     /// The budget in frames.
     pub capacity: usize,
     app: usize,
@@ -60,6 +62,7 @@ impl Table {
             resident: 0,
             held: 0,
             pinned: 0,
+            evicting: 0,
             capacity,
             app,
             hand: 0,
@@ -103,6 +106,8 @@ impl Table {
             - usize::from(from == State::Resident);
         self.pinned =
             self.pinned + usize::from(to == State::Pinned) - usize::from(from == State::Pinned);
+        self.evicting = self.evicting + usize::from(to == State::Evicting)
+            - usize::from(from == State::Evicting);
         self.bits[s as usize] = code(to) | (flags & !STATE_MASK);
     }
 
@@ -120,6 +125,12 @@ impl Table {
             }
         }
         None
+    }
+
+    /// Frames that must be freed to stay within the budget (frames being
+    /// evicted already count as free).
+    pub fn excess(&self) -> usize {
+        (self.held - self.evicting).saturating_sub(self.capacity)
     }
 
     fn page_at(slot: u32) -> Page {
