@@ -24,5 +24,8 @@ pub use error::{FailedPage, FlushError, MapError};
 pub use region::{Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};
 
+/// The policy interface regions run (re-exported for [`Region::map_with_policy`]).
+pub use pagepilot_policy as policy;
+
 /// The page size regions are paged in.
 pub const PAGE_SIZE: usize = sys::PAGE;

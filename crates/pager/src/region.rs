@@ -6,6 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use pagepilot_policy::registry::{self, Setup};
+use pagepilot_policy::Policy;
 
 use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
 use crate::engine::{Inner, Shared, Tuning};
@@ -110,6 +111,20 @@ const MAX_HANDLERS: usize = 64;
 impl Region {
     /// Maps a region. On error nothing is mapped.
     pub fn map(opts: RegionOptions) -> Result<Region, MapError> {
+        Region::map_inner(opts, None)
+    }
+
+    /// Maps a region paged by `policy`, a policy object of the caller's
+    /// (`opts.policy` is ignored). Its answers are checked like any policy's:
+    /// a victim that is not a resident page is overruled.
+    pub fn map_with_policy(
+        opts: RegionOptions,
+        policy: Box<dyn Policy>,
+    ) -> Result<Region, MapError> {
+        Region::map_inner(opts, Some(policy))
+    }
+
+    fn map_inner(opts: RegionOptions, given: Option<Box<dyn Policy>>) -> Result<Region, MapError> {
         if opts.budget_bytes < PAGE {
             return Err(MapError::BudgetTooSmall {
                 budget: opts.budget_bytes,
@@ -138,18 +153,21 @@ impl Region {
         };
         let pages = len.div_ceil(PAGE);
         let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
-        let policy = registry::build_live(
-            &opts.policy,
-            &Setup {
-                slots: pages,
-                frames: budget_frames,
-                future: None,
-            },
-        )
-        .map_err(|source| MapError::Policy {
-            spec: opts.policy.clone(),
-            source,
-        })?;
+        let policy = match given {
+            Some(p) => p,
+            None => registry::build_live(
+                &opts.policy,
+                &Setup {
+                    slots: pages,
+                    frames: budget_frames,
+                    future: None,
+                },
+            )
+            .map_err(|source| MapError::Policy {
+                spec: opts.policy.clone(),
+                source,
+            })?,
+        };
         let policy_name = policy.name();
         let map_len = pages * PAGE;
         let sys_err = |call| move |source| MapError::Sys { call, source };
