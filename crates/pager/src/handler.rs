@@ -179,19 +179,14 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
     // SAFETY: pages s..s+n are Loading: no handler maps them and the
     // application cannot reach them until the CONTINUE below.
     let read = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
-    if read.is_ok() {
-        Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
-        // The faulting page first, writable if this was a write.
-        map(sh, s, 1, sh.writable && !write);
-        if n > 1 {
-            map(sh, s + 1, n - 1, sh.writable);
-        }
-    }
 
+    // Account and tell the policy before the faulting thread resumes, so that
+    // what it reads of the statistics includes its own fault.
     let mut g = sh.lock();
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
+            Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             Counters::add(&sh.stats.missing_faults, n as u64);
             Counters::add(&sh.stats.readahead_pages, (n - 1) as u64);
             for q in s..s + n as u32 {
@@ -206,6 +201,12 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
                 };
                 let Inner { table, policy, .. } = &mut *g;
                 policy.on_fault(fault, table);
+            }
+            // Mapped under the lock: the pages are Resident now and could
+            // otherwise be chosen as victims and zapped before they are mapped.
+            map(sh, s, 1, sh.writable && !write);
+            if n > 1 {
+                map(sh, s + 1, n - 1, sh.writable);
             }
         }
         Err(_) => {

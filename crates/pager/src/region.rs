@@ -305,7 +305,7 @@ impl Region {
     pub fn stats(&self) -> RegionStats {
         let mut s = self.shared.stats.snapshot();
         let g = self.shared.lock();
-        s.frames_in_use = g.table.held as u64;
+        s.frames_in_use = (g.table.held - g.table.evicting) as u64;
         s.pinned_pages = g.table.pinned as u64;
         s.incidents = g.policy.incidents();
         drop(g);
