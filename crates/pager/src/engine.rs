@@ -27,6 +27,8 @@ pub struct Tuning {
     pub fault_around: usize,
     /// Largest read-ahead window along a sequence of faults, pages.
     pub readahead_max: usize,
+    /// How long a handler keeps polling after a fault before it sleeps, us.
+    pub spin_us: u64,
 }
 
 /// What the lock guards.

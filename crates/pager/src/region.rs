@@ -38,6 +38,9 @@ pub struct RegionOptions {
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
+    /// Microseconds a handler thread keeps polling for the next fault after
+    /// serving one, before it sleeps (0: always sleep).
+    pub handler_spin_us: u64,
 }
 
 impl Default for RegionOptions {
@@ -51,6 +54,7 @@ impl Default for RegionOptions {
             readahead_max_pages: 16,
             handler_threads: 1,
             swap_dir: None,
+            handler_spin_us: 0,
         }
     }
 }
@@ -83,6 +87,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::swap_dir`].
     pub fn with_swap_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.swap_dir = Some(dir.into());
+        self
+    }
+    /// Sets [`RegionOptions::handler_spin_us`].
+    pub fn with_handler_spin(mut self, us: u64) -> Self {
+        self.handler_spin_us = us;
         self
     }
     /// Sets [`RegionOptions::len`].
@@ -231,6 +240,7 @@ impl Region {
             tuning: Tuning {
                 fault_around: opts.fault_around_pages.max(1),
                 readahead_max: opts.readahead_max_pages.max(1),
+                spin_us: opts.handler_spin_us.min(1_000_000),
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,

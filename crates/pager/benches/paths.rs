@@ -1,0 +1,212 @@
+//! Fault-path measurements behind `docs/pager.md`, side by side with the
+//! kernel's own faults on the same kind of memory, in one run:
+//! `cargo bench -p pagepilot-pager --bench paths [-- quick]`.
+//! Prints one JSON object per line.
+
+use std::io::Write;
+use std::time::Instant;
+
+use pagepilot_pager::{Backing, Region, RegionOptions, PAGE_SIZE};
+
+const P: usize = PAGE_SIZE;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Touches one byte per page of `[base, base+len)`, from `threads` threads
+/// each taking an interleaved share of pages; returns ns per page.
+fn touch_pages(base: usize, len: usize, threads: usize, write: bool) -> f64 {
+    let pages = len / P;
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let mut sum = 0u64;
+                for p in (t..pages).step_by(threads) {
+                    let a = (base + p * P) as *mut u8;
+                    // SAFETY: inside a live mapping of `len` bytes.
+                    unsafe {
+                        if write {
+                            a.write_volatile(1);
+                        } else {
+                            sum += a.read_volatile() as u64;
+                        }
+                    }
+                }
+                std::hint::black_box(sum);
+            });
+        }
+    });
+    t0.elapsed().as_nanos() as f64 / pages as f64
+}
+
+/// A kernel shmem mapping (memfd) of `len` bytes, the kernel's own fault path.
+fn kernel_shmem(len: usize) -> (usize, i32) {
+    // SAFETY: plain memfd + mmap; the mapping is unmapped by `unmap_kernel`.
+    unsafe {
+        let fd = libc::memfd_create(c"bench".as_ptr(), 0);
+        assert!(fd >= 0);
+        assert_eq!(libc::ftruncate(fd, len as i64), 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        (p as usize, fd)
+    }
+}
+
+fn unmap_kernel(addr: usize, len: usize, fd: i32) {
+    // SAFETY: the mapping and fd come from `kernel_shmem`.
+    unsafe {
+        libc::munmap(addr as *mut _, len);
+        libc::close(fd);
+    }
+}
+
+fn zap(addr: usize, len: usize) {
+    // SAFETY: drops PTEs of a shared mapping; the pages stay in the memfd.
+    unsafe { libc::madvise(addr as *mut _, len, libc::MADV_DONTNEED) };
+}
+
+fn emit(v: serde_json::Value) {
+    println!("{v}");
+    std::io::stdout().flush().unwrap();
+}
+
+/// Missing (first touch, zero-filled) and minor faults: pagepilot vs kernel.
+fn fault_cost(len: usize, runs: usize, spin: u64) {
+    let (mut pp_miss, mut k_miss, mut pp_minor, mut k_minor) = (vec![], vec![], vec![], vec![]);
+    let mut lat = None;
+    for _ in 0..runs {
+        let (k, fd) = kernel_shmem(len);
+        k_miss.push(touch_pages(k, len, 1, true));
+        zap(k, len);
+        k_minor.push(touch_pages(k, len, 1, false));
+        unmap_kernel(k, len, fd);
+
+        let r = Region::map(
+            RegionOptions::new(Backing::Anonymous { len }, len, "fifo").with_handler_spin(spin),
+        )
+        .unwrap();
+        pp_miss.push(touch_pages(r.as_ptr() as usize, len, 1, true));
+        lat = Some(r.stats().latency);
+        zap(r.as_ptr() as usize, len);
+        pp_minor.push(touch_pages(r.as_ptr() as usize, len, 1, false));
+        r.unmap().unwrap();
+    }
+    let (a, b, c, d) = (
+        median(pp_miss),
+        median(k_miss),
+        median(pp_minor),
+        median(k_minor),
+    );
+    emit(serde_json::json!({
+        "bench": "fault_cost", "pages": len / P, "handler_spin_us": spin,
+        "missing_ns": a, "kernel_missing_ns": b, "missing_ratio": a / b,
+        "minor_ns": c, "kernel_minor_ns": d, "minor_ratio": c / d,
+        "service_latency_missing": lat,
+    }));
+}
+
+/// Missing faults from `threads` application threads with `handlers` handler threads.
+fn scaling(len: usize, runs: usize) {
+    for handlers in [1, 2, 4] {
+        for threads in [1, 2, 4] {
+            let mut v = vec![];
+            let mut k = vec![];
+            for _ in 0..runs {
+                let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+                    .with_handler_threads(handlers);
+                let r = Region::map(opts).unwrap();
+                v.push(touch_pages(r.as_ptr() as usize, len, threads, true));
+                r.unmap().unwrap();
+                let (a, fd) = kernel_shmem(len);
+                k.push(touch_pages(a, len, threads, true));
+                unmap_kernel(a, len, fd);
+            }
+            let (ns, kns) = (median(v), median(k));
+            emit(serde_json::json!({
+                "bench": "scaling", "handlers": handlers, "threads": threads,
+                "faults_per_s": 1e9 / ns, "kernel_faults_per_s": 1e9 / kns,
+                "ratio_to_kernel": kns / ns,
+            }));
+        }
+    }
+}
+
+/// Sequential scans of a file under a budget of a quarter of it, per read-ahead size,
+/// against the kernel's buffered mmap of the same file (page cache dropped first).
+fn scan(file_pages: usize, runs: usize) {
+    let dir = std::env::temp_dir().join(format!("pagepilot-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("scan");
+    let data: Vec<u8> = (0..file_pages * P).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let len = file_pages * P;
+    let drop_cache = || {
+        let f = std::fs::File::open(&path).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: fadvise on an open descriptor.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    };
+    for ra in [1usize, 16, 64, 256] {
+        let (mut v, mut k) = (vec![], vec![]);
+        for _ in 0..runs {
+            let opts = RegionOptions::new(
+                Backing::File {
+                    path: path.clone(),
+                    writable: false,
+                },
+                len / 4,
+                "mru",
+            )
+            .with_readahead(ra);
+            let r = Region::map(opts).unwrap();
+            v.push(touch_pages(r.as_ptr() as usize, len, 1, false));
+            r.unmap().unwrap();
+            drop_cache();
+            let f = std::fs::File::open(&path).unwrap();
+            use std::os::fd::AsRawFd;
+            // SAFETY: a private read-only mapping of the file, unmapped below.
+            let m = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    f.as_raw_fd(),
+                    0,
+                )
+            };
+            k.push(touch_pages(m as usize, len, 1, false));
+            // SAFETY: unmapping what was mapped above.
+            unsafe { libc::munmap(m, len) };
+            drop_cache();
+        }
+        let (ns, kns) = (median(v), median(k));
+        emit(serde_json::json!({
+            "bench": "seq_scan_cold", "readahead_pages": ra, "file_pages": file_pages,
+            "us_per_page": ns / 1e3, "kernel_us_per_page": kns / 1e3,
+            "mb_per_s": P as f64 / ns * 1e3, "kernel_mb_per_s": P as f64 / kns * 1e3,
+            "ratio_to_kernel": kns / ns,
+        }));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "quick");
+    let runs = if quick { 3 } else { 5 };
+    for spin in [0, 50] {
+        fault_cost(if quick { 4096 } else { 16384 } * P, runs, spin);
+    }
+    scaling(if quick { 4096 } else { 16384 } * P, runs);
+    scan(if quick { 4096 } else { 16384 }, runs);
+}
