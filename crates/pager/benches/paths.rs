@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use pagepilot_pager::{Backing, Region, RegionOptions, PAGE_SIZE};
+use pagepilot_pager::{Backing, FaultService, Region, RegionOptions, PAGE_SIZE};
 
 const P: usize = PAGE_SIZE;
 
@@ -40,6 +40,26 @@ fn touch_pages(base: usize, len: usize, threads: usize, write: bool) -> f64 {
         }
     });
     t0.elapsed().as_nanos() as f64 / pages as f64
+}
+
+/// Touches one byte per page, timing each access; returns the median ns.
+/// Medians keep preemptions on a loaded machine out of the result.
+fn touch_median(base: usize, len: usize, write: bool) -> f64 {
+    let mut t = Vec::with_capacity(len / P);
+    for p in 0..len / P {
+        let a = (base + p * P) as *mut u8;
+        let t0 = Instant::now();
+        // SAFETY: inside a live mapping of `len` bytes.
+        unsafe {
+            if write {
+                a.write_volatile(1);
+            } else {
+                std::hint::black_box(a.read_volatile());
+            }
+        }
+        t.push(t0.elapsed().as_nanos() as f64);
+    }
+    median(t)
 }
 
 /// A kernel shmem mapping (memfd) of `len` bytes, the kernel's own fault path.
@@ -80,25 +100,26 @@ fn emit(v: serde_json::Value) {
     std::io::stdout().flush().unwrap();
 }
 
-/// Missing (first touch, zero-filled) and minor faults: pagepilot vs kernel.
-fn fault_cost(len: usize, runs: usize, spin: u64) {
+/// Missing (first touch, zero-filled) and minor faults: pagepilot vs kernel,
+/// median over faults of the median over runs.
+fn fault_cost(len: usize, runs: usize, service: FaultService) {
     let (mut pp_miss, mut k_miss, mut pp_minor, mut k_minor) = (vec![], vec![], vec![], vec![]);
     let mut lat = None;
     for _ in 0..runs {
         let (k, fd) = kernel_shmem(len);
-        k_miss.push(touch_pages(k, len, 1, true));
+        k_miss.push(touch_median(k, len, true));
         zap(k, len);
-        k_minor.push(touch_pages(k, len, 1, false));
+        k_minor.push(touch_median(k, len, false));
         unmap_kernel(k, len, fd);
 
         let r = Region::map(
-            RegionOptions::new(Backing::Anonymous { len }, len, "fifo").with_handler_spin(spin),
+            RegionOptions::new(Backing::Anonymous { len }, len, "fifo").with_fault_service(service),
         )
         .unwrap();
-        pp_miss.push(touch_pages(r.as_ptr() as usize, len, 1, true));
+        pp_miss.push(touch_median(r.as_ptr() as usize, len, true));
         lat = Some(r.stats().latency);
         zap(r.as_ptr() as usize, len);
-        pp_minor.push(touch_pages(r.as_ptr() as usize, len, 1, false));
+        pp_minor.push(touch_median(r.as_ptr() as usize, len, false));
         r.unmap().unwrap();
     }
     let (a, b, c, d) = (
@@ -108,7 +129,7 @@ fn fault_cost(len: usize, runs: usize, spin: u64) {
         median(k_minor),
     );
     emit(serde_json::json!({
-        "bench": "fault_cost", "pages": len / P, "handler_spin_us": spin,
+        "bench": "fault_cost", "pages": len / P, "service": format!("{service:?}"),
         "missing_ns": a, "kernel_missing_ns": b, "missing_ratio": a / b,
         "minor_ns": c, "kernel_minor_ns": d, "minor_ratio": c / d,
         "service_latency_missing": lat,
@@ -117,13 +138,18 @@ fn fault_cost(len: usize, runs: usize, spin: u64) {
 
 /// Missing faults from `threads` application threads with `handlers` handler threads.
 fn scaling(len: usize, runs: usize) {
-    for handlers in [1, 2, 4] {
+    for handlers in [0, 1, 2, 4] {
         for threads in [1, 2, 4] {
             let mut v = vec![];
             let mut k = vec![];
             for _ in 0..runs {
-                let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
-                    .with_handler_threads(handlers);
+                let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo");
+                // 0 handler threads: faults served in the faulting thread.
+                let opts = if handlers == 0 {
+                    opts.with_fault_service(FaultService::FaultingThread)
+                } else {
+                    opts.with_handler_threads(handlers)
+                };
                 let r = Region::map(opts).unwrap();
                 v.push(touch_pages(r.as_ptr() as usize, len, threads, true));
                 r.unmap().unwrap();
@@ -204,8 +230,8 @@ fn scan(file_pages: usize, runs: usize) {
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let runs = if quick { 3 } else { 5 };
-    for spin in [0, 50] {
-        fault_cost(if quick { 4096 } else { 16384 } * P, runs, spin);
+    for service in [FaultService::HandlerThreads, FaultService::FaultingThread] {
+        fault_cost(if quick { 4096 } else { 16384 } * P, runs, service);
     }
     scaling(if quick { 4096 } else { 16384 } * P, runs);
     scan(if quick { 4096 } else { 16384 }, runs);

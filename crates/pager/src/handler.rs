@@ -112,6 +112,24 @@ fn map(sh: &Shared, s: u32, n: usize, wp: bool) {
     }
 }
 
+/// Maps a resident page for an access. If it is mapped already and this
+/// is a write, the fault was a write-protect fault: un-protect the page.
+fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
+    let addr = sh.app_addr(s);
+    match sh.uffd.continue_range(addr, PAGE, wp) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) && write && sh.writable => {
+            Counters::add(&sh.stats.wp_faults, 1);
+            if sh.uffd.writeprotect(addr, PAGE, false).is_err() {
+                let _ = sh.uffd.wake(addr, PAGE);
+            }
+        }
+        Err(_) => {
+            let _ = sh.uffd.wake(addr, PAGE);
+        }
+    }
+}
+
 fn serve_access(sh: &Shared, s: u32, write: bool) {
     let g = sh.lock();
     let mut g = sh.wait_stable(g, s);
@@ -120,7 +138,7 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
             let f = g.table.flags(s);
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
-            map(sh, s, 1, sh.writable && nf & MODIFIED == 0);
+            map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
                 g.time += 1;
@@ -135,9 +153,9 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
             }
         }
         State::Pinned => {
-            let f = g.table.flags(s) | if write { MODIFIED } else { 0 };
+            let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
-            map(sh, s, 1, sh.writable && f & MODIFIED == 0);
+            map_access(sh, s, write, sh.writable && f & MODIFIED == 0);
         }
         State::Absent => load(sh, g, s, write),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),

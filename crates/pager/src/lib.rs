@@ -16,12 +16,13 @@ mod error;
 mod handler;
 mod region;
 mod resident;
+mod sigbus;
 mod stats;
 mod sys;
 
 pub use backing::Backing;
 pub use error::{FailedPage, FlushError, MapError};
-pub use region::{Region, RegionOptions};
+pub use region::{FaultService, Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};
 
 /// The policy interface regions run (re-exported for [`Region::map_with_policy`]).

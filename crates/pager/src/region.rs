@@ -11,10 +11,24 @@ use pagepilot_policy::Policy;
 use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
 use crate::engine::{Inner, Shared, Tuning};
 use crate::error::{FlushError, MapError};
-use crate::handler;
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
+use crate::{handler, sigbus};
+
+/// Who serves a region's faults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FaultService {
+    /// Handler threads read fault events from the userfaultfd; the faulting
+    /// thread sleeps until its page is mapped. Works for every access,
+    /// including the kernel's (a `read(2)` into region memory).
+    #[default]
+    HandlerThreads,
+    /// The faulting thread serves its own fault in a SIGBUS handler
+    /// (UFFD_FEATURE_SIGBUS): no thread hand-off. The kernel's own accesses
+    /// to an unmapped region page fail with EFAULT instead of waiting.
+    FaultingThread,
+}
 
 /// How to map a region. Build with [`RegionOptions::new`] and the `with_*`
 /// methods, or fill the fields over [`RegionOptions::default`].
@@ -38,6 +52,8 @@ pub struct RegionOptions {
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
+    /// Who serves faults: handler threads, or the faulting thread itself.
+    pub fault_service: FaultService,
     /// Microseconds a handler thread keeps polling for the next fault after
     /// serving one, before it sleeps (0: always sleep).
     pub handler_spin_us: u64,
@@ -55,6 +71,7 @@ impl Default for RegionOptions {
             handler_threads: 1,
             swap_dir: None,
             handler_spin_us: 0,
+            fault_service: FaultService::HandlerThreads,
         }
     }
 }
@@ -94,6 +111,11 @@ impl RegionOptions {
         self.handler_spin_us = us;
         self
     }
+    /// Sets [`RegionOptions::fault_service`].
+    pub fn with_fault_service(mut self, service: FaultService) -> Self {
+        self.fault_service = service;
+        self
+    }
     /// Sets [`RegionOptions::len`].
     pub fn with_len(mut self, len: usize) -> Self {
         self.len = Some(len);
@@ -111,6 +133,7 @@ pub struct Region {
     policy_name: String,
     budget_frames: usize,
     handler_threads: usize,
+    in_thread: bool,
     closed: bool,
 }
 
@@ -200,10 +223,15 @@ impl Region {
             pager,
             map_len,
         };
-        let want = sys::FEATURE_MINOR_SHMEM
+        let in_thread = opts.fault_service == FaultService::FaultingThread;
+        let want = if in_thread { sys::FEATURE_SIGBUS } else { 0 }
+            | sys::FEATURE_MINOR_SHMEM
             | sys::FEATURE_POISON
             | if writable { sys::FEATURE_WP_SHMEM } else { 0 };
         let (uffd, got) = sys::Uffd::open(want).map_err(sys_err("userfaultfd"))?;
+        if in_thread && got & sys::FEATURE_SIGBUS == 0 {
+            return Err(MapError::Unsupported("SIGBUS mode"));
+        }
         if got & sys::FEATURE_MINOR_SHMEM == 0 {
             return Err(MapError::Unsupported("minor faults on shmem"));
         }
@@ -250,9 +278,14 @@ impl Region {
             handlers: Vec::new(),
             policy_name,
             budget_frames,
-            handler_threads: opts.handler_threads,
+            handler_threads: if in_thread { 0 } else { opts.handler_threads },
+            in_thread,
             closed: false,
         };
+        if in_thread {
+            sigbus::register(shared).map_err(sys_err("sigaction"))?;
+            return Ok(region);
+        }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
             let h = std::thread::Builder::new()
@@ -366,6 +399,9 @@ impl Region {
             return;
         }
         self.closed = true;
+        if self.in_thread {
+            sigbus::unregister(&self.shared);
+        }
         let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
         for h in self.handlers.drain(..) {
             let _ = h.join();

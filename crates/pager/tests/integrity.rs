@@ -5,11 +5,17 @@
 mod common;
 
 use common::*;
-use pagepilot_pager::{Backing, Region, RegionOptions, PAGE_SIZE};
+use pagepilot_pager::{Backing, FaultService, Region, RegionOptions, PAGE_SIZE};
 
 const OPS: usize = 1_000_000;
 
-fn file_round_trip(policy: &str, handlers: usize, threads: usize, ops: usize) {
+fn file_round_trip(
+    policy: &str,
+    handlers: usize,
+    threads: usize,
+    ops: usize,
+    service: FaultService,
+) {
     let dir = Scratch::new("integrity");
     let path = dir.file("data");
     // Not a whole number of pages: the tail page is written back partially.
@@ -24,7 +30,8 @@ fn file_round_trip(policy: &str, handlers: usize, threads: usize, ops: usize) {
         len / 4,
         policy,
     )
-    .with_handler_threads(handlers);
+    .with_handler_threads(handlers)
+    .with_fault_service(service);
     let region = Region::map(opts).unwrap();
     let bad = hammer(region.as_ptr(), len, &shadow, threads, ops);
     let stats = region.stats();
@@ -52,17 +59,17 @@ fn file_round_trip(policy: &str, handlers: usize, threads: usize, ops: usize) {
 
 #[test]
 fn test_file_region_two_threads_million_ops_match_shadow_and_file() {
-    file_round_trip("lru", 2, 2, OPS);
+    file_round_trip("lru", 2, 2, OPS, FaultService::HandlerThreads);
 }
 
 #[test]
 fn test_file_region_four_threads_two_handlers_match_shadow() {
-    file_round_trip("fifo", 2, 4, OPS / 4);
+    file_round_trip("fifo", 2, 4, OPS / 4, FaultService::HandlerThreads);
 }
 
 #[test]
 fn test_file_region_mru_policy_keeps_data() {
-    file_round_trip("mru", 1, 2, OPS / 4);
+    file_round_trip("mru", 1, 2, OPS / 4, FaultService::HandlerThreads);
 }
 
 #[test]
@@ -80,5 +87,25 @@ fn test_anon_region_two_threads_million_ops_match_shadow() {
     assert_eq!(diff(&now, &image(&shadow, &vec![0u8; len])), 0);
     assert!(stats.frames_in_use <= stats.budget_frames, "{stats:?}");
     assert!(stats.writebacks > 100, "{stats:?}");
+    region.unmap().unwrap();
+}
+
+#[test]
+fn test_file_region_served_in_faulting_threads_matches_shadow_and_file() {
+    file_round_trip("clock", 1, 2, OPS / 2, FaultService::FaultingThread);
+}
+
+#[test]
+fn test_anon_region_served_in_faulting_threads_matches_shadow() {
+    let len = 1024 * PAGE_SIZE;
+    let opts = RegionOptions::new(Backing::Anonymous { len }, len / 4, "fifo")
+        .with_fault_service(FaultService::FaultingThread);
+    let region = Region::map(opts).unwrap();
+    let shadow = shadow_of(&vec![0u8; len]);
+    let bad = hammer(region.as_ptr(), len, &shadow, 2, OPS / 2);
+    let stats = region.stats();
+    assert_eq!(bad, 0, "{stats:?}");
+    assert_eq!(stats.handler_threads, 0);
+    assert!(stats.evictions > 1000, "{stats:?}");
     region.unmap().unwrap();
 }
