@@ -182,7 +182,14 @@ fn scan(file_pages: usize, runs: usize) {
         // SAFETY: fadvise on an open descriptor.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     };
-    for ra in [1usize, 16, 64, 256] {
+    for (ra, async_ra) in [
+        (1usize, false),
+        (16, false),
+        (64, false),
+        (256, false),
+        (16, true),
+        (64, true),
+    ] {
         let (mut v, mut k) = (vec![], vec![]);
         for _ in 0..runs {
             let opts = RegionOptions::new(
@@ -191,9 +198,10 @@ fn scan(file_pages: usize, runs: usize) {
                     writable: false,
                 },
                 len / 4,
-                "mru",
+                "lru",
             )
-            .with_readahead(ra);
+            .with_readahead(ra)
+            .with_async_readahead(async_ra);
             let r = Region::map(opts).unwrap();
             v.push(touch_pages(r.as_ptr() as usize, len, 1, false));
             r.unmap().unwrap();
@@ -218,7 +226,7 @@ fn scan(file_pages: usize, runs: usize) {
         }
         let (ns, kns) = (median(v), median(k));
         emit(serde_json::json!({
-            "bench": "seq_scan_cold", "readahead_pages": ra, "file_pages": file_pages,
+            "bench": "seq_scan_cold", "readahead_pages": ra, "async_readahead": async_ra, "file_pages": file_pages,
             "us_per_page": ns / 1e3, "kernel_us_per_page": kns / 1e3,
             "mb_per_s": P as f64 / ns * 1e3, "kernel_mb_per_s": P as f64 / kns * 1e3,
             "ratio_to_kernel": kns / ns,

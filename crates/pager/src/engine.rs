@@ -27,6 +27,8 @@ pub struct Tuning {
     pub fault_around: usize,
     /// Largest read-ahead window along a sequence of faults, pages.
     pub readahead_max: usize,
+    /// Whether sequential faults start asynchronous read-ahead of the next window.
+    pub async_readahead: bool,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
 }
@@ -43,6 +45,10 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
+    /// The unmapped first page of the last prefetched window (u32::MAX: none).
+    pub marker: u32,
+    /// The region's prefetcher, if asynchronous read-ahead is on.
+    pub prefetcher: Option<std::sync::mpsc::Sender<(u32, usize)>>,
 }
 
 /// Everything a region's handlers share.

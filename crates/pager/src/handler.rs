@@ -139,6 +139,12 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
+            if g.marker == s {
+                // The first touch of a prefetched window: read the next one.
+                g.marker = u32::MAX;
+                let next = g.next_expected;
+                prefetch(sh, &mut g, next);
+            }
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
                 g.time += 1;
@@ -172,28 +178,74 @@ fn page(s: u32) -> Page {
 /// How many pages to read for a missing fault at `s`: the fault-around size,
 /// or a window doubling along a sequence of faults, cut at the first page
 /// that is not absent, at the region's end and at half the budget.
-fn plan(sh: &Shared, g: &mut Inner, s: u32) -> usize {
+fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
     let sequential = s == g.next_expected && s != 0;
     g.window = if sequential {
         (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1))
     } else {
         sh.tuning.fault_around.max(1)
     };
-    let limit = g
-        .window
+    let n = absent_run(g, s, g.window);
+    g.next_expected = s + n as u32;
+    (n, sequential)
+}
+
+/// Absent pages from `s` on, at most `want`, at most half the budget.
+fn absent_run(g: &Inner, s: u32, want: usize) -> usize {
+    let limit = want
         .min(g.table.pages() - s as usize)
         .min((g.table.capacity / 2).max(1));
-    let mut n = 1;
+    let mut n = 0;
     while n < limit && g.table.state(s + n as u32) == State::Absent {
         n += 1;
     }
-    g.next_expected = s + n as u32;
     n
+}
+
+/// Who asked for a fill.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// A missing fault on the first page, a write if `true`.
+    Fault(bool),
+    /// Asynchronous read-ahead: the first page is left unmapped as the
+    /// marker whose first touch asks for the next window.
+    Prefetch,
 }
 
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
-    let n = plan(sh, &mut g, s);
+    let (n, sequential) = plan(sh, &mut g, s);
+    fill(sh, g, s, n, Cause::Fault(write));
+    if sequential && sh.tuning.async_readahead {
+        prefetch(sh, &mut sh.lock(), s + n as u32);
+    }
+}
+
+/// Asks the region's prefetcher for the window starting at `first`.
+fn prefetch(_sh: &Shared, g: &mut Inner, first: u32) {
+    if (first as usize) < g.table.pages() {
+        if let Some(tx) = &g.prefetcher {
+            let _ = tx.send((first, g.window));
+        }
+    }
+}
+
+/// Runs a region's prefetcher until its channel closes.
+pub fn run_prefetcher(shared: Arc<Shared>, rx: std::sync::mpsc::Receiver<(u32, usize)>) {
+    while let Ok((first, want)) = rx.recv() {
+        let mut g = shared.lock();
+        let n = absent_run(&g, first, want);
+        if n == 0 {
+            continue;
+        }
+        g.next_expected = first + n as u32;
+        fill(&shared, g, first, n, Cause::Prefetch);
+    }
+}
+
+/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
+/// requires, hands them to the policy as missing faults in order and maps them.
+fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, cause: Cause) {
     for q in s..s + n as u32 {
         g.table.set(q, State::Loading, 0);
     }
@@ -220,16 +272,23 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
 
     // Account and tell the policy before the faulting thread resumes, so that
     // what it reads of the statistics includes its own fault.
+    let write = cause == Cause::Fault(true);
     let mut g = sh.lock();
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
             Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             Counters::add(&sh.stats.missing_faults, n as u64);
-            Counters::add(&sh.stats.readahead_pages, (n - 1) as u64);
+            let ahead = if cause == Cause::Prefetch { n } else { n - 1 };
+            Counters::add(&sh.stats.readahead_pages, ahead as u64);
             for q in s..s + n as u32 {
                 let dirty = if q == s && write { MODIFIED } else { 0 };
-                g.table.set(q, State::Resident, REFERENCED | dirty);
+                let referenced = if q == s && cause == Cause::Prefetch {
+                    0
+                } else {
+                    REFERENCED
+                };
+                g.table.set(q, State::Resident, referenced | dirty);
                 g.time += 1;
                 let fault = Fault {
                     page: page(q),
@@ -242,7 +301,11 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
             }
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.
-            map(sh, s, 1, sh.writable && !write);
+            if cause == Cause::Prefetch {
+                g.marker = s;
+            } else {
+                map(sh, s, 1, sh.writable && !write);
+            }
             if n > 1 {
                 map(sh, s + 1, n - 1, sh.writable);
             }
@@ -257,10 +320,12 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
                 s as usize * PAGE,
                 n * PAGE,
             );
-            // The faulting thread gets SIGBUS rather than wrong data.
-            let addr = sh.app_addr(s);
-            if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
-                let _ = sh.uffd.wake(addr, PAGE);
+            if cause != Cause::Prefetch {
+                // The faulting thread gets SIGBUS rather than wrong data.
+                let addr = sh.app_addr(s);
+                if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
+                    let _ = sh.uffd.wake(addr, PAGE);
+                }
             }
         }
     }

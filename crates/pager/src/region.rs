@@ -52,6 +52,13 @@ pub struct RegionOptions {
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
+    /// Whether a sequence of faults also starts reading the next window in
+    /// the background (a prefetcher thread), so that I/O overlaps the
+    /// application's use of the current one. Off by default: the window's
+    /// victims are chosen before the application reaches it, which suits
+    /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
+    /// the application is about to use.
+    pub async_readahead: bool,
     /// Who serves faults: handler threads, or the faulting thread itself.
     pub fault_service: FaultService,
     /// Microseconds a handler thread keeps polling for the next fault after
@@ -72,6 +79,7 @@ impl Default for RegionOptions {
             swap_dir: None,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerThreads,
+            async_readahead: false,
         }
     }
 }
@@ -109,6 +117,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::handler_spin_us`].
     pub fn with_handler_spin(mut self, us: u64) -> Self {
         self.handler_spin_us = us;
+        self
+    }
+    /// Sets [`RegionOptions::async_readahead`].
+    pub fn with_async_readahead(mut self, on: bool) -> Self {
+        self.async_readahead = on;
         self
     }
     /// Sets [`RegionOptions::fault_service`].
@@ -262,6 +275,8 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
+                marker: u32::MAX,
+                prefetcher: None,
             }),
             cv: Condvar::new(),
             stats: Counters::default(),
@@ -269,6 +284,7 @@ impl Region {
                 fault_around: opts.fault_around_pages.max(1),
                 readahead_max: opts.readahead_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
+                async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
@@ -282,6 +298,16 @@ impl Region {
             in_thread,
             closed: false,
         };
+        if shared.tuning.async_readahead {
+            let (tx, rx) = std::sync::mpsc::channel();
+            shared.lock().prefetcher = Some(tx);
+            let sh = shared.clone();
+            let h = std::thread::Builder::new()
+                .name("pagepilot-prefetch".into())
+                .spawn(move || handler::run_prefetcher(sh, rx))
+                .map_err(sys_err("thread spawn"))?;
+            region.handlers.push(h);
+        }
         if in_thread {
             sigbus::register(shared).map_err(sys_err("sigaction"))?;
             return Ok(region);
@@ -399,6 +425,8 @@ impl Region {
             return;
         }
         self.closed = true;
+        // Closing the channel stops the prefetcher.
+        self.shared.lock().prefetcher = None;
         if self.in_thread {
             sigbus::unregister(&self.shared);
         }

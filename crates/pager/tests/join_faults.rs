@@ -8,7 +8,14 @@ mod common;
 use common::*;
 use pagepilot_pager::{Backing, Region, RegionOptions, PAGE_SIZE};
 
-fn scan_faults(policy: &str, outer: usize, frames: usize, loops: usize, readahead: usize) -> u64 {
+fn scan_faults(
+    policy: &str,
+    outer: usize,
+    frames: usize,
+    loops: usize,
+    readahead: usize,
+    async_ra: bool,
+) -> u64 {
     let d = Scratch::new("join");
     let path = d.file("outer");
     random_file(&path, outer * PAGE_SIZE, 11);
@@ -20,7 +27,8 @@ fn scan_faults(policy: &str, outer: usize, frames: usize, loops: usize, readahea
         frames * PAGE_SIZE,
         policy,
     )
-    .with_readahead(readahead);
+    .with_readahead(readahead)
+    .with_async_readahead(async_ra);
     let region = Region::map(opts).unwrap();
     let mut sum = 0u64;
     for _ in 0..loops {
@@ -47,8 +55,8 @@ fn within(got: u64, want: u64, tolerance: f64) -> bool {
 #[test]
 fn test_lru_join_matches_analytic_faults() {
     let (o, m, l) = (1500, 1000, 4);
-    for ra in [1, 16] {
-        let got = scan_faults("lru", o, m, l, ra);
+    for (ra, async_ra) in [(1, false), (16, false), (16, true)] {
+        let got = scan_faults("lru", o, m, l, ra, async_ra);
         assert!(
             within(got, (o * l) as u64, 0.01),
             "ra {ra}: {got} vs {}",
@@ -63,7 +71,7 @@ fn test_mru_join_matches_analytic_faults() {
     let (o, m, l) = (3000, 2000, 4);
     let paper = (o + (o - m) * (l - 1)) as u64;
     for ra in [1, 16] {
-        let got = scan_faults("mru", o, m, l, ra);
+        let got = scan_faults("mru", o, m, l, ra, false);
         assert!(within(got, paper, 0.01), "ra {ra}: {got} vs {paper}");
         // Exactly: each pass after the first re-reads what the policy gave up,
         // O - M pages, plus the frames that held the read-ahead window.
