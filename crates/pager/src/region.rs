@@ -237,6 +237,10 @@ impl Region {
             map_len,
         };
         let in_thread = opts.fault_service == FaultService::FaultingThread;
+        if in_thread && !cfg!(target_arch = "x86_64") {
+            // The write bit of a fault is read from the x86-64 signal context.
+            return Err(MapError::Unsupported("SIGBUS mode outside x86-64"));
+        }
         let want = if in_thread { sys::FEATURE_SIGBUS } else { 0 }
             | sys::FEATURE_MINOR_SHMEM
             | sys::FEATURE_POISON
