@@ -1,6 +1,6 @@
 //! Fault-path measurements behind `docs/pager.md`, side by side with the
 //! kernel's own faults on the same kind of memory, in one run:
-//! `cargo bench -p pagepilot-pager --bench paths [-- quick]`.
+//! `cargo bench -p pagepilot-pager --bench paths [-- quick] [faults|scaling|scan]`.
 //! Prints one JSON object per line.
 
 use std::io::Write;
@@ -238,9 +238,21 @@ fn scan(file_pages: usize, runs: usize) {
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let runs = if quick { 3 } else { 5 };
-    for service in [FaultService::HandlerThreads, FaultService::FaultingThread] {
-        fault_cost(if quick { 4096 } else { 16384 } * P, runs, service);
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| ["faults", "scaling", "scan"].contains(&a.as_str()))
+        .collect();
+    let want = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    let size = if quick { 4096 } else { 16384 };
+    if want("faults") {
+        for service in [FaultService::HandlerThreads, FaultService::FaultingThread] {
+            fault_cost(size * P, runs, service);
+        }
     }
-    scaling(if quick { 4096 } else { 16384 } * P, runs);
-    scan(if quick { 4096 } else { 16384 }, runs);
+    if want("scaling") {
+        scaling(size * P, runs);
+    }
+    if want("scan") {
+        scan(size, runs);
+    }
 }

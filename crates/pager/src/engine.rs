@@ -140,6 +140,7 @@ impl Shared {
             },
             table,
         );
+        table.zap_cleared();
         let v = match named {
             Some(p)
                 if p.slot != incoming
@@ -165,6 +166,7 @@ impl Shared {
             },
             table,
         );
+        table.zap_cleared();
         Some((v, dirty))
     }
 

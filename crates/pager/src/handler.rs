@@ -156,6 +156,7 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
                 };
                 let Inner { table, policy, .. } = &mut *g;
                 policy.on_fault(fault, table);
+                table.zap_cleared();
             }
         }
         State::Pinned => {
@@ -298,6 +299,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
                 };
                 let Inner { table, policy, .. } = &mut *g;
                 policy.on_fault(fault, table);
+                table.zap_cleared();
             }
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.

@@ -441,6 +441,17 @@ impl Region {
     }
 }
 
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("addr", &self.as_ptr())
+            .field("len", &self.len())
+            .field("policy", &self.policy_name)
+            .field("budget_frames", &self.budget_frames)
+            .finish()
+    }
+}
+
 impl Drop for Region {
     fn drop(&mut self) {
         if self.closed {

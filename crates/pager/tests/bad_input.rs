@@ -19,7 +19,7 @@ fn region_mappings() -> usize {
 
 fn refused(opts: RegionOptions) -> MapError {
     let before = region_mappings();
-    let err = Region::map(opts).err().expect("mapping must be refused");
+    let err = Region::map(opts).expect_err("mapping must be refused");
     assert_eq!(
         region_mappings(),
         before,

@@ -66,8 +66,7 @@ fn test_failed_writeback_to_full_disk_keeps_dirty_data_and_reports_it() {
     // Unmapping must not drop the data either: try_unmap hands the region back.
     let (region, e) = region
         .try_unmap()
-        .err()
-        .expect("unmap must report the failure");
+        .expect_err("unmap must report the failure");
     assert!(matches!(e, FlushError::WriteBack { .. }));
     // Make room: now everything is written back.
     disk.resize(4 << 20);
@@ -162,10 +161,8 @@ fn test_policy_naming_invalid_victims_is_overruled() {
         for p in 0..64 {
             let off = p * PAGE_SIZE + round * 7;
             // SAFETY: inside the region.
-            assert_eq!(
-                unsafe { region.as_ptr().add(off).read_volatile() },
-                data[off]
-            );
+            let got = unsafe { region.as_ptr().add(off).read_volatile() };
+            assert_eq!(got, data[off]);
         }
     }
     let s = region.stats();

@@ -109,3 +109,32 @@ fn test_anon_region_served_in_faulting_threads_matches_shadow() {
     assert!(stats.evictions > 1000, "{stats:?}");
     region.unmap().unwrap();
 }
+
+#[test]
+fn test_every_live_policy_runs_unchanged_and_keeps_data() {
+    use pagepilot_pager::policy::registry::{self, Setup};
+    let setup = Setup {
+        slots: 256,
+        frames: 64,
+        future: None,
+    };
+    let live: Vec<&str> = registry::available()
+        .into_iter()
+        .filter(|name| registry::build_live(name, &setup).is_ok())
+        .collect();
+    assert!(live.len() >= 3, "{live:?}");
+    for name in live {
+        let len = 256 * PAGE_SIZE;
+        let region = Region::map_anon(len, len / 4, name).unwrap();
+        let shadow = shadow_of(&vec![0u8; len]);
+        let bad = hammer(region.as_ptr(), len, &shadow, 2, 100_000);
+        let stats = region.stats();
+        assert_eq!(bad, 0, "{name}: {stats:?}");
+        assert_eq!(stats.overruled, 0, "{name}: {stats:?}");
+        assert!(
+            stats.frames_in_use <= stats.budget_frames,
+            "{name}: {stats:?}"
+        );
+        region.unmap().unwrap();
+    }
+}

@@ -64,8 +64,8 @@ fn test_anon_region_keeps_writes_through_eviction() {
     }
     for i in 0..64 {
         // SAFETY: inside the region.
-        assert_eq!(unsafe { *base.add(i * PAGE_SIZE + 7) }, i as u8 + 1);
-        assert_eq!(unsafe { *base.add(i * PAGE_SIZE + 8) }, 0);
+        let (a, b) = unsafe { (*base.add(i * PAGE_SIZE + 7), *base.add(i * PAGE_SIZE + 8)) };
+        assert_eq!((a, b), (i as u8 + 1, 0));
     }
     let s = r.stats();
     assert!(s.evictions > 0 && s.writebacks > 0, "{s:?}");

@@ -111,7 +111,7 @@ pub fn hammer(base: *mut u8, len: usize, shadow: &[AtomicU64], threads: usize, o
         for t in 0..threads {
             let mismatches = &mismatches;
             sc.spawn(move || {
-                let mut r = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1) * 0x1234_5678_9ABC);
+                let mut r = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0x1234_5678_9ABC));
                 let per_page = 4096 / 8;
                 let pages = words.div_ceil(per_page);
                 let mut done = 0;
@@ -127,7 +127,7 @@ pub fn hammer(base: *mut u8, len: usize, shadow: &[AtomicU64], threads: usize, o
                         // SAFETY: `w < words`, inside the mapped region; the
                         // word is 8-aligned and only this thread writes it.
                         let cell = unsafe { &*((base + w * 8) as *const AtomicU64) };
-                        if r.next() % 3 == 0 {
+                        if r.next().is_multiple_of(3) {
                             let v = r.next();
                             cell.store(v, Ordering::Relaxed);
                             shadow[w].store(v, Ordering::Relaxed);
