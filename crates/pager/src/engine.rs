@@ -223,6 +223,57 @@ impl Shared {
         }
     }
 
+    /// Changes the budget to `frames` (at least one). Shrinking is HiPEC's
+    /// ReclaimFrame: the policy names the pages to give up
+    /// ([`Policy::reclaim`]; answers that are not resident pages are
+    /// overruled), then [`Policy::victim`] is asked for the rest.
+    pub fn set_budget(&self, frames: usize) -> Vec<FailedPage> {
+        let mut g = self.lock();
+        let frames = frames.clamp(1, g.table.pages().max(1));
+        let old = g.table.capacity;
+        g.table.capacity = frames;
+        let count = g.table.excess();
+        if frames >= old || count == 0 {
+            return Vec::new();
+        }
+        let chosen = {
+            let Inner { table, policy, .. } = &mut *g;
+            let c = policy.reclaim(count, table);
+            table.zap_cleared();
+            c
+        };
+        let mut victims = Vec::new();
+        for p in chosen.into_iter().take(count) {
+            let ok = (p.slot as usize) < g.table.pages()
+                && p.vpn == u64::from(p.slot)
+                && g.table.state(p.slot) == State::Resident
+                && g.table.flags(p.slot) & FLUSHING == 0;
+            if !ok {
+                Counters::add(&self.stats.overruled, 1);
+                continue;
+            }
+            let flags = g.table.flags(p.slot);
+            g.table.set(p.slot, State::Evicting, flags);
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_evict(p, table);
+            victims.push((p.slot, flags & MODIFIED != 0));
+        }
+        let none = u32::MAX;
+        while victims.len() < count {
+            match self.take_victim(&mut g, none) {
+                Some(v) => victims.push(v),
+                None => break,
+            }
+        }
+        drop(g);
+        let failed = self.evict_io(&mut victims);
+        let mut g = self.lock();
+        self.finish_evictions(&mut g, &victims, &failed);
+        drop(g);
+        self.cv.notify_all();
+        failed
+    }
+
     /// Writes back every dirty page (resident or pinned). Pinned pages that
     /// are written are freed. Reports the pages that could not be written;
     /// they stay in memory and dirty.

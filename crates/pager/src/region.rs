@@ -368,6 +368,21 @@ impl Region {
         self.shared.len == 0
     }
 
+    /// Changes the frame budget (rounded down to pages, at least one). A
+    /// smaller budget reclaims frames at once (HiPEC's ReclaimFrame: the
+    /// policy's `reclaim` names the pages, `victim` the rest); dirty pages
+    /// are written back first, and those whose write-back fails stay.
+    pub fn set_budget(&mut self, budget_bytes: usize) -> Result<(), FlushError> {
+        let frames = (budget_bytes / PAGE).max(1);
+        let failed = self.shared.set_budget(frames);
+        self.budget_frames = self.shared.lock().table.capacity;
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(FlushError::WriteBack { pages: failed })
+        }
+    }
+
     /// Writes back every dirty page (msync-like), then syncs the backing
     /// file. Pages whose write-back fails stay in memory and dirty.
     pub fn flush(&self) -> Result<(), FlushError> {
