@@ -78,3 +78,13 @@ fn test_mru_join_matches_analytic_faults() {
         assert_eq!(got, (o + (o - m + ra) * (l - 1)) as u64, "ra {ra}");
     }
 }
+
+#[test]
+fn test_seq_join_faults_like_mru_live() {
+    let (o, m, l) = (3000, 2000, 4);
+    let paper_mru = (o + (o - m) * (l - 1)) as u64;
+    let got = scan_faults("seq", o, m, l, 16, false);
+    // SEQ detects the scan as one sequence and replaces MRU-like inside it
+    // (M pages behind the head): MRU's page-ins, not LRU's O*Loop.
+    assert!(within(got, paper_mru, 0.02), "{got} vs PF_m {paper_mru}");
+}
