@@ -1,6 +1,6 @@
 //! Fault-path measurements behind `docs/pager.md`, side by side with the
 //! kernel's own faults on the same kind of memory, in one run:
-//! `cargo bench -p pagepilot-pager --bench paths [-- quick] [faults|scaling|scan]`.
+//! `cargo bench -p pagepilot-pager --bench paths [-- quick] [faults|wp|random|scaling|scan]`.
 //! Prints one JSON object per line.
 
 use std::io::Write;
@@ -136,6 +136,83 @@ fn fault_cost(len: usize, runs: usize, service: FaultService) {
     }));
 }
 
+/// Random page reads over a file four times the budget: `threads`
+/// application threads, served by `handlers` handler threads (0: in the
+/// faulting thread). Every read is a page-in from the device (O_DIRECT).
+fn random_reads(file_pages: usize, runs: usize) {
+    let dir = std::env::temp_dir().join(format!("pagepilot-bench-r{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("random");
+    std::fs::write(&path, vec![7u8; file_pages * P]).unwrap();
+    let len = file_pages * P;
+    for (handlers, threads) in [(1, 1), (1, 4), (2, 4), (4, 4), (0, 1), (0, 4)] {
+        let mut v = vec![];
+        for _ in 0..runs {
+            let opts = RegionOptions::new(
+                Backing::File {
+                    path: path.clone(),
+                    writable: false,
+                },
+                len / 4,
+                "clock",
+            );
+            let opts = if handlers == 0 {
+                opts.with_fault_service(FaultService::FaultingThread)
+            } else {
+                opts.with_handler_threads(handlers)
+            };
+            let r = Region::map(opts).unwrap();
+            let base = r.as_ptr() as usize;
+            let per = 2000 / threads;
+            let t0 = Instant::now();
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    s.spawn(move || {
+                        let mut x = 0x9E37_79B9u64 ^ (t as u64 * 0x1234_5678);
+                        let mut sum = 0u64;
+                        for _ in 0..per {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let p = (x % file_pages as u64) as usize;
+                            // SAFETY: inside the region.
+                            sum += unsafe { ((base + p * P) as *const u8).read_volatile() } as u64;
+                        }
+                        std::hint::black_box(sum);
+                    });
+                }
+            });
+            v.push((per * threads) as f64 / t0.elapsed().as_secs_f64());
+            r.unmap().unwrap();
+        }
+        emit(serde_json::json!({
+            "bench": "random_reads", "handlers": handlers, "threads": threads,
+            "pages_per_s": median(v),
+        }));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Write-protect faults (dirty tracking): the first write to a page that was
+/// read, pagepilot vs the kernel's own first write to a read-mapped shmem page.
+fn wp_cost(len: usize, runs: usize) {
+    let (mut pp, mut k) = (vec![], vec![]);
+    for _ in 0..runs {
+        let (a, fd) = kernel_shmem(len);
+        touch_median(a, len, false);
+        k.push(touch_median(a, len, true));
+        unmap_kernel(a, len, fd);
+        let r = Region::map_anon(len, len, "fifo").unwrap();
+        touch_median(r.as_ptr() as usize, len, false);
+        pp.push(touch_median(r.as_ptr() as usize, len, true));
+        r.unmap().unwrap();
+    }
+    let (a, b) = (median(pp), median(k));
+    emit(serde_json::json!({
+        "bench": "wp_cost", "first_write_ns": a, "kernel_first_write_ns": b, "ratio": a / b,
+    }));
+}
+
 /// Missing faults from `threads` application threads with `handlers` handler threads.
 fn scaling(len: usize, runs: usize) {
     for handlers in [0, 1, 2, 4] {
@@ -240,7 +317,7 @@ fn main() {
     let runs = if quick { 3 } else { 5 };
     let only: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| ["faults", "scaling", "scan"].contains(&a.as_str()))
+        .filter(|a| ["faults", "scaling", "scan", "random", "wp"].contains(&a.as_str()))
         .collect();
     let want = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let size = if quick { 4096 } else { 16384 };
@@ -248,6 +325,12 @@ fn main() {
         for service in [FaultService::HandlerThreads, FaultService::FaultingThread] {
             fault_cost(size * P, runs, service);
         }
+    }
+    if want("wp") {
+        wp_cost(size * P, runs);
+    }
+    if want("random") {
+        random_reads(size, runs);
     }
     if want("scaling") {
         scaling(size * P, runs);
