@@ -3,6 +3,7 @@
 //! then UFFDIO_CONTINUE), minor faults (reference-bit emulation) and
 //! write-protect faults (dirty tracking).
 
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,7 +27,7 @@ pub fn run(shared: Arc<Shared>) {
     loop {
         let spinning = last_served.is_some_and(|t| t.elapsed() < spin);
         if !spinning {
-            match sys::poll2(shared.uffd.raw(), shared.stop.as_raw(), -1) {
+            match sys::poll2(shared.uffd.raw(), shared.stop.as_raw_fd(), -1) {
                 Ok((_, true)) => return,
                 Ok((false, false)) => continue,
                 Ok((true, false)) => {}
@@ -55,15 +56,6 @@ pub fn run(shared: Arc<Shared>) {
         if n > 0 && !spin.is_zero() {
             last_served = Some(Instant::now());
         }
-    }
-}
-
-trait AsRaw {
-    fn as_raw(&self) -> std::os::fd::RawFd;
-}
-impl AsRaw for std::os::fd::OwnedFd {
-    fn as_raw(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(self)
     }
 }
 
@@ -104,10 +96,10 @@ fn serve_wp(sh: &Shared, s: u32) {
 /// Maps a page that is in the memfd into the application's view.
 fn map(sh: &Shared, s: u32, n: usize, wp: bool) {
     let addr = sh.app_addr(s);
-    if let Err(e) = sh.uffd.continue_range(addr, n * PAGE, wp) {
+    if sh.uffd.continue_range(addr, n * PAGE, wp).is_err() {
         // Already mapped (another thread's fault on the same page was served
-        // first): only the wake is missing.
-        let _ = e;
+        // first): only the wake is missing. Pages after the first mapped one
+        // stay unmapped and are mapped by their own (minor) fault.
         let _ = sh.uffd.wake(addr, n * PAGE);
     }
 }
@@ -317,11 +309,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             for q in s..s + n as u32 {
                 g.table.set(q, State::Absent, 0);
             }
-            let _ = sys::punch_hole(
-                std::os::fd::AsRawFd::as_raw_fd(&sh.memfd),
-                s as usize * PAGE,
-                n * PAGE,
-            );
+            let _ = sys::punch_hole(sh.memfd.as_raw_fd(), s as usize * PAGE, n * PAGE);
             if cause != Cause::Prefetch {
                 // The faulting thread gets SIGBUS rather than wrong data.
                 let addr = sh.app_addr(s);
