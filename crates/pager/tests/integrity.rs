@@ -138,3 +138,36 @@ fn test_every_live_policy_runs_unchanged_and_keeps_data() {
         region.unmap().unwrap();
     }
 }
+
+#[test]
+fn test_flushes_during_concurrent_writes_lose_nothing() {
+    let dir = Scratch::new("flushing");
+    let path = dir.file("data");
+    let len = 512 * PAGE_SIZE;
+    let data = random_file(&path, len, 9);
+    let shadow = shadow_of(&data);
+    let region = Region::map_file(&path, true, len / 4, "clock").unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let flushes = std::thread::scope(|s| {
+        let flusher = s.spawn(|| {
+            let mut n = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                region.flush().unwrap();
+                n += 1;
+            }
+            n
+        });
+        let bad = hammer(region.as_ptr(), len, &shadow, 2, OPS / 4);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(bad, 0);
+        flusher.join().unwrap()
+    });
+    assert!(flushes > 0);
+    region.flush().unwrap();
+    // After a flush the file already holds everything, before any unmap.
+    let back = std::fs::read(&path).unwrap();
+    assert_eq!(diff(&back, &image(&shadow, &data)), 0, "after flush");
+    region.unmap().unwrap();
+    let back = std::fs::read(&path).unwrap();
+    assert_eq!(diff(&back, &image(&shadow, &data)), 0, "after unmap");
+}
