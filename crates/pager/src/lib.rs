@@ -13,6 +13,7 @@
 mod backing;
 mod engine;
 mod error;
+mod guard;
 mod handler;
 mod region;
 mod resident;

@@ -11,6 +11,7 @@ use pagepilot_policy::Policy;
 use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
 use crate::engine::{Inner, Shared, Tuning};
 use crate::error::{FlushError, MapError};
+use crate::guard::Guarded;
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
@@ -213,6 +214,7 @@ impl Region {
                 source,
             })?,
         };
+        let policy: Box<dyn Policy> = Box::new(Guarded::new(policy));
         let policy_name = policy.name();
         let map_len = pages * PAGE;
         let sys_err = |call| move |source| MapError::Sys { call, source };

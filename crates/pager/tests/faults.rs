@@ -171,3 +171,50 @@ fn test_policy_naming_invalid_victims_is_overruled() {
     assert_eq!(s.policy, "liar");
     region.unmap().unwrap();
 }
+
+/// Panics on its 50th victim choice.
+struct Crasher {
+    fifo: SlotList,
+    calls: u32,
+}
+
+impl Policy for Crasher {
+    fn name(&self) -> String {
+        "crasher".into()
+    }
+    fn on_fault(&mut self, f: Fault, _m: &mut dyn Memory) {
+        if f.kind == FaultKind::Missing {
+            self.fifo.push_back(f.page.slot);
+        }
+    }
+    fn victim(&mut self, _incoming: Page, mem: &mut dyn Memory) -> Option<Page> {
+        self.calls += 1;
+        assert!(self.calls < 50, "deliberate failure");
+        self.fifo.front().map(|s| mem.page(s))
+    }
+    fn on_evict(&mut self, page: Page, _m: &mut dyn Memory) {
+        self.fifo.remove(page.slot);
+    }
+}
+
+#[test]
+fn test_panicking_policy_is_retired_and_faults_still_served() {
+    let len = 64 * PAGE_SIZE;
+    let opts = RegionOptions::new(Backing::Anonymous { len }, 8 * PAGE_SIZE, "unused");
+    let crasher = Crasher {
+        fifo: SlotList::new(),
+        calls: 0,
+    };
+    let region = Region::map_with_policy(opts, Box::new(crasher)).unwrap();
+    fill(&region, 64, 0x21);
+    assert_eq!(check(&region, 64, 0x21), 0);
+    let s = region.stats();
+    assert!(s.evictions > 50 && s.frames_in_use <= 8, "{s:?}");
+    assert!(
+        s.incidents
+            .iter()
+            .any(|i| i.contains("crasher") && i.contains("panicked")),
+        "{s:?}"
+    );
+    region.unmap().unwrap();
+}
