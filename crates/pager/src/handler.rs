@@ -259,9 +259,13 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     } else {
         sh.evict_io(&mut victims)
     };
+    let t_read = Instant::now();
     // SAFETY: pages s..s+n are Loading: no handler maps them and the
     // application cannot reach them until the CONTINUE below.
     let read = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+    sh.stats
+        .read_latency
+        .record(t_read.elapsed().as_nanos() as u64);
 
     // Account and tell the policy before the faulting thread resumes, so that
     // what it reads of the statistics includes its own fault.

@@ -114,6 +114,7 @@ pub struct Counters {
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
     pub(crate) latency: Histogram,
+    pub(crate) read_latency: Histogram,
 }
 
 impl Counters {
@@ -162,8 +163,11 @@ pub struct RegionStats {
     pub pages: u64,
     /// Pages held outside the policy because their write-back failed.
     pub pinned_pages: u64,
-    /// Fault-service latency.
+    /// Fault-service latency (from reading the fault to mapping the page).
     pub latency: LatencySummary,
+    /// Backing-store read latency, per read (a cluster is one read): the
+    /// transfer part of a missing fault, as the Cache Kernel splits it.
+    pub read_latency: LatencySummary,
     /// The policy's name.
     pub policy: String,
     /// Whether the backing store is read and written with O_DIRECT.
@@ -192,6 +196,7 @@ impl Counters {
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),
             latency: self.latency.summary(),
+            read_latency: self.read_latency.summary(),
             ..RegionStats::default()
         }
     }
