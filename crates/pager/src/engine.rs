@@ -81,6 +81,8 @@ pub struct Shared {
     pub poison: bool,
     /// Stops the handler threads.
     pub stop: OwnedFd,
+    /// Evictions so far (a page's eviction stamp is its number in this sequence).
+    pub evict_seq: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Shared {
@@ -210,6 +212,14 @@ impl Shared {
         failed
     }
 
+    fn stamp_eviction(&self, g: &mut Inner, page: u32) {
+        let seq = self
+            .evict_seq
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1;
+        g.table.set_evicted_at(page, seq);
+    }
+
     /// Ends the eviction of `victims` under the lock: freed pages become
     /// Absent, pages whose write-back failed are Pinned and stay dirty.
     pub fn finish_evictions(&self, g: &mut Inner, victims: &[(u32, bool)], failed: &[FailedPage]) {
@@ -218,6 +228,7 @@ impl Shared {
                 g.table.set(v, State::Pinned, MODIFIED);
             } else {
                 g.table.set(v, State::Absent, 0);
+                self.stamp_eviction(g, v);
                 Counters::add(&self.stats.evictions, 1);
             }
         }
@@ -355,6 +366,7 @@ impl Shared {
             for &s in &pinned {
                 if written_pinned.contains(&s) {
                     g.table.set(s, State::Absent, 0);
+                    self.stamp_eviction(&mut g, s);
                     Counters::add(&self.stats.evictions, 1);
                 } else {
                     g.table.set(s, State::Pinned, MODIFIED);

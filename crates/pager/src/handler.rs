@@ -12,7 +12,7 @@ use pagepilot_policy::{Fault, FaultKind, Page};
 use crate::engine::{Inner, Shared};
 use crate::resident::{State, MODIFIED, REFERENCED};
 use crate::stats::Counters;
-use crate::sys::{self, UffdMsg, FLAG_WP, FLAG_WRITE, PAGE};
+use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 
 /// Runs one handler thread until the region's stop event fires.
 ///
@@ -34,6 +34,7 @@ pub fn run(shared: Arc<Shared>) {
                 Err(_) => return,
             }
         }
+        let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
         let n = match shared.uffd.read_msgs(&mut msgs) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -49,7 +50,7 @@ pub fn run(shared: Arc<Shared>) {
         for m in &msgs[..n] {
             if let Some((addr, flags)) = m.pagefault() {
                 let t0 = Instant::now();
-                serve(&shared, addr, flags);
+                serve(&shared, addr, flags, stamp);
                 shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
             }
         }
@@ -59,8 +60,9 @@ pub fn run(shared: Arc<Shared>) {
     }
 }
 
-/// Serves one fault at `addr`.
-pub fn serve(sh: &Shared, addr: usize, flags: u64) {
+/// Serves one fault at `addr`. `stamp` is the region's eviction sequence
+/// number read before the fault was (tells a stale event, see `serve_access`).
+pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) {
     if addr < sh.app || addr >= sh.app + sh.map_len {
         return;
     }
@@ -68,7 +70,7 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64) {
     if flags & FLAG_WP != 0 {
         serve_wp(sh, slot);
     } else {
-        serve_access(sh, slot, flags & FLAG_WRITE != 0);
+        serve_access(sh, slot, flags, stamp);
     }
 }
 
@@ -122,7 +124,8 @@ fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
     }
 }
 
-fn serve_access(sh: &Shared, s: u32, write: bool) {
+fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
+    let write = flags & FLAG_WRITE != 0;
     let g = sh.lock();
     let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
@@ -155,6 +158,15 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
             let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
             map_access(sh, s, write, sh.writable && f & MODIFIED == 0);
+        }
+        State::Absent if flags & FLAG_MINOR != 0 || g.table.evicted_at(s) > stamp => {
+            // The page was in memory when the fault was raised, or was
+            // evicted after it was read: its thread may have been woken by
+            // the mapping that came in between, and reading the page now
+            // could be a page-in nobody asked for. Wake the thread instead;
+            // if it still needs the page it faults again, as a missing fault.
+            Counters::add(&sh.stats.retried_faults, 1);
+            let _ = sh.uffd.wake(sh.app_addr(s), PAGE);
         }
         State::Absent => load(sh, g, s, write),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),

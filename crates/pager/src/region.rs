@@ -294,6 +294,7 @@ impl Region {
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
+            evict_seq: std::sync::atomic::AtomicU64::new(0),
         });
         let mut region = Region {
             shared: shared.clone(),

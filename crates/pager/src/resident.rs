@@ -56,6 +56,8 @@ pub struct Table {
     /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
     /// lock is released.
     zap_queue: Vec<u32>,
+    /// Per page: the region's eviction sequence number of its last eviction.
+    evicted_at: Vec<u64>,
 }
 
 impl Table {
@@ -72,7 +74,18 @@ impl Table {
             hand: 0,
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
+            evicted_at: vec![0; pages],
         }
+    }
+
+    /// The eviction sequence number of page `s`'s last eviction (0: never).
+    pub fn evicted_at(&self, s: u32) -> u64 {
+        self.evicted_at[s as usize]
+    }
+
+    /// Records page `s`'s eviction as number `seq`.
+    pub fn set_evicted_at(&mut self, s: u32, seq: u64) {
+        self.evicted_at[s as usize] = seq;
     }
 
     /// Number of pages.

@@ -110,6 +110,7 @@ pub struct Counters {
     pub(crate) writeback_errors: AtomicU64,
     pub(crate) read_errors: AtomicU64,
     pub(crate) overruled: AtomicU64,
+    pub(crate) retried_faults: AtomicU64,
     pub(crate) over_budget: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
@@ -148,6 +149,9 @@ pub struct RegionStats {
     pub read_errors: u64,
     /// Victims the policy named that were not resident pages, overruled.
     pub overruled: u64,
+    /// Fault events on pages evicted since they were raised: the thread was
+    /// woken to fault again rather than the page read (it may not need it).
+    pub retried_faults: u64,
     /// Faults served above the budget because no frame could be freed.
     pub over_budget: u64,
     /// Bytes read from the backing store.
@@ -192,6 +196,7 @@ impl Counters {
             writeback_errors: l(&self.writeback_errors),
             read_errors: l(&self.read_errors),
             overruled: l(&self.overruled),
+            retried_faults: l(&self.retried_faults),
             over_budget: l(&self.over_budget),
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),

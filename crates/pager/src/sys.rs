@@ -96,6 +96,8 @@ pub const FEATURE_POISON: u64 = 1 << 14;
 pub const FLAG_WRITE: u64 = 1 << 0;
 /// Fault flag: a write-protect fault.
 pub const FLAG_WP: u64 = 1 << 1;
+/// Fault flag: a minor fault (the page was in the memfd when it was raised).
+pub const FLAG_MINOR: u64 = 1 << 2;
 
 const EVENT_PAGEFAULT: u8 = 0x12;
 const CONTINUE_MODE_WP: u64 = 1 << 1;

@@ -28,7 +28,12 @@ fn scan_faults(
         policy,
     )
     .with_readahead(readahead)
-    .with_async_readahead(async_ra);
+    .with_async_readahead(async_ra)
+    .with_handler_threads(
+        std::env::var("PP_H")
+            .map(|v| v.parse().unwrap())
+            .unwrap_or(2),
+    );
     let region = Region::map(opts).unwrap();
     let mut sum = 0u64;
     for _ in 0..loops {
