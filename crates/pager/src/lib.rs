@@ -15,6 +15,7 @@ mod engine;
 mod error;
 mod guard;
 mod handler;
+mod options;
 mod region;
 mod resident;
 mod sigbus;
