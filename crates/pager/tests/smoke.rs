@@ -93,3 +93,10 @@ fn test_shrinking_the_budget_reclaims_frames_and_keeps_data() {
     assert_eq!(r.stats().budget_frames, 64);
     r.unmap().unwrap();
 }
+
+#[test]
+fn test_region_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Region>();
+    shareable::<pagepilot_pager::RegionStats>();
+}
