@@ -190,18 +190,31 @@ fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
     } else {
         sh.tuning.fault_around.max(1)
     };
-    let n = absent_run(g, s, g.window);
+    let n = absent_run(sh, g, s, g.window);
     g.next_expected = s + n as u32;
     (n, sequential)
 }
 
-/// Absent pages from `s` on, at most `want`, at most half the budget.
-fn absent_run(g: &Inner, s: u32, want: usize) -> usize {
+/// Absent pages from `s` on that must be read, at most `want`, at most half
+/// the budget. A page with nothing to read (anonymous memory never written
+/// out) is filled alone: there is no I/O to amortise, and a cluster would map
+/// its other pages write-protected, so a stream of first writes would pay a
+/// write-protect fault per page instead of one zero-fill fault.
+fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
+    if g.table.state(s) != State::Absent {
+        return 0;
+    }
+    if !sh.store.has_data(s as usize) {
+        return 1;
+    }
     let limit = want
         .min(g.table.pages() - s as usize)
         .min((g.table.capacity / 2).max(1));
-    let mut n = 0;
-    while n < limit && g.table.state(s + n as u32) == State::Absent {
+    let mut n = 1;
+    while n < limit
+        && g.table.state(s + n as u32) == State::Absent
+        && sh.store.has_data((s + n as u32) as usize)
+    {
         n += 1;
     }
     n
@@ -239,7 +252,7 @@ fn prefetch(_sh: &Shared, g: &mut Inner, first: u32) {
 pub fn run_prefetcher(shared: Arc<Shared>, rx: std::sync::mpsc::Receiver<(u32, usize)>) {
     while let Ok((first, want)) = rx.recv() {
         let mut g = shared.lock();
-        let n = absent_run(&g, first, want);
+        let n = absent_run(&shared, &g, first, want);
         if n == 0 {
             continue;
         }
@@ -271,13 +284,21 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     } else {
         sh.evict_io(&mut victims)
     };
-    let t_read = Instant::now();
-    // SAFETY: pages s..s+n are Loading: no handler maps them and the
-    // application cannot reach them until the CONTINUE below.
-    let read = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
-    sh.stats
-        .read_latency
-        .record(t_read.elapsed().as_nanos() as u64);
+    // A single page the store knows to be zero (anonymous memory never
+    // written out) is filled and mapped by one UFFDIO_COPY below: no read.
+    let zero = n == 1 && cause != Cause::Prefetch && !sh.store.has_data(s as usize);
+    let read = if zero {
+        Ok(())
+    } else {
+        let t_read = Instant::now();
+        // SAFETY: pages s..s+n are Loading: no handler maps them and the
+        // application cannot reach them until the CONTINUE below.
+        let r = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+        sh.stats
+            .read_latency
+            .record(t_read.elapsed().as_nanos() as u64);
+        r
+    };
 
     // Account and tell the policy before the faulting thread resumes, so that
     // what it reads of the statistics includes its own fault.
@@ -286,7 +307,9 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
-            Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+            if !zero {
+                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+            }
             Counters::add(&sh.stats.missing_faults, n as u64);
             let ahead = if cause == Cause::Prefetch { n } else { n - 1 };
             Counters::add(&sh.stats.readahead_pages, ahead as u64);
@@ -313,6 +336,12 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             // otherwise be chosen as victims and zapped before they are mapped.
             if cause == Cause::Prefetch {
                 g.marker = s;
+            } else if zero {
+                let wp = sh.writable && !write;
+                if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
+                    let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
+                    map(sh, s, 1, wp);
+                }
             } else {
                 map(sh, s, 1, sh.writable && !write);
             }

@@ -62,6 +62,16 @@ struct UffdioContinue {
 
 #[repr(C)]
 #[derive(Default)]
+struct UffdioCopy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+
+#[repr(C)]
+#[derive(Default)]
 struct UffdioPoison {
     range: UffdioRange,
     mode: u64,
@@ -73,6 +83,7 @@ const UFFDIO_REGISTER: u64 = iowr(0x00, std::mem::size_of::<UffdioRegister>());
 const UFFDIO_WAKE: u64 = ior(0x02, std::mem::size_of::<UffdioRange>());
 const UFFDIO_WRITEPROTECT: u64 = iowr(0x06, std::mem::size_of::<UffdioWriteprotect>());
 const UFFDIO_CONTINUE: u64 = iowr(0x07, std::mem::size_of::<UffdioContinue>());
+const UFFDIO_COPY: u64 = iowr(0x03, std::mem::size_of::<UffdioCopy>());
 const UFFDIO_POISON: u64 = iowr(0x08, std::mem::size_of::<UffdioPoison>());
 const USERFAULTFD_IOC_NEW: u64 = 0xAA00;
 
@@ -101,6 +112,7 @@ pub const FLAG_MINOR: u64 = 1 << 2;
 
 const EVENT_PAGEFAULT: u8 = 0x12;
 const CONTINUE_MODE_WP: u64 = 1 << 1;
+const COPY_MODE_WP: u64 = 1 << 1;
 const WRITEPROTECT_MODE_WP: u64 = 1 << 0;
 
 /// One userfaultfd message (`struct uffd_msg`, 32 bytes).
@@ -197,6 +209,25 @@ impl Uffd {
         };
         // SAFETY: UFFDIO_CONTINUE reads and writes one `UffdioContinue` that outlives the call.
         check(unsafe { libc::ioctl(self.raw(), UFFDIO_CONTINUE as _, &mut c) })?;
+        Ok(())
+    }
+
+    /// Fills the absent page at `dst` with zeros and maps it (write-protected
+    /// if `wp`) in one call, waking the threads faulting there.
+    pub fn zero_page(&self, dst: usize, wp: bool) -> io::Result<()> {
+        #[repr(C, align(4096))]
+        struct Zeros([u8; PAGE]);
+        static ZEROS: Zeros = Zeros([0; PAGE]);
+        let mut c = UffdioCopy {
+            dst: dst as u64,
+            src: ZEROS.0.as_ptr() as u64,
+            len: PAGE as u64,
+            mode: if wp { COPY_MODE_WP } else { 0 },
+            copy: 0,
+        };
+        // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and PAGE bytes of the
+        // static zero page, and writes the `copy` field; all outlive the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) })?;
         Ok(())
     }
 
