@@ -102,7 +102,7 @@ fn emit(v: serde_json::Value) {
 
 /// Missing (first touch, zero-filled) and minor faults: pagepilot vs kernel,
 /// median over faults of the median over runs.
-fn fault_cost(len: usize, runs: usize, service: FaultService) {
+fn fault_cost(len: usize, runs: usize, service: FaultService, handlers: usize) {
     let (mut pp_miss, mut k_miss, mut pp_minor, mut k_minor) = (vec![], vec![], vec![], vec![]);
     let mut lat = None;
     for _ in 0..runs {
@@ -113,7 +113,9 @@ fn fault_cost(len: usize, runs: usize, service: FaultService) {
         unmap_kernel(k, len, fd);
 
         let r = Region::map(
-            RegionOptions::new(Backing::Anonymous { len }, len, "fifo").with_fault_service(service),
+            RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+                .with_fault_service(service)
+                .with_handler_threads(handlers),
         )
         .unwrap();
         pp_miss.push(touch_median(r.as_ptr() as usize, len, true));
@@ -129,7 +131,7 @@ fn fault_cost(len: usize, runs: usize, service: FaultService) {
         median(k_minor),
     );
     emit(serde_json::json!({
-        "bench": "fault_cost", "pages": len / P, "service": format!("{service:?}"),
+        "bench": "fault_cost", "pages": len / P, "service": format!("{service:?}"), "handlers": handlers,
         "missing_ns": a, "kernel_missing_ns": b, "missing_ratio": a / b,
         "minor_ns": c, "kernel_minor_ns": d, "minor_ratio": c / d,
         "service_latency_missing": lat,
@@ -322,8 +324,12 @@ fn main() {
     let want = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let size = if quick { 4096 } else { 16384 };
     if want("faults") {
-        for service in [FaultService::HandlerThreads, FaultService::FaultingThread] {
-            fault_cost(size * P, runs, service);
+        for (service, handlers) in [
+            (FaultService::HandlerThreads, 1),
+            (FaultService::HandlerThreads, 2),
+            (FaultService::FaultingThread, 1),
+        ] {
+            fault_cost(size * P, runs, service, handlers);
         }
     }
     if want("wp") {

@@ -20,14 +20,14 @@ use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 /// for up to the region's spin time: faults come in streams (a scan, a
 /// burst of first touches), and catching the next one awake saves the
 /// handler's wake-up, the larger part of a fault's cost on these machines.
-pub fn run(shared: Arc<Shared>) {
+pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
     let mut msgs = [UffdMsg::default(); 16];
     let spin = std::time::Duration::from_micros(shared.tuning.spin_us);
     let mut last_served: Option<Instant> = None;
     loop {
         let spinning = last_served.is_some_and(|t| t.elapsed() < spin);
         if !spinning {
-            match sys::poll2(shared.uffd.raw(), shared.stop.as_raw_fd(), -1) {
+            match waiter.wait() {
                 Ok((_, true)) => return,
                 Ok((false, false)) => continue,
                 Ok((true, false)) => {}

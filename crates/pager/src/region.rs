@@ -202,9 +202,11 @@ impl Region {
         }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
+            let waiter = sys::Waiter::new(sh.uffd.raw(), std::os::fd::AsRawFd::as_raw_fd(&sh.stop))
+                .map_err(sys_err("epoll"))?;
             let h = std::thread::Builder::new()
                 .name(format!("pagepilot-fault-{i}"))
-                .spawn(move || handler::run(sh))
+                .spawn(move || handler::run(sh, waiter))
                 .map_err(sys_err("thread spawn"))?;
             region.handlers.push(h);
         }

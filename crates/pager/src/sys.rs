@@ -284,31 +284,55 @@ impl Uffd {
     }
 }
 
-/// Waits until `a` or `b` is readable (or `timeout_ms` passes, -1: forever).
-/// Returns (a readable, b readable).
-pub fn poll2(a: RawFd, b: RawFd, timeout_ms: i32) -> io::Result<(bool, bool)> {
-    let mut fds = [
-        libc::pollfd {
-            fd: a,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: b,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok((false, false));
+/// An epoll instance waiting on a userfaultfd (exclusively: of several
+/// handlers waiting on the same userfaultfd, one is woken per event, not all)
+/// and on a stop eventfd.
+pub struct Waiter {
+    ep: OwnedFd,
+    uffd: RawFd,
+}
+
+impl Waiter {
+    /// Waits on `uffd` (exclusive wake-up) and `stop`.
+    pub fn new(uffd: RawFd, stop: RawFd) -> io::Result<Waiter> {
+        // SAFETY: epoll_create1 takes a flag and returns a new fd or -1.
+        let raw = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: `raw` is freshly created and owned by nobody else.
+        let ep = unsafe { OwnedFd::from_raw_fd(raw) };
+        for (fd, extra) in [(uffd, libc::EPOLLEXCLUSIVE), (stop, 0)] {
+            let mut ev = libc::epoll_event {
+                events: (libc::EPOLLIN | extra) as u32,
+                u64: fd as u64,
+            };
+            // SAFETY: `ev` is a valid epoll_event for the call; both fds are open.
+            check(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         }
-        return Err(e);
+        Ok(Waiter { ep, uffd })
     }
-    Ok((fds[0].revents != 0, fds[1].revents != 0))
+
+    /// Blocks until the userfaultfd or the stop fd is readable: (fault, stop).
+    pub fn wait(&self) -> io::Result<(bool, bool)> {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 2];
+        // SAFETY: `evs` has room for the 2 events asked for.
+        let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), evs.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok((false, false));
+            }
+            return Err(e);
+        }
+        let mut out = (false, false);
+        for ev in &evs[..n as usize] {
+            let fd = ev.u64 as RawFd;
+            if fd == self.uffd {
+                out.0 = true;
+            } else {
+                out.1 = true;
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A new eventfd (used to stop handler threads).

@@ -43,7 +43,7 @@ fn file_round_trip(
     assert!(stats.frames_in_use <= stats.budget_frames, "{stats:?}");
     assert!(region.allocated_bytes() <= (stats.budget_frames as usize * PAGE_SIZE) as u64);
     assert!(
-        stats.evictions > 1000 && stats.writebacks > 100,
+        stats.evictions > 500 && stats.writebacks > 100,
         "{stats:?}"
     );
     assert_eq!(stats.overruled, 0, "{stats:?}");
@@ -106,7 +106,7 @@ fn test_anon_region_served_in_faulting_threads_matches_shadow() {
     let stats = region.stats();
     assert_eq!(bad, 0, "{stats:?}");
     assert_eq!(stats.handler_threads, 0);
-    assert!(stats.evictions > 1000, "{stats:?}");
+    assert!(stats.evictions > 500, "{stats:?}");
     region.unmap().unwrap();
 }
 
@@ -127,7 +127,7 @@ fn test_every_live_policy_runs_unchanged_and_keeps_data() {
         let len = 256 * PAGE_SIZE;
         let region = Region::map_anon(len, len / 4, name).unwrap();
         let shadow = shadow_of(&vec![0u8; len]);
-        let bad = hammer(region.as_ptr(), len, &shadow, 2, 100_000);
+        let bad = hammer(region.as_ptr(), len, &shadow, 2, 50_000);
         let stats = region.stats();
         assert_eq!(bad, 0, "{name}: {stats:?}");
         assert_eq!(stats.overruled, 0, "{name}: {stats:?}");

@@ -117,7 +117,7 @@ pub fn hammer(base: *mut u8, len: usize, shadow: &[AtomicU64], threads: usize, o
                 let mut done = 0;
                 while done < ops / threads {
                     let page = r.below(pages);
-                    let burst = 8 + r.below(56);
+                    let burst = 64 + r.below(192);
                     for _ in 0..burst {
                         let mut w = page * per_page + r.below(per_page);
                         w = w - w % threads + t;
