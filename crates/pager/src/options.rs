@@ -63,7 +63,7 @@ impl Default for RegionOptions {
             len: None,
             fault_around_pages: 1,
             readahead_max_pages: 16,
-            handler_threads: 2,
+            handler_threads: 1,
             swap_dir: None,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerThreads,
