@@ -172,6 +172,36 @@ impl Shared {
         Some((v, dirty))
     }
 
+    /// Asks the policy to give back `count` frames (HiPEC's ReclaimFrame,
+    /// [`Policy::reclaim`]); answers that are not resident pages are
+    /// overruled. The pages named are marked `Evicting` and forgotten by the
+    /// policy, like [`Shared::take_victim`]'s.
+    pub fn take_reclaimed(&self, g: &mut Inner, count: usize) -> Vec<(u32, bool)> {
+        let chosen = {
+            let Inner { table, policy, .. } = &mut *g;
+            let c = policy.reclaim(count, table);
+            table.zap_cleared();
+            c
+        };
+        let mut victims = Vec::new();
+        for p in chosen.into_iter().take(count) {
+            let ok = (p.slot as usize) < g.table.pages()
+                && p.vpn == u64::from(p.slot)
+                && g.table.state(p.slot) == State::Resident
+                && g.table.flags(p.slot) & FLUSHING == 0;
+            if !ok {
+                Counters::add(&self.stats.overruled, 1);
+                continue;
+            }
+            let flags = g.table.flags(p.slot);
+            g.table.set(p.slot, State::Evicting, flags);
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_evict(p, table);
+            victims.push((p.slot, flags & MODIFIED != 0));
+        }
+        victims
+    }
+
     /// Evicts victims taken by [`Shared::take_victim`] (no lock held): zaps
     /// the application's mapping, writes dirty pages back in contiguous runs,
     /// frees the frames. Returns the victims whose write-back failed; their
@@ -247,28 +277,7 @@ impl Shared {
         if frames >= old || count == 0 {
             return Vec::new();
         }
-        let chosen = {
-            let Inner { table, policy, .. } = &mut *g;
-            let c = policy.reclaim(count, table);
-            table.zap_cleared();
-            c
-        };
-        let mut victims = Vec::new();
-        for p in chosen.into_iter().take(count) {
-            let ok = (p.slot as usize) < g.table.pages()
-                && p.vpn == u64::from(p.slot)
-                && g.table.state(p.slot) == State::Resident
-                && g.table.flags(p.slot) & FLUSHING == 0;
-            if !ok {
-                Counters::add(&self.stats.overruled, 1);
-                continue;
-            }
-            let flags = g.table.flags(p.slot);
-            g.table.set(p.slot, State::Evicting, flags);
-            let Inner { table, policy, .. } = &mut *g;
-            policy.on_evict(p, table);
-            victims.push((p.slot, flags & MODIFIED != 0));
-        }
+        let mut victims = self.take_reclaimed(&mut g, count);
         let none = u32::MAX;
         while victims.len() < count {
             match self.take_victim(&mut g, none) {

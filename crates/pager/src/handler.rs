@@ -267,8 +267,19 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     for q in s..s + n as u32 {
         g.table.set(q, State::Loading, 0);
     }
-    let mut victims = Vec::new();
-    for _ in 0..g.table.excess() {
+    // Frames for the pages read ahead are taken back first (ReclaimFrame: a
+    // policy program names them without queueing anything), then the
+    // faulting page's own victim (PageFault, which queues the page). A
+    // built-in policy answers no reclaim and names every victim. Either way
+    // all victims are chosen before the cluster is read, so an MRU-like
+    // policy gives up pages it has used, not the ones being read.
+    let excess = g.table.excess();
+    let mut victims = if excess > 1 {
+        sh.take_reclaimed(&mut g, excess - 1)
+    } else {
+        Vec::new()
+    };
+    while victims.len() < excess {
         match sh.take_victim(&mut g, s) {
             Some(v) => victims.push(v),
             None => {

@@ -93,3 +93,13 @@ fn test_seq_join_faults_like_mru_live() {
     // (M pages behind the head): MRU's page-ins, not LRU's O*Loop.
     assert!(within(got, paper_mru, 0.02), "{got} vs PF_m {paper_mru}");
 }
+
+#[test]
+fn test_policy_program_runs_live_like_the_built_in() {
+    // HiPEC policy programs (policies/*.hp) are specs like any other.
+    let program = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/mru.hp");
+    let (o, m, l) = (3000, 2000, 4);
+    let built_in = scan_faults("mru", o, m, l, 16, false);
+    let from_program = scan_faults(program, o, m, l, 16, false);
+    assert_eq!(from_program, built_in);
+}
