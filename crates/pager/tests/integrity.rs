@@ -180,3 +180,43 @@ fn test_flushes_during_concurrent_writes_lose_nothing() {
     let back = std::fs::read(&path).unwrap();
     assert_eq!(diff(&back, &image(&shadow, &data)), 0, "after unmap");
 }
+
+#[test]
+fn test_tiny_budget_under_contention_keeps_data() {
+    // Nearly every access faults: 64 pages, 4 frames, short bursts, two
+    // threads, with one or two handlers or in the faulting threads.
+    let configs = [
+        (1, FaultService::HandlerThreads),
+        (2, FaultService::HandlerThreads),
+        (1, FaultService::FaultingThread),
+    ];
+    for (handlers, service) in configs {
+        let dir = Scratch::new("tiny");
+        let path = dir.file("data");
+        let len = 64 * PAGE_SIZE;
+        let data = random_file(&path, len, 5);
+        let shadow = shadow_of(&data);
+        let opts = RegionOptions::new(
+            Backing::File {
+                path: path.clone(),
+                writable: true,
+            },
+            4 * PAGE_SIZE,
+            "clock",
+        )
+        .with_handler_threads(handlers)
+        .with_fault_service(service);
+        let region = Region::map(opts).unwrap();
+        let bad = hammer_with(region.as_ptr(), len, &shadow, 2, 20_000, (1, 8));
+        let stats = region.stats();
+        assert_eq!(bad, 0, "{service:?} x{handlers}: {stats:?}");
+        assert!(stats.missing_faults > 1_000, "{stats:?}");
+        region.unmap().unwrap();
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(
+            diff(&back, &image(&shadow, &data)),
+            0,
+            "{service:?} x{handlers}"
+        );
+    }
+}
