@@ -5,13 +5,20 @@ const NIL: u32 = u32::MAX;
 
 /// A doubly linked list of slots with O(1) push, remove and move, stored in
 /// flat arrays indexed by slot. A slot is in the list at most once.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SlotList {
     prev: Vec<u32>,
     next: Vec<u32>,
     head: u32,
     tail: u32,
     len: usize,
+}
+
+// Not derived: an empty list's ends are NIL, not slot 0.
+impl Default for SlotList {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SlotList {

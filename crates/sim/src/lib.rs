@@ -1,5 +1,6 @@
 //! Trace-driven simulation of pagepilot's replacement policies.
 
+pub mod curve;
 pub mod engine;
 pub mod trace;
 
