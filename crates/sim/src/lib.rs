@@ -2,6 +2,8 @@
 
 pub mod curve;
 pub mod engine;
+pub mod report;
+pub mod sweep;
 pub mod trace;
 
 pub use engine::{simulate, Access, Counters, Machine};
