@@ -2,6 +2,7 @@
 
 pub mod curve;
 pub mod engine;
+pub mod global;
 pub mod report;
 pub mod sweep;
 pub mod trace;
