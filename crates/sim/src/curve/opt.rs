@@ -1,19 +1,22 @@
 //! OPT stack distances in one pass (Mattson et al. 1970, with Belady's
-//! priority: the page referenced soonest is kept).
+//! priority: of two pages, the one referenced sooner is kept).
 //!
 //! The OPT stack orders the seen pages so that the top `c` are exactly what
 //! OPT keeps with `c` frames. When the page at depth `d` is referenced it
-//! moves to the top, and the repair of depths `1..d` only moves the pages that
-//! are *records*: those whose next reference is later than that of every page
-//! above them. Each record takes the previous record's place and the last
-//! one drops to depth `d` (Sugumar and Abraham 1993 exploit the same
-//! structure). A max-tree over next-reference times finds each record in
-//! O(log pages), so a reference costs O((records + 1) log pages); on sweeps
-//! and random traces the records are few.
+//! moves to the top, and repairing depths `1..d` only moves the *records*:
+//! pages whose next reference is later than that of every page above them.
+//! Each record takes the next record's place and the last one drops to depth
+//! `d`. Consecutive records form runs of increasing next-reference times; a
+//! run moves down one place as a block, which in sequence terms is just its
+//! last page jumping over the non-records that follow it. The stack is an
+//! implicit treap (balanced by random priorities) whose nodes keep the
+//! subtree's size, latest next reference and whether it is increasing, so
+//! a reference costs O((runs + 1) log pages). OPT stacks are close to sorted
+//! by next reference, so runs are few even where records are many.
 
 use super::Curve;
 
-const NONE: u32 = u32::MAX;
+const NIL: u32 = u32::MAX;
 
 /// The whole OPT curve of `refs` (slots below `slots`).
 pub fn opt(refs: &[u32], slots: usize) -> Curve {
@@ -51,8 +54,7 @@ fn run<T: Time>(refs: &[u32], slots: usize) -> Curve {
     let mut stack = Stack::<T>::new(slots);
     let mut hist = vec![0u64; slots + 2];
     let mut cold = 0u64;
-    for (i, &x) in refs.iter().enumerate() {
-        let key = next[i];
+    for (&x, &key) in refs.iter().zip(&next) {
         match stack.reference(x, key) {
             Some(d) => hist[d + 1] += 1,
             None => cold += 1,
@@ -74,118 +76,265 @@ fn next_references<T: Time>(refs: &[u32], slots: usize) -> Vec<T> {
     next
 }
 
-/// The OPT stack: pages by depth, with a max-tree of their next-reference
-/// times.
+/// A page in the stack: a treap node with its subtree's summary.
+#[derive(Clone, Copy, Default)]
+struct Node<T> {
+    left: u32,
+    right: u32,
+    parent: u32,
+    size: u32,
+    priority: u32,
+    /// The page's next reference.
+    key: T,
+    /// Latest next reference in the subtree.
+    max: T,
+    /// Next references of the subtree's first and last pages.
+    first: T,
+    last: T,
+    /// Whether the subtree's next references increase strictly in stack order.
+    increasing: bool,
+    /// Whether the page has been referenced (is in the stack).
+    seen: bool,
+}
+
+/// The OPT stack: an implicit treap over the seen pages, top first.
 struct Stack<T> {
-    /// Page at each depth (0 = top).
-    page: Vec<u32>,
-    /// Depth of each page, `NONE` before its first reference.
-    depth: Vec<u32>,
-    len: usize,
-    /// Leaves at `size..2 * size` hold the next-reference time at each depth;
-    /// unused depths hold the zero time, which is never a record.
-    tree: Vec<T>,
-    size: usize,
+    node: Vec<Node<T>>,
+    root: u32,
 }
 
 impl<T: Time> Stack<T> {
     fn new(slots: usize) -> Self {
-        let size = slots.max(2).next_power_of_two();
-        Stack {
-            page: vec![NONE; slots.max(1)],
-            depth: vec![NONE; slots],
-            len: 0,
-            tree: vec![T::default(); 2 * size],
-            size,
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let node = (0..slots)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                Node {
+                    left: NIL,
+                    right: NIL,
+                    parent: NIL,
+                    size: 1,
+                    priority: (seed >> 32) as u32,
+                    ..Node::default()
+                }
+            })
+            .collect();
+        Stack { node, root: NIL }
+    }
+
+    #[inline]
+    fn size(&self, t: u32) -> usize {
+        if t == NIL {
+            0
+        } else {
+            self.node[t as usize].size as usize
+        }
+    }
+
+    /// Recomputes `t`'s summary from its children.
+    #[inline]
+    fn pull(&mut self, t: u32) {
+        let n = self.node[t as usize];
+        let (mut size, mut max, mut first, mut last, mut inc) = (1, n.key, n.key, n.key, true);
+        if n.left != NIL {
+            let l = &self.node[n.left as usize];
+            size += l.size;
+            max = max.max(l.max);
+            first = l.first;
+            inc &= l.increasing && l.last < n.key;
+        }
+        if n.right != NIL {
+            let r = &self.node[n.right as usize];
+            size += r.size;
+            max = max.max(r.max);
+            last = r.last;
+            inc &= r.increasing && n.key < r.first;
+        }
+        let m = &mut self.node[t as usize];
+        m.size = size;
+        m.max = max;
+        m.first = first;
+        m.last = last;
+        m.increasing = inc;
+    }
+
+    #[inline]
+    fn set_left(&mut self, t: u32, c: u32) {
+        self.node[t as usize].left = c;
+        if c != NIL {
+            self.node[c as usize].parent = t;
+        }
+    }
+
+    #[inline]
+    fn set_right(&mut self, t: u32, c: u32) {
+        self.node[t as usize].right = c;
+        if c != NIL {
+            self.node[c as usize].parent = t;
+        }
+    }
+
+    /// Splits `t` into its first `k` pages and the rest; both roots have no parent.
+    fn split(&mut self, t: u32, k: usize) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let left = self.node[t as usize].left;
+        let ls = self.size(left);
+        let (a, b) = if k <= ls {
+            let (a, b) = self.split(left, k);
+            self.set_left(t, b);
+            self.pull(t);
+            (a, t)
+        } else {
+            let right = self.node[t as usize].right;
+            let (a, b) = self.split(right, k - ls - 1);
+            self.set_right(t, a);
+            self.pull(t);
+            (t, b)
+        };
+        for r in [a, b] {
+            if r != NIL {
+                self.node[r as usize].parent = NIL;
+            }
+        }
+        (a, b)
+    }
+
+    /// Concatenates `a` then `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.node[a as usize].priority > self.node[b as usize].priority {
+            let r = self.node[a as usize].right;
+            let m = self.merge(r, b);
+            self.set_right(a, m);
+            self.pull(a);
+            self.node[a as usize].parent = NIL;
+            a
+        } else {
+            let l = self.node[b as usize].left;
+            let m = self.merge(a, l);
+            self.set_left(b, m);
+            self.pull(b);
+            self.node[b as usize].parent = NIL;
+            b
+        }
+    }
+
+    /// Depth of page `x` in the stack.
+    fn rank(&self, x: u32) -> usize {
+        let mut pos = self.size(self.node[x as usize].left);
+        let mut n = x;
+        loop {
+            let p = self.node[n as usize].parent;
+            if p == NIL {
+                return pos;
+            }
+            if self.node[p as usize].right == n {
+                pos += self.size(self.node[p as usize].left) + 1;
+            }
+            n = p;
+        }
+    }
+
+    /// Length of the longest prefix of `t` with strictly increasing next
+    /// references.
+    fn increasing_prefix(&self, t: u32) -> usize {
+        let mut len = 0;
+        let mut prev: Option<T> = None;
+        let mut n = t;
+        let after = |prev: Option<T>, k: T| prev.map_or(true, |p| p < k);
+        while n != NIL {
+            let node = &self.node[n as usize];
+            if node.left != NIL {
+                let l = &self.node[node.left as usize];
+                if !(l.increasing && after(prev, l.first)) {
+                    n = node.left;
+                    continue;
+                }
+                len += l.size as usize;
+                prev = Some(l.last);
+            }
+            if !after(prev, node.key) {
+                return len;
+            }
+            len += 1;
+            prev = Some(node.key);
+            n = node.right;
+        }
+        len
+    }
+
+    /// Position of the first page of `t` whose next reference is later than
+    /// `bound`, or the size of `t`.
+    fn first_later(&self, t: u32, bound: T) -> usize {
+        if t == NIL || self.node[t as usize].max <= bound {
+            return self.size(t);
+        }
+        let mut pos = 0;
+        let mut n = t;
+        loop {
+            let node = &self.node[n as usize];
+            if node.left != NIL && self.node[node.left as usize].max > bound {
+                n = node.left;
+                continue;
+            }
+            pos += self.size(node.left);
+            if node.key > bound {
+                return pos;
+            }
+            pos += 1;
+            n = node.right;
         }
     }
 
     /// References page `x`, whose next reference is at `key`; returns its
     /// depth before the reference (0-based), `None` on a first touch.
-    #[inline]
     fn reference(&mut self, x: u32, key: T) -> Option<usize> {
-        let at = self.depth[x as usize];
-        let d = if at == NONE { self.len } else { at as usize };
-        if d > 0 {
-            self.repair(d);
+        let seen = self.node[x as usize].seen;
+        if seen && self.node[x as usize].parent == NIL && self.node[x as usize].left == NIL {
+            // Already on top and the root: only its time changes.
+            self.node[x as usize].key = key;
+            self.pull(x);
+            return Some(0);
         }
-        self.place(0, x, key);
-        if at == NONE {
-            self.len += 1;
-            None
+        let (above, below, depth) = if seen {
+            let d = self.rank(x);
+            let (above, rest) = self.split(self.root, d);
+            let (_, below) = self.split(rest, 1);
+            (above, below, Some(d))
         } else {
-            Some(d)
+            (self.root, NIL, None)
+        };
+        let node = &mut self.node[x as usize];
+        node.seen = true;
+        node.key = key;
+        node.left = NIL;
+        node.right = NIL;
+        node.parent = NIL;
+        self.pull(x);
+        let mut out = x;
+        let mut rest = above;
+        while rest != NIL {
+            let len = self.increasing_prefix(rest);
+            let (run, after) = self.split(rest, len);
+            let (head, last) = self.split(run, len - 1);
+            out = self.merge(out, head);
+            let carry = self.node[last as usize].key;
+            let gap = self.first_later(after, carry);
+            let (between, next) = self.split(after, gap);
+            out = self.merge(out, between);
+            out = self.merge(out, last);
+            rest = next;
         }
-    }
-
-    /// Pushes the top down to make room, moving each record above depth `d`
-    /// into the next record's place and the last one to depth `d`.
-    #[inline]
-    fn repair(&mut self, d: usize) {
-        let mut carry = self.page[0];
-        let mut carry_key = self.tree[self.size];
-        // The top is the deepest-reaching record when nothing is later.
-        if self.tree[1] > carry_key {
-            let mut from = 1;
-            while let Some(j) = self.first_later(from, carry_key, d) {
-                let (p, k) = (self.page[j], self.tree[self.size + j]);
-                self.place(j, carry, carry_key);
-                carry = p;
-                carry_key = k;
-                from = j + 1;
-            }
-        }
-        self.place(d, carry, carry_key);
-    }
-
-    #[inline]
-    fn place(&mut self, d: usize, page: u32, key: T) {
-        self.page[d] = page;
-        self.depth[page as usize] = d as u32;
-        let mut v = self.size + d;
-        self.tree[v] = key;
-        while v > 1 {
-            let m = self.tree[v].max(self.tree[v ^ 1]);
-            v >>= 1;
-            if self.tree[v] == m {
-                break;
-            }
-            self.tree[v] = m;
-        }
-    }
-
-    /// The first depth in `from..limit` whose next reference is later than
-    /// `bound`.
-    #[inline]
-    fn first_later(&self, from: usize, bound: T, limit: usize) -> Option<usize> {
-        if from >= limit {
-            return None;
-        }
-        let mut v = self.size + from;
-        loop {
-            if self.tree[v] > bound {
-                break;
-            }
-            while v & 1 == 1 {
-                v >>= 1;
-            }
-            if v == 0 {
-                return None;
-            }
-            v += 1;
-            // `v` now starts at a depth at least `from`; stop once past `limit`.
-            let level = v.leading_zeros() - self.size.leading_zeros();
-            if (v << level) - self.size >= limit {
-                return None;
-            }
-        }
-        while v < self.size {
-            v *= 2;
-            if self.tree[v] <= bound {
-                v += 1;
-            }
-        }
-        let j = v - self.size;
-        (j < limit).then_some(j)
+        self.root = self.merge(out, below);
+        depth
     }
 }
