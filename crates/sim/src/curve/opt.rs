@@ -299,14 +299,18 @@ impl<T: Time> Stack<T> {
     /// depth before the reference (0-based), `None` on a first touch.
     fn reference(&mut self, x: u32, key: T) -> Option<usize> {
         let seen = self.node[x as usize].seen;
-        if seen && self.node[x as usize].parent == NIL && self.node[x as usize].left == NIL {
-            // Already on top and the root: only its time changes.
+        let d = if seen { self.rank(x) } else { 0 };
+        if seen && d == 0 {
+            // Already on top: only its time changes.
             self.node[x as usize].key = key;
-            self.pull(x);
+            let mut n = x;
+            while n != NIL {
+                self.pull(n);
+                n = self.node[n as usize].parent;
+            }
             return Some(0);
         }
         let (above, below, depth) = if seen {
-            let d = self.rank(x);
             let (above, rest) = self.split(self.root, d);
             let (_, below) = self.split(rest, 1);
             (above, below, Some(d))
