@@ -250,7 +250,7 @@ impl<T: Time> Stack<T> {
         let mut len = 0;
         let mut prev: Option<T> = None;
         let mut n = t;
-        let after = |prev: Option<T>, k: T| prev.map_or(true, |p| p < k);
+        let after = |prev: Option<T>, k: T| !matches!(prev, Some(p) if p >= k);
         while n != NIL {
             let node = &self.node[n as usize];
             if node.left != NIL {

@@ -26,6 +26,10 @@ pub struct Args {
     /// Distinct pages in the synthetic trace.
     #[arg(long, default_value_t = 65_536)]
     pages: u64,
+    /// References of the trace's prefix the OPT figures use (the OPT curve
+    /// is the slow one).
+    #[arg(long, default_value_t = 5_000_000)]
+    opt_refs: u64,
     /// Rounds; each figure is the median over them.
     #[arg(long, default_value_t = 5)]
     runs: usize,
@@ -59,6 +63,8 @@ enum BenchError {
 struct Report {
     references: u64,
     distinct_pages: usize,
+    /// References of the prefix the OPT figures use.
+    opt_references: u64,
     trace_source: &'static str,
     frames_single: usize,
     runs: usize,
@@ -67,6 +73,11 @@ struct Report {
     fifo_mrefs_per_s: f64,
     clock_mrefs_per_s: f64,
     opt_mrefs_per_s: f64,
+    /// Faults per reference of the single-size runs.
+    lru_fault_ratio: f64,
+    fifo_fault_ratio: f64,
+    clock_fault_ratio: f64,
+    opt_fault_ratio: f64,
     lru_single_s: f64,
     opt_single_s: f64,
     curve_points: usize,
@@ -95,11 +106,14 @@ pub fn run(args: Args) -> CmdResult {
         || args.runs == 0
         || args.points == 0
         || args.sample == 0
+        || args.opt_refs == 0
     {
         return Err(BenchError::BadArgs.into());
     }
     eprintln!("building a synthetic trace of {} references...", args.refs);
     let (trace, source) = stored(synthetic(args.refs, args.pages));
+    let prefix = trace.refs[..trace.len().min(args.opt_refs as usize)].iter();
+    let opt_trace = Trace::from_pages(prefix.map(|&s| trace.pages[s as usize]));
     let distinct = trace.distinct();
     let single = distinct / 2;
     let points = auto_frames(distinct, args.points);
@@ -108,26 +122,39 @@ pub fn run(args: Args) -> CmdResult {
         .map(|i| points[i - 1])
         .collect();
 
+    let opt_points = auto_frames(opt_trace.distinct(), args.points);
+    let opt_sample: Vec<usize> = auto_frames(opt_points.len(), args.sample)
+        .into_iter()
+        .map(|i| opt_points[i - 1])
+        .collect();
     let mut times: [Vec<Duration>; 6] = Default::default();
     let mut curves_match = true;
+    let mut faults = [0u64; 4];
     let mut sampled = [Duration::ZERO; 2];
     for round in 0..args.runs {
         eprintln!("round {}/{}...", round + 1, args.runs);
-        for (k, name) in ["lru", "fifo", "clock", "opt"].into_iter().enumerate() {
-            times[k].push(timed(|| single_run(&trace, name, single)).0);
+        for (k, name) in ["lru", "fifo", "clock"].into_iter().enumerate() {
+            let (t, f) = timed(|| single_run(&trace, name, single));
+            times[k].push(t);
+            faults[k] = f;
         }
+        let opt_single = opt_trace.distinct() / 2;
+        let (t, f) = timed(|| single_run(&opt_trace, "opt", opt_single));
+        times[3].push(t);
+        faults[3] = f;
         let (t, lru) = timed(|| StackPolicy::Lru.curve(&trace.refs, distinct));
         times[4].push(t);
-        let (t, opt) = timed(|| StackPolicy::Opt.curve(&trace.refs, distinct));
+        let (t, opt) = timed(|| StackPolicy::Opt.curve(&opt_trace.refs, opt_trace.distinct()));
         times[5].push(t);
         if round == 0 {
             // The separate runs, once: a sample of the curve's sizes.
-            for (k, (stack, curve)) in [(StackPolicy::Lru, &lru), (StackPolicy::Opt, &opt)]
-                .into_iter()
-                .enumerate()
-            {
-                for &f in &sample {
-                    let (t, faults) = timed(|| single_run(&trace, stack.name(), f));
+            let runs = [
+                (StackPolicy::Lru, &lru, &trace, &sample),
+                (StackPolicy::Opt, &opt, &opt_trace, &opt_sample),
+            ];
+            for (k, (stack, curve, trace, sample)) in runs.into_iter().enumerate() {
+                for &f in sample.iter() {
+                    let (t, faults) = timed(|| single_run(trace, stack.name(), f));
                     sampled[k] += t;
                     curves_match &= faults == curve.faults(f);
                 }
@@ -135,7 +162,7 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     let med: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
-    let rate = |s: f64| trace.len() as f64 / s / 1e6;
+    let rate = |n: usize, s: f64| n as f64 / s / 1e6;
     let scale = points.len() as f64 / sample.len() as f64;
     let separate = [
         sampled[0].as_secs_f64() * scale,
@@ -144,13 +171,18 @@ pub fn run(args: Args) -> CmdResult {
     let report = Report {
         references: trace.len() as u64,
         distinct_pages: distinct,
+        opt_references: opt_trace.len() as u64,
         trace_source: source,
         frames_single: single,
         runs: args.runs,
-        lru_mrefs_per_s: rate(med[0]),
-        fifo_mrefs_per_s: rate(med[1]),
-        clock_mrefs_per_s: rate(med[2]),
-        opt_mrefs_per_s: rate(med[3]),
+        lru_mrefs_per_s: rate(trace.len(), med[0]),
+        fifo_mrefs_per_s: rate(trace.len(), med[1]),
+        clock_mrefs_per_s: rate(trace.len(), med[2]),
+        opt_mrefs_per_s: rate(opt_trace.len(), med[3]),
+        lru_fault_ratio: faults[0] as f64 / trace.len() as f64,
+        fifo_fault_ratio: faults[1] as f64 / trace.len() as f64,
+        clock_fault_ratio: faults[2] as f64 / trace.len() as f64,
+        opt_fault_ratio: faults[3] as f64 / opt_trace.len() as f64,
         lru_single_s: med[0],
         opt_single_s: med[3],
         curve_points: points.len(),
@@ -178,13 +210,16 @@ fn print_table(r: &Report) {
         r.references, r.distinct_pages, r.trace_source, r.frames_single, r.runs
     );
     println!("single-size throughput (simulate, one thread):");
-    for (name, v) in [
-        ("lru", r.lru_mrefs_per_s),
-        ("fifo", r.fifo_mrefs_per_s),
-        ("clock", r.clock_mrefs_per_s),
-        ("opt", r.opt_mrefs_per_s),
+    for (name, v, f) in [
+        ("lru", r.lru_mrefs_per_s, r.lru_fault_ratio),
+        ("fifo", r.fifo_mrefs_per_s, r.fifo_fault_ratio),
+        ("clock", r.clock_mrefs_per_s, r.clock_fault_ratio),
+        ("opt", r.opt_mrefs_per_s, r.opt_fault_ratio),
     ] {
-        println!("  {name:<6} {v:8.1} M refs/s");
+        println!(
+            "  {name:<6} {v:8.1} M refs/s  ({:.2}% of references fault)",
+            f * 100.0
+        );
     }
     println!(
         "whole {}-point curves (separate runs extrapolated from {} sizes):",
@@ -249,37 +284,50 @@ fn median(times: &mut [Duration]) -> f64 {
     times[times.len() / 2].as_secs_f64()
 }
 
-/// A deterministic mix of the paper's behaviours over `pages` pages: long
-/// sweeps up and down, small loops, and uniformly random references.
+/// A deterministic mix of the paper's behaviours over `pages` pages, each
+/// page reference repeated 1-4 times as consecutive accesses to one page
+/// are: loops over small regions, long sweeps up or down, and random
+/// references mostly to a hot region.
 fn synthetic(refs: u64, pages: u64) -> Trace {
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-    let mut vpns = Vec::with_capacity(refs as usize);
+    let total = refs as usize;
+    let mut vpns = Vec::with_capacity(total);
     // Touch every page once so the footprint is exactly `pages`.
-    vpns.extend((0..pages).take(refs as usize));
-    while (vpns.len() as u64) < refs {
-        let left = refs - vpns.len() as u64;
-        match rng.below(3) {
+    vpns.extend(0..pages);
+    let emit = |vpns: &mut Vec<u64>, rng: &mut XorShift, page: u64| {
+        for _ in 0..1 + rng.below(4) {
+            if vpns.len() < total {
+                vpns.push(page % pages);
+            }
+        }
+    };
+    while vpns.len() < total {
+        let start = rng.below(pages);
+        match rng.below(4) {
             0 => {
-                let len = pages / 8 + rng.below(pages / 2 + 1);
-                let start = rng.below(pages);
+                let len = pages / 4 + rng.below(pages * 3 / 4 + 1);
                 let up = rng.below(2) == 0;
-                for i in 0..len.min(left) {
-                    let step = if up { i } else { len - 1 - i };
-                    vpns.push((start + step) % pages);
+                for i in 0..len {
+                    emit(&mut vpns, &mut rng, start + if up { i } else { len - i });
                 }
             }
-            1 => {
-                let len = 1 + rng.below(pages / 16 + 1);
-                let start = rng.below(pages);
-                let n = (len * (2 + rng.below(8))).min(left);
-                for i in 0..n {
-                    vpns.push((start + i % len) % pages);
+            1 | 2 => {
+                let len = 1 + rng.below(pages / 8);
+                for _ in 0..2 + rng.below(9) {
+                    for i in 0..len {
+                        emit(&mut vpns, &mut rng, start + i);
+                    }
                 }
             }
             _ => {
-                let n = (pages / 4 + rng.below(pages)).min(left);
-                for _ in 0..n {
-                    vpns.push(rng.below(pages));
+                let hot = 1 + pages / 16;
+                for _ in 0..pages {
+                    let page = if rng.below(10) == 0 {
+                        rng.below(pages)
+                    } else {
+                        start + rng.below(hot)
+                    };
+                    emit(&mut vpns, &mut rng, page);
                 }
             }
         }
