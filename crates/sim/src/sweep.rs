@@ -85,7 +85,8 @@ pub fn sweep(
     let run = |job: &Job| -> Result<Vec<(usize, usize, Row)>, SweepError> {
         let rows = match *job {
             Job::Curve(p, stack) => {
-                let curve = stack.curve(&trace.refs, trace.distinct());
+                let most = frames.iter().copied().max().unwrap_or(1);
+                let curve = stack.curve_upto(&trace.refs, trace.distinct(), most);
                 frames
                     .iter()
                     .enumerate()

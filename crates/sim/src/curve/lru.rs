@@ -30,7 +30,7 @@ pub fn lru(refs: &[u32], slots: usize) -> Curve {
         let t = marks.push(s as u32, &mut last);
         last[s] = t;
     }
-    Curve::from_histogram(refs.len() as u64, cold, &hist)
+    Curve::from_histogram(refs.len() as u64, cold, &hist, slots)
 }
 
 /// Marks at the last-reference times of the seen pages.

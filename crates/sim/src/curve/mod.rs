@@ -11,7 +11,7 @@ mod lru;
 mod opt;
 
 pub use lru::lru;
-pub use opt::opt;
+pub use opt::{opt, opt_upto};
 
 use serde::Serialize;
 
@@ -50,9 +50,15 @@ impl StackPolicy {
     /// The whole curve of this policy over a reference string of `slots`
     /// distinct pages.
     pub fn curve(self, refs: &[u32], slots: usize) -> Curve {
+        self.curve_upto(refs, slots, slots)
+    }
+
+    /// The curve for memory sizes up to `limit` frames (larger ones are
+    /// answered as `limit`); OPT is faster for smaller limits.
+    pub fn curve_upto(self, refs: &[u32], slots: usize, limit: usize) -> Curve {
         match self {
             StackPolicy::Lru => lru(refs, slots),
-            StackPolicy::Opt => opt(refs, slots),
+            StackPolicy::Opt => opt_upto(refs, slots, limit),
         }
     }
 }
@@ -63,8 +69,10 @@ pub struct Curve {
     references: u64,
     cold: u64,
     /// `beyond[c]`: references to already-seen pages at stack distance
-    /// greater than `c`, for `c` in `0..=slots`; they fault with `c` frames.
+    /// greater than `c`, for `c` in `0..=limit`; they fault with `c` frames.
     beyond: Vec<u64>,
+    /// The largest memory size the curve knows.
+    limit: usize,
 }
 
 /// One point of a curve.
@@ -85,7 +93,7 @@ pub struct Point {
 impl Curve {
     /// Builds a curve from a histogram of stack distances: `hist[d]` counts
     /// the references to already-seen pages at (1-based) distance `d`.
-    fn from_histogram(references: u64, cold: u64, hist: &[u64]) -> Curve {
+    fn from_histogram(references: u64, cold: u64, hist: &[u64], limit: usize) -> Curve {
         let mut beyond = vec![0; hist.len().max(1)];
         let mut acc = 0;
         for c in (0..beyond.len()).rev() {
@@ -96,6 +104,7 @@ impl Curve {
             references,
             cold,
             beyond,
+            limit,
         }
     }
 
@@ -109,10 +118,19 @@ impl Curve {
         self.references
     }
 
+    /// The largest memory size the curve knows; at least the footprint
+    /// unless the curve was built for fewer frames.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Missing faults with `frames` frames, first touches included. Like the
-    /// engine, zero frames behave as one.
+    /// engine, zero frames behave as one; sizes above [`Curve::limit`] are
+    /// answered as the limit.
     pub fn faults(&self, frames: usize) -> u64 {
-        let c = frames.max(1).min(self.beyond.len() - 1);
+        let c = frames
+            .clamp(1, self.limit.max(1))
+            .min(self.beyond.len() - 1);
         self.cold + self.beyond[c]
     }
 

@@ -20,13 +20,31 @@ const NIL: u32 = u32::MAX;
 
 /// The whole OPT curve of `refs` (slots below `slots`).
 pub fn opt(refs: &[u32], slots: usize) -> Curve {
+    opt_upto(refs, slots, slots)
+}
+
+/// The OPT curve of `refs` for memory sizes up to `limit` frames. Only the
+/// top `limit` pages of the stack are kept: they are OPT's memory of that
+/// size, which evolves on its own, so the smaller the limit the faster.
+pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
+    let limit = limit.clamp(1, slots.max(1));
     // Times of pages never referenced again are `len + slot`: later than any
     // reference and distinct, so the stack order is total.
     if refs.len() as u64 + slots as u64 + 1 < u64::from(u32::MAX) {
-        run::<u32>(refs, slots)
+        run::<u32>(refs, slots, limit)
     } else {
-        run::<u64>(refs, slots)
+        run::<u64>(refs, slots, limit)
     }
+}
+
+/// Where a referenced page was in the stack.
+enum Depth {
+    /// Never referenced before.
+    Cold,
+    /// At this depth (0-based).
+    At(usize),
+    /// Below the kept part of the stack.
+    Beyond,
 }
 
 /// A next-reference time.
@@ -48,19 +66,20 @@ impl Time for u64 {
     }
 }
 
-fn run<T: Time>(refs: &[u32], slots: usize) -> Curve {
+fn run<T: Time>(refs: &[u32], slots: usize, limit: usize) -> Curve {
     let n = refs.len() as u64;
     let next = next_references::<T>(refs, slots);
-    let mut stack = Stack::<T>::new(slots);
-    let mut hist = vec![0u64; slots + 2];
+    let mut stack = Stack::<T>::new(slots, limit);
+    let mut hist = vec![0u64; limit + 2];
     let mut cold = 0u64;
     for (&x, &key) in refs.iter().zip(&next) {
         match stack.reference(x, key) {
-            Some(d) => hist[d + 1] += 1,
-            None => cold += 1,
+            Depth::At(d) => hist[d + 1] += 1,
+            Depth::Beyond => hist[limit + 1] += 1,
+            Depth::Cold => cold += 1,
         }
     }
-    Curve::from_histogram(n, cold, &hist)
+    Curve::from_histogram(n, cold, &hist, limit)
 }
 
 /// For each reference, the time of the next reference to the same page, or
@@ -93,18 +112,22 @@ struct Node<T> {
     last: T,
     /// Whether the subtree's next references increase strictly in stack order.
     increasing: bool,
-    /// Whether the page has been referenced (is in the stack).
+    /// Whether the page is in the kept part of the stack.
     seen: bool,
+    /// Whether the page has been referenced.
+    touched: bool,
 }
 
 /// The OPT stack: an implicit treap over the seen pages, top first.
 struct Stack<T> {
     node: Vec<Node<T>>,
     root: u32,
+    /// Pages kept at most.
+    limit: usize,
 }
 
 impl<T: Time> Stack<T> {
-    fn new(slots: usize) -> Self {
+    fn new(slots: usize, limit: usize) -> Self {
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let node = (0..slots)
             .map(|_| {
@@ -121,7 +144,11 @@ impl<T: Time> Stack<T> {
                 }
             })
             .collect();
-        Stack { node, root: NIL }
+        Stack {
+            node,
+            root: NIL,
+            limit,
+        }
     }
 
     #[inline]
@@ -296,8 +323,8 @@ impl<T: Time> Stack<T> {
     }
 
     /// References page `x`, whose next reference is at `key`; returns its
-    /// depth before the reference (0-based), `None` on a first touch.
-    fn reference(&mut self, x: u32, key: T) -> Option<usize> {
+    /// depth before the reference.
+    fn reference(&mut self, x: u32, key: T) -> Depth {
         let seen = self.node[x as usize].seen;
         let d = if seen { self.rank(x) } else { 0 };
         if seen && d == 0 {
@@ -308,17 +335,20 @@ impl<T: Time> Stack<T> {
                 self.pull(n);
                 n = self.node[n as usize].parent;
             }
-            return Some(0);
+            return Depth::At(0);
         }
         let (above, below, depth) = if seen {
             let (above, rest) = self.split(self.root, d);
             let (_, below) = self.split(rest, 1);
-            (above, below, Some(d))
+            (above, below, Depth::At(d))
+        } else if self.node[x as usize].touched {
+            (self.root, NIL, Depth::Beyond)
         } else {
-            (self.root, NIL, None)
+            (self.root, NIL, Depth::Cold)
         };
         let node = &mut self.node[x as usize];
         node.seen = true;
+        node.touched = true;
         node.key = key;
         node.left = NIL;
         node.right = NIL;
@@ -328,17 +358,34 @@ impl<T: Time> Stack<T> {
         let mut rest = above;
         while rest != NIL {
             let len = self.increasing_prefix(rest);
+            if len == self.size(rest) {
+                // One increasing run to the end moves down as a whole.
+                out = self.merge(out, rest);
+                break;
+            }
             let (run, after) = self.split(rest, len);
+            let carry = self.node[run as usize].last;
+            let gap = self.first_later(after, carry);
             let (head, last) = self.split(run, len - 1);
             out = self.merge(out, head);
-            let carry = self.node[last as usize].key;
-            let gap = self.first_later(after, carry);
+            if gap == self.size(after) {
+                // No record below: the run's last page drops to depth `d`.
+                out = self.merge(out, after);
+                out = self.merge(out, last);
+                break;
+            }
             let (between, next) = self.split(after, gap);
             out = self.merge(out, between);
             out = self.merge(out, last);
             rest = next;
         }
         self.root = self.merge(out, below);
+        if self.size(self.root) > self.limit {
+            // The last carry left the kept part.
+            let (kept, dropped) = self.split(self.root, self.limit);
+            self.node[dropped as usize].seen = false;
+            self.root = kept;
+        }
         depth
     }
 }

@@ -89,6 +89,17 @@ fn traces() -> impl Strategy<Value = Trace> {
 
 proptest! {
     #[test]
+    fn test_opt_curve_kept_to_a_limit_equals_the_whole_curve_below_it(
+        trace in traces(), limit in 1usize..30
+    ) {
+        let whole = opt(&trace.refs, trace.distinct());
+        let part = opt_upto(&trace.refs, trace.distinct(), limit);
+        for frames in 1..=limit.min(trace.distinct()) {
+            prop_assert_eq!(part.faults(frames), whole.faults(frames), "{}", frames);
+        }
+    }
+
+    #[test]
     fn test_lru_curve_equals_single_size_runs(trace in traces()) {
         assert_curve_matches_single_runs(&trace, StackPolicy::Lru);
     }
