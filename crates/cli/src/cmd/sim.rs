@@ -18,8 +18,9 @@ pub struct Args {
     /// The trace; with `--global`, one trace per process.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
-    /// Policies: comma-separated registry specs, e.g. `lru,fifo,seq:L=50,M=20`.
-    #[arg(long, short, default_value = "lru,fifo,clock,opt")]
+    /// Policies: comma-separated registry specs, e.g. `lru,fifo,seq:L=50,M=20`
+    /// [default: lru,fifo,clock,opt; with --global: lru,fifo,clock].
+    #[arg(long, short)]
     policy: Vec<String>,
     /// Memory sizes in frames, comma-separated, or `auto` (about 20 sizes
     /// spread evenly up to the footprint).
@@ -76,7 +77,12 @@ pub enum SimError {
 
 /// Runs `pagepilot sim`.
 pub fn run(args: Args) -> CmdResult {
-    let specs = policy_specs(&args.policy)?;
+    let specs = match (args.policy.is_empty(), args.global) {
+        (false, _) => policy_specs(&args.policy)?,
+        // OPT has no fixed future in a multiprogrammed run.
+        (true, true) => strings(&["lru", "fifo", "clock"]),
+        (true, false) => strings(&["lru", "fifo", "clock", "opt"]),
+    };
     if !args.global && args.traces.len() > 1 {
         return Err(SimError::SeveralTraces(args.traces.len()).into());
     }
@@ -150,6 +156,10 @@ fn load(path: &Path, options: &TraceOptions) -> Result<Trace, Box<dyn std::error
     Ok(trace::load(path)?)
 }
 
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
 /// Splits `--policy` values into specs: commas separate policies, except that
 /// a `key=value` item continues the previous policy's parameters.
 fn policy_specs(values: &[String]) -> Result<Vec<String>, SimError> {
@@ -204,10 +214,6 @@ fn progress(total: u64) -> ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
 
     #[test]
     fn test_policy_list_keeps_parameters_with_their_policy() {
