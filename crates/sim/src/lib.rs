@@ -3,8 +3,10 @@
 pub mod curve;
 pub mod engine;
 pub mod global;
+pub mod plot;
 pub mod report;
 pub mod sweep;
+pub mod synthetic;
 pub mod trace;
 
 pub use engine::{simulate, Access, Counters, Machine};
