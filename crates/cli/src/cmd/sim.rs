@@ -120,10 +120,23 @@ pub fn run(args: Args) -> CmdResult {
         FormatArg::Csv => Format::Csv,
     };
     let mut out = std::io::stdout().lock();
-    report::write(&rows, format, &mut out)?;
-    out.flush()?;
+    match report::write(&rows, format, &mut out).and_then(|()| out.flush()) {
+        // A reader that stopped early (`| head`) is not a failure of the run.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
     if let Some(path) = &args.plot {
-        sim_plot::fault_rate_curves(&whole_runs(&rows), path)?;
+        let names: Vec<String> = args
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let title = if args.global {
+            format!("global: {}", names.join(" + "))
+        } else {
+            names.join(" ")
+        };
+        sim_plot::fault_rate_curves(&whole_runs(&rows), &title, path)?;
     }
     Ok(())
 }
