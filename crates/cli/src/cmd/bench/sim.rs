@@ -250,8 +250,15 @@ fn print_table(r: &Report) {
         println!("  {name:<6} {one:7.2}s {curve:5.2}s {ratio:13.2}x {sep:7.1}s {speedup:10.1}x");
     }
     println!(
-        "curves match the sampled single-size runs: {}",
-        r.curves_match_single_runs
+        "OPT figures on the first {} references; curves match the sampled single-size runs: {}",
+        r.opt_references, r.curves_match_single_runs
+    );
+    let verdict = |ok: bool| if ok { "met" } else { "not met" };
+    println!(
+        "targets: LRU >= 30 M refs/s: {}; LRU curve <= 3x one run: {}; OPT curve <= 3x one run: {}",
+        verdict(r.lru_mrefs_per_s >= 30.0),
+        verdict(r.lru_curve_over_single <= 3.0),
+        verdict(r.opt_curve_over_single <= 3.0)
     );
 }
 
