@@ -21,6 +21,11 @@ pub fn lru(refs: &[u32], slots: usize) -> Curve {
     for &s in refs {
         let s = s as usize;
         let l = last[s];
+        if l != NONE && l + 1 == marks.now {
+            // The page on top again: the stack does not change.
+            hist[1] += 1;
+            continue;
+        }
         if l == NONE {
             cold += 1;
         } else {
