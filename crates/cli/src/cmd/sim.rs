@@ -2,14 +2,15 @@
 //! traces multiprogrammed under one global policy.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pagepilot_sim::report::{self, Format, Row};
 use pagepilot_sim::sweep::{self, Parallelism};
-use pagepilot_sim::{global, trace, Trace};
+use pagepilot_sim::{global, Trace};
 use thiserror::Error;
 
+use super::trace::LoadArgs;
 use super::{sim_plot, CmdResult};
 
 /// Arguments of `pagepilot sim`.
@@ -32,12 +33,9 @@ pub struct Args {
     /// Also plot fault rate against memory size to this PNG or SVG file.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
-    /// Trace format (default: by content).
-    #[arg(long, value_name = "FORMAT")]
-    trace_format: Option<String>,
-    /// Page size in bytes, for traces of addresses.
-    #[arg(long, value_name = "BYTES")]
-    page_size: Option<u64>,
+    /// How to read the traces.
+    #[command(flatten)]
+    load: LoadArgs,
     /// Multiprogrammed: run the traces as processes round-robin under one
     /// global policy.
     #[arg(long)]
@@ -70,9 +68,6 @@ pub enum SimError {
     /// Several traces without `--global`.
     #[error("{0} traces given: simulate one trace at a time, or several with --global")]
     SeveralTraces(usize),
-    /// A trace option the trace reader does not have.
-    #[error("{0}")]
-    TraceOption(String),
 }
 
 /// Runs `pagepilot sim`.
@@ -86,14 +81,10 @@ pub fn run(args: Args) -> CmdResult {
     if !args.global && args.traces.len() > 1 {
         return Err(SimError::SeveralTraces(args.traces.len()).into());
     }
-    let options = TraceOptions {
-        format: args.trace_format.as_deref(),
-        page_size: args.page_size,
-    };
     let traces = args
         .traces
         .iter()
-        .map(|p| load(p, &options))
+        .map(|p| args.load.load(p))
         .collect::<Result<Vec<_>, _>>()?;
     let footprint = traces.iter().map(Trace::distinct).sum();
     let frames = parse_frames(&args.frames, footprint)?;
@@ -147,26 +138,6 @@ fn whole_runs(rows: &[Row]) -> Vec<Row> {
         .filter(|r| !matches!(r.process.as_deref(), Some(p) if p != "all"))
         .cloned()
         .collect()
-}
-
-/// How to read the traces.
-struct TraceOptions<'a> {
-    format: Option<&'a str>,
-    page_size: Option<u64>,
-}
-
-/// Reads a trace with the reader the options ask for.
-fn load(path: &Path, options: &TraceOptions) -> Result<Trace, Box<dyn std::error::Error>> {
-    // The reader takes text traces of page numbers only.
-    if let Some(format) = options.format.filter(|f| *f != "text") {
-        let why = format!("--trace-format {format}: this build reads `text` traces only");
-        return Err(SimError::TraceOption(why).into());
-    }
-    if options.page_size.is_some() {
-        let why = "--page-size: text traces hold page numbers, not addresses".to_string();
-        return Err(SimError::TraceOption(why).into());
-    }
-    Ok(trace::load(path)?)
 }
 
 fn strings(names: &[&str]) -> Vec<String> {

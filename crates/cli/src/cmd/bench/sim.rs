@@ -111,7 +111,7 @@ pub fn run(args: Args) -> CmdResult {
         return Err(BenchError::BadArgs.into());
     }
     eprintln!("building a synthetic trace of {} references...", args.refs);
-    let (trace, source) = stored(synthetic(args.refs, args.pages));
+    let (trace, source) = stored(synthetic(args.refs, args.pages))?;
     let prefix = trace.refs[..trace.len().min(args.opt_refs as usize)].iter();
     let opt_trace = Trace::from_pages(prefix.map(|&s| trace.pages[s as usize]));
     let distinct = trace.distinct();
@@ -262,9 +262,17 @@ fn print_table(r: &Report) {
     );
 }
 
-/// The trace as the benchmark reads it.
-fn stored(trace: Trace) -> (Trace, &'static str) {
-    (trace, "in memory: no binary trace writer in this build")
+/// The trace as the benchmark reads it: written in pagepilot's binary
+/// format and read back, so the runs see what `pagepilot sim` would load.
+fn stored(trace: Trace) -> Result<(Trace, &'static str), pagepilot_sim::trace::TraceError> {
+    let path = std::env::temp_dir().join(format!(
+        "pagepilot-bench-sim-{}.pptrace",
+        std::process::id()
+    ));
+    let result = pagepilot_sim::trace::save(&trace, &path, pagepilot_sim::trace::Format::Binary)
+        .and_then(|()| pagepilot_sim::trace::load(&path));
+    let _ = std::fs::remove_file(&path);
+    Ok((result?, "binary trace file, written and read back"))
 }
 
 fn single_run(trace: &Trace, name: &str, frames: usize) -> u64 {
