@@ -123,3 +123,99 @@ proptest! {
         assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
     }
 }
+
+/// A deterministic generator for the adversarial traces below.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// Page `k` of `pages` with probability about proportional to `1 / (k + 1)`.
+fn zipf_pages(seed: u64, pages: u64, len: usize) -> Vec<u64> {
+    let mut next = xorshift(seed);
+    let weights: Vec<f64> = (0..pages).map(|k| 1.0 / (k + 1) as f64).collect();
+    let total: f64 = weights.iter().sum();
+    (0..len)
+        .map(|_| {
+            let mut u = (next() >> 11) as f64 / (1u64 << 53) as f64 * total;
+            for (k, w) in weights.iter().enumerate() {
+                if u < *w {
+                    return k as u64;
+                }
+                u -= w;
+            }
+            pages - 1
+        })
+        .collect()
+}
+
+#[test]
+fn test_opt_curve_on_a_cyclic_loop_equals_single_size_runs() {
+    // A loop one page larger than memory is LRU's worst case; OPT keeps all
+    // but one page and the records move on every reference.
+    for pages in [2u64, 3, 17, 40] {
+        let trace = Trace::from_pages((0..30).flat_map(|_| 0..pages));
+        assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
+    }
+}
+
+#[test]
+fn test_opt_curve_on_uniform_random_references_equals_single_size_runs() {
+    let mut next = xorshift(7);
+    let trace = Trace::from_pages((0..3000).map(|_| next() % 48));
+    assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
+}
+
+#[test]
+fn test_opt_curve_on_zipf_references_equals_single_size_runs() {
+    let trace = Trace::from_pages(zipf_pages(11, 64, 3000));
+    assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
+}
+
+#[test]
+fn test_opt_curve_on_mixed_loops_sweeps_and_random_references_equals_single_size_runs() {
+    let mut next = xorshift(23);
+    let mut pages = Vec::new();
+    while pages.len() < 4000 {
+        let start = next() % 60;
+        let len = 1 + next() % 20;
+        match next() % 4 {
+            // A loop over a small region, several times.
+            0 => (0..3).for_each(|_| pages.extend(start..start + len)),
+            1 => pages.extend(start..start + len),
+            2 => pages.extend((start..start + len).rev()),
+            _ => pages.extend((0..len).map(|_| next() % 80)),
+        }
+    }
+    let trace = Trace::from_pages(pages);
+    assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
+}
+
+proptest! {
+    #[test]
+    fn test_opt_curve_on_zipf_traces_equals_single_size_runs(
+        seed in any::<u64>(), pages in 2u64..40, len in 1usize..400
+    ) {
+        let trace = Trace::from_pages(zipf_pages(seed, pages, len));
+        assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
+    }
+
+    #[test]
+    fn test_opt_curve_on_loops_with_noise_equals_single_size_runs(
+        pages in 2u64..30, rounds in 1usize..12, noise in prop::collection::vec(0u64..40, 0..60)
+    ) {
+        // A loop with noise references sprinkled in at fixed strides.
+        let mut refs: Vec<u64> = (0..rounds).flat_map(|_| 0..pages).collect();
+        for (k, &p) in noise.iter().enumerate() {
+            let at = (k * 7) % (refs.len() + 1);
+            refs.insert(at, p);
+        }
+        let trace = Trace::from_pages(refs);
+        assert_curve_matches_single_runs(&trace, StackPolicy::Opt);
+    }
+}
