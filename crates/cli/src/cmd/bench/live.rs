@@ -1,0 +1,103 @@
+//! The pagepilot side: the same workload over a live pager region of the file.
+
+use std::time::Instant;
+
+use pagepilot_pager::Region;
+
+use super::datafile::DataFile;
+use super::measure::Measured;
+use super::sys;
+use super::workload::{self, Workload};
+
+/// Failure of a pagepilot run.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// Mapping the region failed.
+    #[error("mapping {path} with policy {policy}: {source}")]
+    Map {
+        /// The file.
+        path: String,
+        /// The policy asked for.
+        policy: String,
+        /// The pager's error.
+        source: pagepilot_pager::MapError,
+    },
+    /// Unmapping failed.
+    #[error("unmapping the region: {0}")]
+    Unmap(pagepilot_pager::FlushError),
+    /// `/proc/self/io` could not be read.
+    #[error("reading /proc/self/io: {0}")]
+    Io(std::io::Error),
+    /// The workload read wrong data through the pager.
+    #[error("pagepilot ({policy}) checksum {got} != expected {want}: wrong data paged in")]
+    Checksum {
+        /// The policy.
+        policy: String,
+        /// What it computed.
+        got: u64,
+        /// What it should have.
+        want: u64,
+    },
+}
+
+/// Runs `w` over a read-only pagepilot region of `file` with `budget` bytes and `policy`.
+pub fn run(
+    file: &DataFile,
+    budget: usize,
+    policy: &str,
+    w: Workload,
+) -> Result<Measured, LiveError> {
+    let region =
+        Region::map_file(file.path(), false, budget, policy).map_err(|source| LiveError::Map {
+            path: file.path().display().to_string(),
+            policy: policy.into(),
+            source,
+        })?;
+    let read0 = sys::read_bytes_self().map_err(LiveError::Io)?;
+    let t0 = Instant::now();
+    // SAFETY: the region stays mapped until `unmap` below and covers `len()` bytes of the
+    // file written by `DataFile::create`.
+    let checksum = unsafe { workload::run(w, region.as_ptr(), region.len()) };
+    let elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let read1 = sys::read_bytes_self().map_err(LiveError::Io)?;
+    let stats = region.stats();
+    region.unmap().map_err(LiveError::Unmap)?;
+    let want = workload::expected(w, file.len());
+    if checksum != want {
+        return Err(LiveError::Checksum {
+            policy: policy.into(),
+            got: checksum,
+            want,
+        });
+    }
+    Ok(Measured {
+        elapsed_ns,
+        faults: stats.missing_faults,
+        minor_faults: stats.minor_faults,
+        bytes_read: read1 - read0,
+        checksum,
+    })
+}
+
+/// Write-touches each page of a fresh anonymous pagepilot region that fits its budget (every
+/// access is a missing fault served with zeroes) and returns the per-fault times in ns and the
+/// pager's own fault-service latency (p50, p99) in ns.
+pub fn anon_missing_faults(pages: usize) -> Result<(Vec<u64>, u64, u64), LiveError> {
+    let len = pages * sys::PAGE;
+    let region = Region::map_anon(len, len, "fifo").map_err(|source| LiveError::Map {
+        path: "anonymous".into(),
+        policy: "fifo".into(),
+        source,
+    })?;
+    let times = (0..pages)
+        .map(|p| {
+            let t = Instant::now();
+            // SAFETY: p < pages: inside the region, which stays mapped until unmap below.
+            unsafe { std::ptr::write_volatile(region.as_ptr().add(p * sys::PAGE), 1) };
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    let stats = region.stats();
+    region.unmap().map_err(LiveError::Unmap)?;
+    Ok((times, stats.latency.p50_ns, stats.latency.p99_ns))
+}
