@@ -45,6 +45,10 @@ pub struct Args {
     /// Directory for the table file (must be on a disk, not tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// pagepilot's largest read-ahead window in pages (1: demand paging, as in the paper's
+    /// analysis); default: the pager's.
+    #[arg(long)]
+    readahead: Option<usize>,
     #[arg(long = "internal-kernel-child", hide = true)]
     internal_kernel_child: Option<String>,
 }
@@ -77,6 +81,8 @@ pub struct JoinSetup {
     pub runs: usize,
     /// Directory of the table file.
     pub dir: PathBuf,
+    /// pagepilot options.
+    pub tuning: live::Tuning,
 }
 
 /// One policy at one size.
@@ -184,6 +190,10 @@ pub fn run(args: Args) -> CmdResult {
         loops: args.loops,
         runs: args.runs,
         dir: super::datafile::default_dir(args.dir),
+        tuning: live::Tuning {
+            readahead: args.readahead,
+            ..Default::default()
+        },
     };
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
@@ -209,6 +219,9 @@ pub fn measure(
 ) -> Result<JoinReport, Box<dyn std::error::Error>> {
     let budget = s.budget_mb * MB;
     let workload = Workload::Join { loops: s.loops };
+    for policy in s.policies.iter().filter(|p| *p != "kernel") {
+        live::check_policy(policy)?;
+    }
     let mut sizes = Vec::new();
     for &outer_mb in &s.outer_mb {
         let file = DataFile::create(&s.dir, &format!("join-{outer_mb}mb"), outer_mb * MB)?;
@@ -218,7 +231,7 @@ pub fn measure(
                 let m = if policy == "kernel" {
                     kernel::run("join", &file, budget, workload)?
                 } else {
-                    live::run(&file, budget, policy, workload)?
+                    live::run(&file, budget, policy, s.tuning, workload)?
                 };
                 progress(&format!(
                     "{outer_mb} MB {policy}: {} ms",
@@ -243,7 +256,7 @@ pub fn measure(
                 let med = median_of(&runs);
                 let analytic = match policy.as_str() {
                     "lru" | "clock" => Some(pf_lru),
-                    "mru" => Some(pf_mru),
+                    "mru" | "mru-live" => Some(pf_mru),
                     _ => None,
                 };
                 PolicyResult {
@@ -332,6 +345,7 @@ pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> 
         loops: 8,
         runs: 1,
         dir: std::env::temp_dir(),
+        tuning: live::Tuning::default(),
     };
     let report = measure(&setup, &mut |_| {})?;
     print_text(&report, out)?;

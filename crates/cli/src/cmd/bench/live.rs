@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use pagepilot_pager::Region;
+use pagepilot_pager::{Backing, Region, RegionOptions};
 
 use super::datafile::DataFile;
 use super::measure::Measured;
@@ -40,19 +40,56 @@ pub enum LiveError {
     },
 }
 
+/// Checks that the pager accepts `policy` (by mapping one anonymous page with it), so that a
+/// bad policy stops a benchmark before any measurement.
+pub fn check_policy(policy: &str) -> Result<(), LiveError> {
+    let region =
+        Region::map_anon(sys::PAGE, sys::PAGE, policy).map_err(|source| LiveError::Map {
+            path: "anonymous".into(),
+            policy: policy.into(),
+            source,
+        })?;
+    region.unmap().map_err(LiveError::Unmap)
+}
+
+/// Pager options a benchmark may override (`None`: the pager's default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tuning {
+    /// Largest read-ahead window along sequential faults, pages (1: off).
+    pub readahead: Option<usize>,
+    /// Pages read per fault outside a sequence.
+    pub fault_around: Option<usize>,
+    /// Fault-handler threads.
+    pub handler_threads: Option<usize>,
+}
+
 /// Runs `w` over a read-only pagepilot region of `file` with `budget` bytes and `policy`.
 pub fn run(
     file: &DataFile,
     budget: usize,
     policy: &str,
+    tuning: Tuning,
     w: Workload,
 ) -> Result<Measured, LiveError> {
-    let region =
-        Region::map_file(file.path(), false, budget, policy).map_err(|source| LiveError::Map {
-            path: file.path().display().to_string(),
-            policy: policy.into(),
-            source,
-        })?;
+    let backing = Backing::File {
+        path: file.path().to_path_buf(),
+        writable: false,
+    };
+    let mut opts = RegionOptions::new(backing, budget, policy);
+    if let Some(n) = tuning.readahead {
+        opts = opts.with_readahead(n);
+    }
+    if let Some(n) = tuning.fault_around {
+        opts = opts.with_fault_around(n);
+    }
+    if let Some(n) = tuning.handler_threads {
+        opts = opts.with_handler_threads(n);
+    }
+    let region = Region::map(opts).map_err(|source| LiveError::Map {
+        path: file.path().display().to_string(),
+        policy: policy.into(),
+        source,
+    })?;
     let read0 = sys::read_bytes_self().map_err(LiveError::Io)?;
     let t0 = Instant::now();
     // SAFETY: the region stays mapped until `unmap` below and covers `len()` bytes of the
@@ -61,6 +98,9 @@ pub fn run(
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let read1 = sys::read_bytes_self().map_err(LiveError::Io)?;
     let stats = region.stats();
+    if std::env::var_os("PAGEPILOT_BENCH_DEBUG").is_some() {
+        eprintln!("{}", region.stats_json());
+    }
     region.unmap().map_err(LiveError::Unmap)?;
     let want = workload::expected(w, file.len());
     if checksum != want {

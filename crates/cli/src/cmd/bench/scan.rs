@@ -39,6 +39,12 @@ pub struct Args {
     /// Directory for the data file (must be on a disk, not tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// pagepilot's largest read-ahead window in pages (1: off); default: the pager's.
+    #[arg(long)]
+    readahead: Option<usize>,
+    /// pagepilot's fault-handler threads; default: the pager's.
+    #[arg(long)]
+    handler_threads: Option<usize>,
     #[arg(long = "internal-kernel-child", hide = true)]
     internal_kernel_child: Option<String>,
 }
@@ -110,8 +116,14 @@ pub fn run(args: Args) -> CmdResult {
     for &t in &args.threads {
         check("--threads", t, 256)?;
     }
+    live::check_policy(&args.policy)?;
     let budget = args.budget_mb * MB;
     let file = DataFile::create(&super::datafile::default_dir(args.dir), "scan", 4 * budget)?;
+    let tuning = live::Tuning {
+        readahead: args.readahead,
+        handler_threads: args.handler_threads,
+        ..Default::default()
+    };
     let mut points = Vec::new();
     for pattern in [Pattern::Sequential, Pattern::Random] {
         for &threads in &args.threads {
@@ -123,7 +135,7 @@ pub fn run(args: Args) -> CmdResult {
             };
             let (mut pp, mut k) = (Vec::new(), Vec::new());
             for _ in 0..args.runs {
-                pp.push(live::run(&file, budget, &args.policy, w)?);
+                pp.push(live::run(&file, budget, &args.policy, tuning, w)?);
                 k.push(kernel::run("scan", &file, budget, w)?);
             }
             let pages = w.pages_read(file.len());
