@@ -210,8 +210,8 @@ pub unsafe extern "C" fn pp_map(
 /// `r` must be NULL or a handle returned by a mapping call and not yet unmapped.
 #[no_mangle]
 pub unsafe extern "C" fn pp_addr(r: *mut pp_region) -> *mut c_void {
-    // SAFETY: forwarded from the caller's contract.
     guard(std::ptr::null_mut(), || {
+        // SAFETY: forwarded from the caller's contract.
         match unsafe { pp_region::get(r) } {
             Some(region) => region.as_ptr().cast(),
             None => std::ptr::null_mut(),

@@ -20,7 +20,7 @@ pub enum LiveError {
         /// The policy asked for.
         policy: String,
         /// The pager's error.
-        source: pagepilot_pager::MapError,
+        source: Box<pagepilot_pager::MapError>,
     },
     /// Unmapping failed.
     #[error("unmapping the region: {0}")]
@@ -47,7 +47,7 @@ pub fn check_policy(policy: &str) -> Result<(), LiveError> {
         Region::map_anon(sys::PAGE, sys::PAGE, policy).map_err(|source| LiveError::Map {
             path: "anonymous".into(),
             policy: policy.into(),
-            source,
+            source: Box::new(source),
         })?;
     region.unmap().map_err(LiveError::Unmap)
 }
@@ -88,7 +88,7 @@ pub fn run(
     let region = Region::map(opts).map_err(|source| LiveError::Map {
         path: file.path().display().to_string(),
         policy: policy.into(),
-        source,
+        source: Box::new(source),
     })?;
     let read0 = sys::read_bytes_self().map_err(LiveError::Io)?;
     let t0 = Instant::now();
@@ -127,7 +127,7 @@ pub fn anon_missing_faults(pages: usize) -> Result<(Vec<u64>, u64, u64), LiveErr
     let region = Region::map_anon(len, len, "fifo").map_err(|source| LiveError::Map {
         path: "anonymous".into(),
         policy: "fifo".into(),
-        source,
+        source: Box::new(source),
     })?;
     let times = (0..pages)
         .map(|p| {
