@@ -195,10 +195,12 @@ pub mod uffd {
     pub struct Uffd(OwnedFd);
 
     impl Uffd {
-        /// Opens a blocking userfaultfd and negotiates the API.
+        /// Opens a non-blocking userfaultfd (poll, then read: a fault can be woken before
+        /// it is read, so a blocking read could wait forever) and negotiates the API.
         pub fn open() -> io::Result<Uffd> {
             // SAFETY: the syscall takes flags only.
-            let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) };
+            let fd =
+                unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) };
             if fd < 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -253,11 +255,11 @@ pub mod uffd {
             if n == 0 {
                 return Ok(None);
             }
-            self.read_fault().map(Some)
+            self.read_fault()
         }
 
-        /// Blocks until the next page fault.
-        pub fn read_fault(&self) -> io::Result<PageFault> {
+        /// The next page fault, if one is pending.
+        fn read_fault(&self) -> io::Result<Option<PageFault>> {
             let mut msg = std::mem::MaybeUninit::<Msg>::zeroed();
             // SAFETY: reads at most size_of::<Msg>() bytes into our buffer.
             let n = unsafe {
@@ -267,8 +269,18 @@ pub mod uffd {
                     std::mem::size_of::<Msg>(),
                 )
             };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                    _ => Err(e),
+                };
+            }
             if n != std::mem::size_of::<Msg>() as isize {
-                return Err(io::Error::last_os_error());
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "short userfaultfd read",
+                ));
             }
             // SAFETY: the kernel filled the whole message.
             let msg = unsafe { msg.assume_init() };
@@ -278,10 +290,10 @@ pub mod uffd {
                     "not a page fault event",
                 ));
             }
-            Ok(PageFault {
+            Ok(Some(PageFault {
                 address: msg.address,
                 flags: msg.flags,
-            })
+            }))
         }
 
         /// Maps the page-cache pages of `[start, start+len)` into the registered range and wakes
