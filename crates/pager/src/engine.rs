@@ -27,6 +27,10 @@ pub struct Tuning {
     pub fault_around: usize,
     /// Largest read-ahead window along a sequence of faults, pages.
     pub readahead_max: usize,
+    /// Whether sequential faults start asynchronous read-ahead of the next window.
+    pub async_readahead: bool,
+    /// How long a handler keeps polling after a fault before it sleeps, us.
+    pub spin_us: u64,
 }
 
 /// What the lock guards.
@@ -41,6 +45,10 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
+    /// The unmapped first page of the last prefetched window (u32::MAX: none).
+    pub marker: u32,
+    /// The region's prefetcher, if asynchronous read-ahead is on.
+    pub prefetcher: Option<std::sync::mpsc::Sender<(u32, usize)>>,
 }
 
 /// Everything a region's handlers share.
@@ -132,6 +140,7 @@ impl Shared {
             },
             table,
         );
+        table.zap_cleared();
         let v = match named {
             Some(p)
                 if p.slot != incoming
@@ -157,6 +166,7 @@ impl Shared {
             },
             table,
         );
+        table.zap_cleared();
         Some((v, dirty))
     }
 
@@ -211,6 +221,57 @@ impl Shared {
                 Counters::add(&self.stats.evictions, 1);
             }
         }
+    }
+
+    /// Changes the budget to `frames` (at least one). Shrinking is HiPEC's
+    /// ReclaimFrame: the policy names the pages to give up
+    /// ([`Policy::reclaim`]; answers that are not resident pages are
+    /// overruled), then [`Policy::victim`] is asked for the rest.
+    pub fn set_budget(&self, frames: usize) -> Vec<FailedPage> {
+        let mut g = self.lock();
+        let frames = frames.clamp(1, g.table.pages().max(1));
+        let old = g.table.capacity;
+        g.table.capacity = frames;
+        let count = g.table.excess();
+        if frames >= old || count == 0 {
+            return Vec::new();
+        }
+        let chosen = {
+            let Inner { table, policy, .. } = &mut *g;
+            let c = policy.reclaim(count, table);
+            table.zap_cleared();
+            c
+        };
+        let mut victims = Vec::new();
+        for p in chosen.into_iter().take(count) {
+            let ok = (p.slot as usize) < g.table.pages()
+                && p.vpn == u64::from(p.slot)
+                && g.table.state(p.slot) == State::Resident
+                && g.table.flags(p.slot) & FLUSHING == 0;
+            if !ok {
+                Counters::add(&self.stats.overruled, 1);
+                continue;
+            }
+            let flags = g.table.flags(p.slot);
+            g.table.set(p.slot, State::Evicting, flags);
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_evict(p, table);
+            victims.push((p.slot, flags & MODIFIED != 0));
+        }
+        let none = u32::MAX;
+        while victims.len() < count {
+            match self.take_victim(&mut g, none) {
+                Some(v) => victims.push(v),
+                None => break,
+            }
+        }
+        drop(g);
+        let failed = self.evict_io(&mut victims);
+        let mut g = self.lock();
+        self.finish_evictions(&mut g, &victims, &failed);
+        drop(g);
+        self.cv.notify_all();
+        failed
     }
 
     /// Writes back every dirty page (resident or pinned). Pinned pages that

@@ -3,6 +3,7 @@
 //! then UFFDIO_CONTINUE), minor faults (reference-bit emulation) and
 //! write-protect faults (dirty tracking).
 
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,18 +15,35 @@ use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_WP, FLAG_WRITE, PAGE};
 
 /// Runs one handler thread until the region's stop event fires.
+///
+/// After serving a batch the thread polls the userfaultfd without sleeping
+/// for up to the region's spin time: faults come in streams (a scan, a
+/// burst of first touches), and catching the next one awake saves the
+/// handler's wake-up, the larger part of a fault's cost on these machines.
 pub fn run(shared: Arc<Shared>) {
     let mut msgs = [UffdMsg::default(); 16];
+    let spin = std::time::Duration::from_micros(shared.tuning.spin_us);
+    let mut last_served: Option<Instant> = None;
     loop {
-        match sys::poll2(shared.uffd.raw(), shared.stop.as_raw(), -1) {
-            Ok((_, true)) => return,
-            Ok((false, false)) => continue,
-            Ok((true, false)) => {}
-            Err(_) => return,
+        let spinning = last_served.is_some_and(|t| t.elapsed() < spin);
+        if !spinning {
+            match sys::poll2(shared.uffd.raw(), shared.stop.as_raw_fd(), -1) {
+                Ok((_, true)) => return,
+                Ok((false, false)) => continue,
+                Ok((true, false)) => {}
+                Err(_) => return,
+            }
         }
         let n = match shared.uffd.read_msgs(&mut msgs) {
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if spinning {
+                    std::hint::spin_loop();
+                } else {
+                    last_served = None;
+                }
+                continue;
+            }
             Err(_) => return,
         };
         for m in &msgs[..n] {
@@ -35,15 +53,9 @@ pub fn run(shared: Arc<Shared>) {
                 shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
             }
         }
-    }
-}
-
-trait AsRaw {
-    fn as_raw(&self) -> std::os::fd::RawFd;
-}
-impl AsRaw for std::os::fd::OwnedFd {
-    fn as_raw(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(self)
+        if n > 0 && !spin.is_zero() {
+            last_served = Some(Instant::now());
+        }
     }
 }
 
@@ -84,11 +96,29 @@ fn serve_wp(sh: &Shared, s: u32) {
 /// Maps a page that is in the memfd into the application's view.
 fn map(sh: &Shared, s: u32, n: usize, wp: bool) {
     let addr = sh.app_addr(s);
-    if let Err(e) = sh.uffd.continue_range(addr, n * PAGE, wp) {
+    if sh.uffd.continue_range(addr, n * PAGE, wp).is_err() {
         // Already mapped (another thread's fault on the same page was served
-        // first): only the wake is missing.
-        let _ = e;
+        // first): only the wake is missing. Pages after the first mapped one
+        // stay unmapped and are mapped by their own (minor) fault.
         let _ = sh.uffd.wake(addr, n * PAGE);
+    }
+}
+
+/// Maps a resident page for an access. If it is mapped already and this
+/// is a write, the fault was a write-protect fault: un-protect the page.
+fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
+    let addr = sh.app_addr(s);
+    match sh.uffd.continue_range(addr, PAGE, wp) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) && write && sh.writable => {
+            Counters::add(&sh.stats.wp_faults, 1);
+            if sh.uffd.writeprotect(addr, PAGE, false).is_err() {
+                let _ = sh.uffd.wake(addr, PAGE);
+            }
+        }
+        Err(_) => {
+            let _ = sh.uffd.wake(addr, PAGE);
+        }
     }
 }
 
@@ -100,7 +130,13 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
             let f = g.table.flags(s);
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
-            map(sh, s, 1, sh.writable && nf & MODIFIED == 0);
+            map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
+            if g.marker == s {
+                // The first touch of a prefetched window: read the next one.
+                g.marker = u32::MAX;
+                let next = g.next_expected;
+                prefetch(sh, &mut g, next);
+            }
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
                 g.time += 1;
@@ -112,12 +148,13 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
                 };
                 let Inner { table, policy, .. } = &mut *g;
                 policy.on_fault(fault, table);
+                table.zap_cleared();
             }
         }
         State::Pinned => {
-            let f = g.table.flags(s) | if write { MODIFIED } else { 0 };
+            let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
-            map(sh, s, 1, sh.writable && f & MODIFIED == 0);
+            map_access(sh, s, write, sh.writable && f & MODIFIED == 0);
         }
         State::Absent => load(sh, g, s, write),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
@@ -134,33 +171,79 @@ fn page(s: u32) -> Page {
 /// How many pages to read for a missing fault at `s`: the fault-around size,
 /// or a window doubling along a sequence of faults, cut at the first page
 /// that is not absent, at the region's end and at half the budget.
-fn plan(sh: &Shared, g: &mut Inner, s: u32) -> usize {
+fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
     let sequential = s == g.next_expected && s != 0;
     g.window = if sequential {
         (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1))
     } else {
         sh.tuning.fault_around.max(1)
     };
-    let limit = g
-        .window
+    let n = absent_run(g, s, g.window);
+    g.next_expected = s + n as u32;
+    (n, sequential)
+}
+
+/// Absent pages from `s` on, at most `want`, at most half the budget.
+fn absent_run(g: &Inner, s: u32, want: usize) -> usize {
+    let limit = want
         .min(g.table.pages() - s as usize)
         .min((g.table.capacity / 2).max(1));
-    let mut n = 1;
+    let mut n = 0;
     while n < limit && g.table.state(s + n as u32) == State::Absent {
         n += 1;
     }
-    g.next_expected = s + n as u32;
     n
+}
+
+/// Who asked for a fill.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// A missing fault on the first page, a write if `true`.
+    Fault(bool),
+    /// Asynchronous read-ahead: the first page is left unmapped as the
+    /// marker whose first touch asks for the next window.
+    Prefetch,
 }
 
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
-    let n = plan(sh, &mut g, s);
+    let (n, sequential) = plan(sh, &mut g, s);
+    fill(sh, g, s, n, Cause::Fault(write));
+    if sequential && sh.tuning.async_readahead {
+        prefetch(sh, &mut sh.lock(), s + n as u32);
+    }
+}
+
+/// Asks the region's prefetcher for the window starting at `first`.
+fn prefetch(_sh: &Shared, g: &mut Inner, first: u32) {
+    if (first as usize) < g.table.pages() {
+        if let Some(tx) = &g.prefetcher {
+            let _ = tx.send((first, g.window));
+        }
+    }
+}
+
+/// Runs a region's prefetcher until its channel closes.
+pub fn run_prefetcher(shared: Arc<Shared>, rx: std::sync::mpsc::Receiver<(u32, usize)>) {
+    while let Ok((first, want)) = rx.recv() {
+        let mut g = shared.lock();
+        let n = absent_run(&g, first, want);
+        if n == 0 {
+            continue;
+        }
+        g.next_expected = first + n as u32;
+        fill(&shared, g, first, n, Cause::Prefetch);
+    }
+}
+
+/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
+/// requires, hands them to the policy as missing faults in order and maps them.
+fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, cause: Cause) {
     for q in s..s + n as u32 {
         g.table.set(q, State::Loading, 0);
     }
     let mut victims = Vec::new();
-    while g.table.held > g.table.capacity {
+    for _ in 0..g.table.excess() {
         match sh.take_victim(&mut g, s) {
             Some(v) => victims.push(v),
             None => {
@@ -179,24 +262,26 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
     // SAFETY: pages s..s+n are Loading: no handler maps them and the
     // application cannot reach them until the CONTINUE below.
     let read = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
-    if read.is_ok() {
-        Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
-        // The faulting page first, writable if this was a write.
-        map(sh, s, 1, sh.writable && !write);
-        if n > 1 {
-            map(sh, s + 1, n - 1, sh.writable);
-        }
-    }
 
+    // Account and tell the policy before the faulting thread resumes, so that
+    // what it reads of the statistics includes its own fault.
+    let write = cause == Cause::Fault(true);
     let mut g = sh.lock();
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
+            Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             Counters::add(&sh.stats.missing_faults, n as u64);
-            Counters::add(&sh.stats.readahead_pages, (n - 1) as u64);
+            let ahead = if cause == Cause::Prefetch { n } else { n - 1 };
+            Counters::add(&sh.stats.readahead_pages, ahead as u64);
             for q in s..s + n as u32 {
                 let dirty = if q == s && write { MODIFIED } else { 0 };
-                g.table.set(q, State::Resident, REFERENCED | dirty);
+                let referenced = if q == s && cause == Cause::Prefetch {
+                    0
+                } else {
+                    REFERENCED
+                };
+                g.table.set(q, State::Resident, referenced | dirty);
                 g.time += 1;
                 let fault = Fault {
                     page: page(q),
@@ -206,6 +291,17 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
                 };
                 let Inner { table, policy, .. } = &mut *g;
                 policy.on_fault(fault, table);
+                table.zap_cleared();
+            }
+            // Mapped under the lock: the pages are Resident now and could
+            // otherwise be chosen as victims and zapped before they are mapped.
+            if cause == Cause::Prefetch {
+                g.marker = s;
+            } else {
+                map(sh, s, 1, sh.writable && !write);
+            }
+            if n > 1 {
+                map(sh, s + 1, n - 1, sh.writable);
             }
         }
         Err(_) => {
@@ -213,15 +309,13 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
             for q in s..s + n as u32 {
                 g.table.set(q, State::Absent, 0);
             }
-            let _ = sys::punch_hole(
-                std::os::fd::AsRawFd::as_raw_fd(&sh.memfd),
-                s as usize * PAGE,
-                n * PAGE,
-            );
-            // The faulting thread gets SIGBUS rather than wrong data.
-            let addr = sh.app_addr(s);
-            if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
-                let _ = sh.uffd.wake(addr, PAGE);
+            let _ = sys::punch_hole(sh.memfd.as_raw_fd(), s as usize * PAGE, n * PAGE);
+            if cause != Cause::Prefetch {
+                // The faulting thread gets SIGBUS rather than wrong data.
+                let addr = sh.app_addr(s);
+                if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
+                    let _ = sh.uffd.wake(addr, PAGE);
+                }
             }
         }
     }

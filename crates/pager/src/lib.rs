@@ -13,16 +13,21 @@
 mod backing;
 mod engine;
 mod error;
+mod guard;
 mod handler;
 mod region;
 mod resident;
+mod sigbus;
 mod stats;
 mod sys;
 
 pub use backing::Backing;
 pub use error::{FailedPage, FlushError, MapError};
-pub use region::{Region, RegionOptions};
+pub use region::{FaultService, Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};
+
+/// The policy interface regions run (re-exported for [`Region::map_with_policy`]).
+pub use pagepilot_policy as policy;
 
 /// The page size regions are paged in.
 pub const PAGE_SIZE: usize = sys::PAGE;

@@ -6,14 +6,30 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use pagepilot_policy::registry::{self, Setup};
+use pagepilot_policy::Policy;
 
 use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
 use crate::engine::{Inner, Shared, Tuning};
 use crate::error::{FlushError, MapError};
-use crate::handler;
+use crate::guard::Guarded;
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
+use crate::{handler, sigbus};
+
+/// Who serves a region's faults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FaultService {
+    /// Handler threads read fault events from the userfaultfd; the faulting
+    /// thread sleeps until its page is mapped. Works for every access,
+    /// including the kernel's (a `read(2)` into region memory).
+    #[default]
+    HandlerThreads,
+    /// The faulting thread serves its own fault in a SIGBUS handler
+    /// (UFFD_FEATURE_SIGBUS): no thread hand-off. The kernel's own accesses
+    /// to an unmapped region page fail with EFAULT instead of waiting.
+    FaultingThread,
+}
 
 /// How to map a region. Build with [`RegionOptions::new`] and the `with_*`
 /// methods, or fill the fields over [`RegionOptions::default`].
@@ -37,6 +53,18 @@ pub struct RegionOptions {
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
+    /// Whether a sequence of faults also starts reading the next window in
+    /// the background (a prefetcher thread), so that I/O overlaps the
+    /// application's use of the current one. Off by default: the window's
+    /// victims are chosen before the application reaches it, which suits
+    /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
+    /// the application is about to use.
+    pub async_readahead: bool,
+    /// Who serves faults: handler threads, or the faulting thread itself.
+    pub fault_service: FaultService,
+    /// Microseconds a handler thread keeps polling for the next fault after
+    /// serving one, before it sleeps (0: always sleep).
+    pub handler_spin_us: u64,
 }
 
 impl Default for RegionOptions {
@@ -48,8 +76,11 @@ impl Default for RegionOptions {
             len: None,
             fault_around_pages: 1,
             readahead_max_pages: 16,
-            handler_threads: 1,
+            handler_threads: 2,
             swap_dir: None,
+            handler_spin_us: 0,
+            fault_service: FaultService::HandlerThreads,
+            async_readahead: false,
         }
     }
 }
@@ -84,6 +115,21 @@ impl RegionOptions {
         self.swap_dir = Some(dir.into());
         self
     }
+    /// Sets [`RegionOptions::handler_spin_us`].
+    pub fn with_handler_spin(mut self, us: u64) -> Self {
+        self.handler_spin_us = us;
+        self
+    }
+    /// Sets [`RegionOptions::async_readahead`].
+    pub fn with_async_readahead(mut self, on: bool) -> Self {
+        self.async_readahead = on;
+        self
+    }
+    /// Sets [`RegionOptions::fault_service`].
+    pub fn with_fault_service(mut self, service: FaultService) -> Self {
+        self.fault_service = service;
+        self
+    }
     /// Sets [`RegionOptions::len`].
     pub fn with_len(mut self, len: usize) -> Self {
         self.len = Some(len);
@@ -101,6 +147,7 @@ pub struct Region {
     policy_name: String,
     budget_frames: usize,
     handler_threads: usize,
+    in_thread: bool,
     closed: bool,
 }
 
@@ -110,6 +157,20 @@ const MAX_HANDLERS: usize = 64;
 impl Region {
     /// Maps a region. On error nothing is mapped.
     pub fn map(opts: RegionOptions) -> Result<Region, MapError> {
+        Region::map_inner(opts, None)
+    }
+
+    /// Maps a region paged by `policy`, a policy object of the caller's
+    /// (`opts.policy` is ignored). Its answers are checked like any policy's:
+    /// a victim that is not a resident page is overruled.
+    pub fn map_with_policy(
+        opts: RegionOptions,
+        policy: Box<dyn Policy>,
+    ) -> Result<Region, MapError> {
+        Region::map_inner(opts, Some(policy))
+    }
+
+    fn map_inner(opts: RegionOptions, given: Option<Box<dyn Policy>>) -> Result<Region, MapError> {
         if opts.budget_bytes < PAGE {
             return Err(MapError::BudgetTooSmall {
                 budget: opts.budget_bytes,
@@ -138,18 +199,22 @@ impl Region {
         };
         let pages = len.div_ceil(PAGE);
         let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
-        let policy = registry::build_live(
-            &opts.policy,
-            &Setup {
-                slots: pages,
-                frames: budget_frames,
-                future: None,
-            },
-        )
-        .map_err(|source| MapError::Policy {
-            spec: opts.policy.clone(),
-            source,
-        })?;
+        let policy = match given {
+            Some(p) => p,
+            None => registry::build_live(
+                &opts.policy,
+                &Setup {
+                    slots: pages,
+                    frames: budget_frames,
+                    future: None,
+                },
+            )
+            .map_err(|source| MapError::Policy {
+                spec: opts.policy.clone(),
+                source,
+            })?,
+        };
+        let policy: Box<dyn Policy> = Box::new(Guarded::new(policy));
         let policy_name = policy.name();
         let map_len = pages * PAGE;
         let sys_err = |call| move |source| MapError::Sys { call, source };
@@ -173,10 +238,19 @@ impl Region {
             pager,
             map_len,
         };
-        let want = sys::FEATURE_MINOR_SHMEM
+        let in_thread = opts.fault_service == FaultService::FaultingThread;
+        if in_thread && !cfg!(target_arch = "x86_64") {
+            // The write bit of a fault is read from the x86-64 signal context.
+            return Err(MapError::Unsupported("SIGBUS mode outside x86-64"));
+        }
+        let want = if in_thread { sys::FEATURE_SIGBUS } else { 0 }
+            | sys::FEATURE_MINOR_SHMEM
             | sys::FEATURE_POISON
             | if writable { sys::FEATURE_WP_SHMEM } else { 0 };
         let (uffd, got) = sys::Uffd::open(want).map_err(sys_err("userfaultfd"))?;
+        if in_thread && got & sys::FEATURE_SIGBUS == 0 {
+            return Err(MapError::Unsupported("SIGBUS mode"));
+        }
         if got & sys::FEATURE_MINOR_SHMEM == 0 {
             return Err(MapError::Unsupported("minor faults on shmem"));
         }
@@ -207,12 +281,16 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
+                marker: u32::MAX,
+                prefetcher: None,
             }),
             cv: Condvar::new(),
             stats: Counters::default(),
             tuning: Tuning {
                 fault_around: opts.fault_around_pages.max(1),
                 readahead_max: opts.readahead_max_pages.max(1),
+                spin_us: opts.handler_spin_us.min(1_000_000),
+                async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
@@ -222,9 +300,24 @@ impl Region {
             handlers: Vec::new(),
             policy_name,
             budget_frames,
-            handler_threads: opts.handler_threads,
+            handler_threads: if in_thread { 0 } else { opts.handler_threads },
+            in_thread,
             closed: false,
         };
+        if shared.tuning.async_readahead {
+            let (tx, rx) = std::sync::mpsc::channel();
+            shared.lock().prefetcher = Some(tx);
+            let sh = shared.clone();
+            let h = std::thread::Builder::new()
+                .name("pagepilot-prefetch".into())
+                .spawn(move || handler::run_prefetcher(sh, rx))
+                .map_err(sys_err("thread spawn"))?;
+            region.handlers.push(h);
+        }
+        if in_thread {
+            sigbus::register(shared).map_err(sys_err("sigaction"))?;
+            return Ok(region);
+        }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
             let h = std::thread::Builder::new()
@@ -277,6 +370,21 @@ impl Region {
         self.shared.len == 0
     }
 
+    /// Changes the frame budget (rounded down to pages, at least one). A
+    /// smaller budget reclaims frames at once (HiPEC's ReclaimFrame: the
+    /// policy's `reclaim` names the pages, `victim` the rest); dirty pages
+    /// are written back first, and those whose write-back fails stay.
+    pub fn set_budget(&mut self, budget_bytes: usize) -> Result<(), FlushError> {
+        let frames = (budget_bytes / PAGE).max(1);
+        let failed = self.shared.set_budget(frames);
+        self.budget_frames = self.shared.lock().table.capacity;
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(FlushError::WriteBack { pages: failed })
+        }
+    }
+
     /// Writes back every dirty page (msync-like), then syncs the backing
     /// file. Pages whose write-back fails stay in memory and dirty.
     pub fn flush(&self) -> Result<(), FlushError> {
@@ -287,7 +395,7 @@ impl Region {
     pub fn stats(&self) -> RegionStats {
         let mut s = self.shared.stats.snapshot();
         let g = self.shared.lock();
-        s.frames_in_use = g.table.held as u64;
+        s.frames_in_use = (g.table.held - g.table.evicting) as u64;
         s.pinned_pages = g.table.pinned as u64;
         s.incidents = g.policy.incidents();
         drop(g);
@@ -338,10 +446,26 @@ impl Region {
             return;
         }
         self.closed = true;
+        // Closing the channel stops the prefetcher.
+        self.shared.lock().prefetcher = None;
+        if self.in_thread {
+            sigbus::unregister(&self.shared);
+        }
         let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
         for h in self.handlers.drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("addr", &self.as_ptr())
+            .field("len", &self.len())
+            .field("policy", &self.policy_name)
+            .field("budget_frames", &self.budget_frames)
+            .finish()
     }
 }
 

@@ -44,12 +44,18 @@ pub struct Table {
     pub held: usize,
     /// Pinned pages.
     pub pinned: usize,
+    /// Pages being evicted (their frames are about to be freed).
+    pub evicting: usize,
     /// The budget in frames.
     pub capacity: usize,
     app: usize,
     hand: usize,
     /// Pages the policy asked to flush ([`Memory::flush`]); drained by a handler.
     pub flush_queue: Vec<u32>,
+    /// Pages whose referenced bit was cleared and whose PTE is still to be
+    /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
+    /// lock is released.
+    zap_queue: Vec<u32>,
 }
 
 impl Table {
@@ -60,10 +66,12 @@ impl Table {
             resident: 0,
             held: 0,
             pinned: 0,
+            evicting: 0,
             capacity,
             app,
             hand: 0,
             flush_queue: Vec::new(),
+            zap_queue: Vec::new(),
         }
     }
 
@@ -103,6 +111,8 @@ impl Table {
             - usize::from(from == State::Resident);
         self.pinned =
             self.pinned + usize::from(to == State::Pinned) - usize::from(from == State::Pinned);
+        self.evicting = self.evicting + usize::from(to == State::Evicting)
+            - usize::from(from == State::Evicting);
         self.bits[s as usize] = code(to) | (flags & !STATE_MASK);
     }
 
@@ -120,6 +130,33 @@ impl Table {
             }
         }
         None
+    }
+
+    /// Frames that must be freed to stay within the budget (frames being
+    /// evicted already count as free).
+    pub fn excess(&self) -> usize {
+        (self.held - self.evicting).saturating_sub(self.capacity)
+    }
+
+    /// Zaps the PTEs of the pages whose referenced bit was cleared, one
+    /// `madvise` per contiguous run (a CLOCK sweep clears long runs).
+    pub fn zap_cleared(&mut self) {
+        if self.zap_queue.is_empty() {
+            return;
+        }
+        self.zap_queue.sort_unstable();
+        self.zap_queue.dedup();
+        let mut i = 0;
+        while i < self.zap_queue.len() {
+            let first = self.zap_queue[i];
+            let mut n = 1;
+            while i + n < self.zap_queue.len() && self.zap_queue[i + n] == first + n as u32 {
+                n += 1;
+            }
+            let _ = sys::zap(self.app + first as usize * PAGE, n * PAGE);
+            i += n;
+        }
+        self.zap_queue.clear();
     }
 
     fn page_at(slot: u32) -> Page {
@@ -159,12 +196,12 @@ impl Memory for Table {
         if !self.is_referenced(slot) {
             return;
         }
-        // Zap the application's PTE; the frame stays in the memfd and the
-        // next access is a minor fault that sets the bit again.
-        if sys::zap(self.app + slot as usize * PAGE, PAGE).is_ok() {
-            let f = self.flags(slot) & !REFERENCED;
-            self.set_flags(slot, f);
-        }
+        // The application's PTE is zapped (in a batch, before the lock is
+        // released); the frame stays in the memfd and the next access is a
+        // minor fault that sets the bit again.
+        let f = self.flags(slot) & !REFERENCED;
+        self.set_flags(slot, f);
+        self.zap_queue.push(slot);
     }
     fn request_frames(&mut self, _count: usize) -> usize {
         // No global frame manager yet: the budget is fixed at map time.

@@ -153,7 +153,8 @@ pub struct RegionStats {
     pub bytes_read: u64,
     /// Bytes written to the backing store.
     pub bytes_written: u64,
-    /// Frames holding pages now (resident, loading, evicting or pinned).
+    /// Frames holding pages now (resident, loading or pinned; frames being
+    /// evicted are freed before the pages that replace them are read).
     pub frames_in_use: u64,
     /// The budget, in frames.
     pub budget_frames: u64,

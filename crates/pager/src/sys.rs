@@ -87,6 +87,8 @@ pub const MODE_MINOR: u64 = 1 << 2;
 pub const FEATURE_MINOR_SHMEM: u64 = 1 << 10;
 /// Feature: write-protect on shmem mappings.
 pub const FEATURE_WP_SHMEM: u64 = 1 << 12;
+/// Feature: faults raise SIGBUS in the faulting thread instead of an event.
+pub const FEATURE_SIGBUS: u64 = 1 << 7;
 /// Feature: poisoned ranges (an access raises SIGBUS).
 pub const FEATURE_POISON: u64 = 1 << 14;
 
@@ -463,4 +465,50 @@ pub fn populate(addr: usize, len: usize) -> io::Result<()> {
     // holes and leaves existing data untouched.
     check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) })?;
     Ok(())
+}
+
+/// The signature of a SA_SIGINFO handler.
+pub type SigHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+/// Installs `handler` for SIGBUS (SA_SIGINFO | SA_NODEFER); returns the previous action.
+pub fn install_sigbus(handler: SigHandler) -> io::Result<libc::sigaction> {
+    // SAFETY: all-zero sigaction structs are valid; sigaction reads `new` and
+    // writes `old`, both live for the call.
+    unsafe {
+        let mut new: libc::sigaction = std::mem::zeroed();
+        new.sa_sigaction = handler as usize;
+        new.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+        libc::sigemptyset(&mut new.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        check(libc::sigaction(libc::SIGBUS, &new, &mut old))?;
+        Ok(old)
+    }
+}
+
+/// Restores a SIGBUS action saved by [`install_sigbus`].
+pub fn restore_sigbus(old: &libc::sigaction) {
+    // SAFETY: `old` is a valid sigaction returned by the kernel.
+    unsafe { libc::sigaction(libc::SIGBUS, old, std::ptr::null_mut()) };
+}
+
+/// The faulting address and whether the access was a write (x86-64: bit 1 of
+/// the page-fault error code; elsewhere unknown, reported as a read).
+///
+/// # Safety
+/// `info` and `ctx` must be the arguments of a SA_SIGINFO handler invocation.
+pub unsafe fn fault_of(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> (usize, bool) {
+    // SAFETY: the kernel passes a valid siginfo for SIGBUS.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    #[cfg(target_arch = "x86_64")]
+    let write = {
+        let uc = ctx as *const libc::ucontext_t;
+        // SAFETY: the kernel passes a valid ucontext for SA_SIGINFO handlers.
+        unsafe { (*uc).uc_mcontext.gregs[libc::REG_ERR as usize] & 2 != 0 }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let write = {
+        let _ = ctx;
+        false
+    };
+    (addr, write)
 }

@@ -64,11 +64,32 @@ fn test_anon_region_keeps_writes_through_eviction() {
     }
     for i in 0..64 {
         // SAFETY: inside the region.
-        assert_eq!(unsafe { *base.add(i * PAGE_SIZE + 7) }, i as u8 + 1);
-        assert_eq!(unsafe { *base.add(i * PAGE_SIZE + 8) }, 0);
+        let (a, b) = unsafe { (*base.add(i * PAGE_SIZE + 7), *base.add(i * PAGE_SIZE + 8)) };
+        assert_eq!((a, b), (i as u8 + 1, 0));
     }
     let s = r.stats();
     assert!(s.evictions > 0 && s.writebacks > 0, "{s:?}");
     println!("{}", r.stats_json());
+    r.unmap().unwrap();
+}
+
+#[test]
+fn test_shrinking_the_budget_reclaims_frames_and_keeps_data() {
+    let mut r = Region::map_anon(64 * PAGE_SIZE, 32 * PAGE_SIZE, "clock").unwrap();
+    for i in 0..32 {
+        // SAFETY: inside the region.
+        unsafe { *r.as_ptr().add(i * PAGE_SIZE) = i as u8 + 1 };
+    }
+    assert_eq!(r.stats().frames_in_use, 32);
+    r.set_budget(8 * PAGE_SIZE).unwrap();
+    let s = r.stats();
+    assert_eq!((s.frames_in_use, s.budget_frames), (8, 8), "{s:?}");
+    assert!(r.allocated_bytes() <= 8 * PAGE_SIZE as u64);
+    for i in 0..32 {
+        // SAFETY: inside the region.
+        assert_eq!(unsafe { *r.as_ptr().add(i * PAGE_SIZE) }, i as u8 + 1);
+    }
+    r.set_budget(64 * PAGE_SIZE).unwrap();
+    assert_eq!(r.stats().budget_frames, 64);
     r.unmap().unwrap();
 }

@@ -14,7 +14,7 @@ pub struct SlotList {
     len: usize,
 }
 
-// Not derived: an empty list's ends are NIL, not slot 0.
+// Not derived: a derived default would make slot 0 the head of an empty list.
 impl Default for SlotList {
     fn default() -> Self {
         Self::new()
@@ -158,5 +158,14 @@ mod tests {
         assert_eq!(l.pop_front(), Some(3));
         assert_eq!(l.len(), 2);
         assert!(l.contains(0) && !l.contains(3));
+    }
+
+    #[test]
+    fn test_default_slot_list_is_empty() {
+        let mut l = SlotList::default();
+        assert!(l.is_empty() && l.front().is_none() && !l.contains(0));
+        l.push_back(0);
+        l.push_back(1);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 1]);
     }
 }

@@ -7,7 +7,9 @@
 
 use thiserror::Error;
 
-use crate::builtin::{Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt};
+use crate::builtin::{
+    Arc, Car, Clock, ExactLru, ExactMru, FaultMru, Fifo, Opt, S3Fifo, Sieve, TwoQueue,
+};
 use crate::{Policy, ReferencePolicy};
 
 /// What a policy is built for.
@@ -197,6 +199,80 @@ const ENTRIES: &[Entry] = &[
             reference(Opt::new(future, setup.slots))
         },
     },
+    Entry {
+        name: "sieve",
+        about: "SIEVE: FIFO with a visited bit and a sweeping hand (NSDI'24)",
+        build: |s, _| {
+            s.only(&[])?;
+            live(Sieve::new())
+        },
+    },
+    Entry {
+        name: "s3fifo",
+        about: "S3-FIFO: small, main and ghost FIFO queues (SOSP'23); small=percent",
+        build: |s, _| {
+            s.only(&["small"])?;
+            let small = s.usize_param("small", 10)?;
+            if !(1..=90).contains(&small) {
+                return Err(RegistryError::BadParameter {
+                    policy: s.name.clone(),
+                    param: format!("small={small}"),
+                    why: "expected a percentage in 1..=90".into(),
+                });
+            }
+            live(S3Fifo::new(small))
+        },
+    },
+    Entry {
+        name: "arc",
+        about: "ARC, adaptive replacement cache (simulator only; live: car)",
+        build: |s, setup| {
+            s.only(&[])?;
+            reference(Arc::new(setup.frames))
+        },
+    },
+    Entry {
+        name: "2q",
+        about: "2Q, full version: A1in FIFO, A1out ghosts, Am LRU (simulator only); kin=, kout= percent",
+        build: |s, _| {
+            s.only(&["kin", "kout"])?;
+            let (kin, kout) = (s.usize_param("kin", 25)?, s.usize_param("kout", 50)?);
+            for (key, value, max) in [("kin", kin, 100), ("kout", kout, 400)] {
+                if !(1..=max).contains(&value) {
+                    return Err(RegistryError::BadParameter {
+                        policy: s.name.clone(),
+                        param: format!("{key}={value}"),
+                        why: format!("expected a percentage in 1..={max}"),
+                    });
+                }
+            }
+            reference(TwoQueue::new(kin, kout))
+        },
+    },
+    Entry {
+        name: "car",
+        about: "CAR, clock with adaptive replacement (live ARC)",
+        build: |s, _| {
+            s.only(&[])?;
+            live(Car::new())
+        },
+    },
+    Entry {
+        name: "seq",
+        about: "SEQ: MRU inside fault sequences, exact LRU otherwise (simulator only); L,M,N,X",
+        build: |s, setup| {
+            let params = crate::builtin::SeqParams::from_spec(s)?;
+            reference(crate::builtin::Seq::exact(params, setup.slots))
+        },
+    },
+    Entry {
+        name: "seq-live",
+        about: "SEQ with a CLOCK fallback, as the live pager runs it; L,M,N,X",
+        build: |s, setup| {
+            let params = crate::builtin::SeqParams::from_spec(s)?;
+            live(crate::builtin::Seq::live(params, setup.slots))
+        },
+    },
 ];
 
 /// Names of every built-in policy.
@@ -222,13 +298,14 @@ pub fn build(spec: &str, setup: &Setup) -> Result<Built, RegistryError> {
 }
 
 /// The live approximation the pager runs for a simulator name: `lru` runs as
-/// `clock`, `mru` as `mru-live`, `seq` as `seq-live`. Other names map to
+/// `clock`, `mru` as `mru-live`, `seq` as `seq-live`, `arc` as `car`. Other names map to
 /// themselves.
 pub fn live_name(name: &str) -> &str {
     match name {
         "lru" => "clock",
         "mru" => "mru-live",
         "seq" => "seq-live",
+        "arc" => "car",
         other => other,
     }
 }

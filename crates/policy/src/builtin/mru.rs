@@ -45,7 +45,8 @@ impl ReferencePolicy for ExactMru {
 }
 
 /// MRU as a live pager sees it: evict the page that faulted in most
-/// recently. On sequential scans (the join) it equals exact MRU.
+/// recently. Hits are invisible to it, so on the join it faults once more
+/// per scan than exact MRU: O + (O - M + 1)(Loop - 1).
 #[derive(Debug, Default)]
 pub struct FaultMru {
     recency: SlotList,
