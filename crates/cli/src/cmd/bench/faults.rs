@@ -12,6 +12,7 @@ use super::live;
 use super::measure::{median, ratio, Format};
 use super::probe::{self, Fill, Split};
 use crate::cmd::CmdResult;
+use pagepilot_pager::FaultService;
 
 /// Arguments of `pagepilot bench faults`.
 #[derive(clap::Args)]
@@ -96,10 +97,19 @@ pub struct FaultsReport {
     pub probe_missing_copy: Breakdown,
     /// Probe: minor fault (page in the memfd, PTE zapped) served by `UFFDIO_CONTINUE`.
     pub probe_minor: Breakdown,
-    /// The real pager: missing faults of an anonymous region within its budget.
+    /// The real pager: missing faults of an anonymous region within its budget, served by
+    /// its handler thread.
     pub pager_missing: Cost,
     /// pager_missing (mean) / kernel_missing (mean).
     pub pager_missing_ratio_to_kernel: f64,
+    /// pager_missing (p50) / kernel_missing (p50).
+    pub pager_missing_ratio_to_kernel_p50: f64,
+    /// The same, served by the faulting thread itself (SIGBUS, no hand-off).
+    pub pager_missing_faulting_thread: Cost,
+    /// pager_missing_faulting_thread (mean) / kernel_missing (mean).
+    pub pager_faulting_thread_ratio_to_kernel: f64,
+    /// pager_missing_faulting_thread (p50) / kernel_missing (p50).
+    pub pager_faulting_thread_ratio_to_kernel_p50: f64,
     /// The pager's own fault-service latency p50 (handler side), ns.
     pub pager_service_p50_ns: u64,
     /// The pager's own fault-service latency p99, ns.
@@ -148,6 +158,7 @@ pub fn run(args: Args) -> CmdResult {
         return Err(FaultsArgError::OutOfRange("--runs", 100).into());
     }
     let (mut k_missing, mut k_minor, mut pager) = (Vec::new(), Vec::new(), Vec::new());
+    let mut pager_ft = Vec::new();
     let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
     let (mut svc50, mut svc99) = (Vec::new(), Vec::new());
     for _ in 0..args.runs {
@@ -160,13 +171,22 @@ pub fn run(args: Args) -> CmdResult {
         minor.add(n);
         let (m, _) = probe::pagepilot_probe(args.pages, Fill::Copy)?;
         copy.add(m);
-        let (t, p50, p99) = live::anon_missing_faults(args.pages)?;
+        let (t, p50, p99) = live::anon_missing_faults(args.pages, FaultService::HandlerThreads)?;
         pager.extend(t);
+        let (t, _, _) = live::anon_missing_faults(args.pages, FaultService::FaultingThread)?;
+        pager_ft.extend(t);
         svc50.push(p50);
         svc99.push(p99);
     }
     let kernel_missing = Cost::of(&k_missing);
     let pager_missing = Cost::of(&pager);
+    let pager_ft = Cost::of(&pager_ft);
+    let vs_kernel = |c: Cost| {
+        (
+            ratio(c.mean_ns as f64, kernel_missing.mean_ns as f64),
+            ratio(c.p50_ns as f64, kernel_missing.p50_ns as f64),
+        )
+    };
     let report = FaultsReport {
         bench: "faults",
         pages: args.pages,
@@ -177,10 +197,11 @@ pub fn run(args: Args) -> CmdResult {
         probe_missing_copy: copy.breakdown(&k_missing),
         probe_minor: minor.breakdown(&k_minor),
         pager_missing,
-        pager_missing_ratio_to_kernel: ratio(
-            pager_missing.mean_ns as f64,
-            kernel_missing.mean_ns as f64,
-        ),
+        pager_missing_ratio_to_kernel: vs_kernel(pager_missing).0,
+        pager_missing_ratio_to_kernel_p50: vs_kernel(pager_missing).1,
+        pager_missing_faulting_thread: pager_ft,
+        pager_faulting_thread_ratio_to_kernel: vs_kernel(pager_ft).0,
+        pager_faulting_thread_ratio_to_kernel_p50: vs_kernel(pager_ft).1,
         pager_service_p50_ns: median(svc50),
         pager_service_p99_ns: median(svc99),
     };
@@ -238,9 +259,17 @@ fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "  pagepilot pager, anon missing          {}   ratio to kernel {:.2}x",
+        "  pagepilot pager, anon missing          {}   ratio to kernel {:.2}x (p50 {:.2}x)",
         us(r.pager_missing),
-        r.pager_missing_ratio_to_kernel
+        r.pager_missing_ratio_to_kernel,
+        r.pager_missing_ratio_to_kernel_p50
+    )?;
+    writeln!(
+        out,
+        "  pager, faulting thread serves (SIGBUS) {}   ratio to kernel {:.2}x (p50 {:.2}x)",
+        us(r.pager_missing_faulting_thread),
+        r.pager_faulting_thread_ratio_to_kernel,
+        r.pager_faulting_thread_ratio_to_kernel_p50
     )?;
     writeln!(
         out,

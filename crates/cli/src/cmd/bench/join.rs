@@ -45,8 +45,9 @@ pub struct Args {
     /// Directory for the table file (must be on a disk, not tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// pagepilot's largest read-ahead window in pages (1: demand paging, as in the paper's
-    /// analysis); default: the pager's.
+    /// pagepilot's read-ahead window in pages for every policy (1: demand paging). Default:
+    /// per policy, as docs/pager.md advises: MRU/SEQ (O-M)/100 pages, synchronous, so the
+    /// window's frames keep page-ins within 1% of PF_m; LRU/CLOCK/FIFO 128, asynchronous.
     #[arg(long)]
     readahead: Option<usize>,
     #[arg(long = "internal-kernel-child", hide = true)]
@@ -81,8 +82,8 @@ pub struct JoinSetup {
     pub runs: usize,
     /// Directory of the table file.
     pub dir: PathBuf,
-    /// pagepilot options.
-    pub tuning: live::Tuning,
+    /// pagepilot's read-ahead override (`None`: chosen per policy).
+    pub readahead: Option<usize>,
 }
 
 /// One policy at one size.
@@ -104,6 +105,8 @@ pub struct PolicyResult {
     pub faults_vs_analytic: Option<f64>,
     /// Kernel time / this policy's time (above 1: faster than the kernel).
     pub speedup_vs_kernel: Option<f64>,
+    /// pagepilot's options for this policy (none for the kernel).
+    pub tuning: Option<live::Tuning>,
     /// Every run.
     pub runs: Vec<Measured>,
 }
@@ -190,10 +193,7 @@ pub fn run(args: Args) -> CmdResult {
         loops: args.loops,
         runs: args.runs,
         dir: super::datafile::default_dir(args.dir),
-        tuning: live::Tuning {
-            readahead: args.readahead,
-            ..Default::default()
-        },
+        readahead: args.readahead,
     };
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
@@ -225,13 +225,19 @@ pub fn measure(
     let mut sizes = Vec::new();
     for &outer_mb in &s.outer_mb {
         let file = DataFile::create(&s.dir, &format!("join-{outer_mb}mb"), outer_mb * MB)?;
+        let o = file.pages() as u64;
+        let m = (budget / PAGE) as u64;
+        let tunings: Vec<Option<live::Tuning>> = s
+            .policies
+            .iter()
+            .map(|p| (p != "kernel").then(|| join_tuning(p, o, m, s.readahead)))
+            .collect();
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); s.policies.len()];
         for _ in 0..s.runs {
             for (i, policy) in s.policies.iter().enumerate() {
-                let m = if policy == "kernel" {
-                    kernel::run("join", &file, budget, workload)?
-                } else {
-                    live::run(&file, budget, policy, s.tuning, workload)?
+                let m = match tunings[i] {
+                    None => kernel::run("join", &file, budget, workload)?,
+                    Some(t) => live::run(&file, budget, policy, t, workload)?,
                 };
                 progress(&format!(
                     "{outer_mb} MB {policy}: {} ms",
@@ -240,8 +246,6 @@ pub fn measure(
                 runs[i].push(m);
             }
         }
-        let o = file.pages() as u64;
-        let m = (budget / PAGE) as u64;
         let (pf_lru, pf_mru) = analytic_faults(o, m, s.loops as u64);
         let kernel_ns = s
             .policies
@@ -252,7 +256,8 @@ pub fn measure(
             .policies
             .iter()
             .zip(runs)
-            .map(|(policy, runs)| {
+            .zip(tunings)
+            .map(|((policy, runs), tuning)| {
                 let med = median_of(&runs);
                 let analytic = match policy.as_str() {
                     "lru" | "clock" => Some(pf_lru),
@@ -270,6 +275,7 @@ pub fn measure(
                     speedup_vs_kernel: kernel_ns
                         .filter(|_| policy != "kernel")
                         .map(|k| ratio(k, med.elapsed_ns as f64)),
+                    tuning,
                     runs,
                 }
             })
@@ -290,6 +296,23 @@ pub fn measure(
         runs: s.runs,
         sizes,
     })
+}
+
+/// pagepilot's options for `policy` on the join (docs/pager.md, "Tuning for the benchmarks").
+fn join_tuning(policy: &str, o: u64, m: u64, readahead: Option<usize>) -> live::Tuning {
+    let mru_like = policy.starts_with("mru") || policy.starts_with("seq");
+    let k = readahead.unwrap_or(if !mru_like {
+        128
+    } else if o > m {
+        ((o - m) / 100).max(1) as usize
+    } else {
+        64
+    });
+    live::Tuning {
+        readahead: Some(k),
+        async_readahead: Some(!mru_like && readahead.is_none()),
+        ..Default::default()
+    }
 }
 
 /// Prints the report as a table.
@@ -345,7 +368,7 @@ pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> 
         loops: 8,
         runs: 1,
         dir: std::env::temp_dir(),
-        tuning: live::Tuning::default(),
+        readahead: None,
     };
     let report = measure(&setup, &mut |_| {})?;
     print_text(&report, out)?;

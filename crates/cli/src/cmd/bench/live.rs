@@ -2,7 +2,8 @@
 
 use std::time::Instant;
 
-use pagepilot_pager::{Backing, Region, RegionOptions};
+use pagepilot_pager::{Backing, FaultService, Region, RegionOptions};
+use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::Measured;
@@ -53,7 +54,7 @@ pub fn check_policy(policy: &str) -> Result<(), LiveError> {
 }
 
 /// Pager options a benchmark may override (`None`: the pager's default).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Tuning {
     /// Largest read-ahead window along sequential faults, pages (1: off).
     pub readahead: Option<usize>,
@@ -61,6 +62,10 @@ pub struct Tuning {
     pub fault_around: Option<usize>,
     /// Fault-handler threads.
     pub handler_threads: Option<usize>,
+    /// Prefetch the next read-ahead window while the application uses this one.
+    pub async_readahead: Option<bool>,
+    /// The faulting thread serves its own fault (SIGBUS) instead of handler threads.
+    pub faulting_thread: bool,
 }
 
 /// Runs `w` over a read-only pagepilot region of `file` with `budget` bytes and `policy`.
@@ -84,6 +89,12 @@ pub fn run(
     }
     if let Some(n) = tuning.handler_threads {
         opts = opts.with_handler_threads(n);
+    }
+    if let Some(on) = tuning.async_readahead {
+        opts = opts.with_async_readahead(on);
+    }
+    if tuning.faulting_thread {
+        opts = opts.with_fault_service(FaultService::FaultingThread);
     }
     let region = Region::map(opts).map_err(|source| LiveError::Map {
         path: file.path().display().to_string(),
@@ -122,9 +133,15 @@ pub fn run(
 /// Write-touches each page of a fresh anonymous pagepilot region that fits its budget (every
 /// access is a missing fault served with zeroes) and returns the per-fault times in ns and the
 /// pager's own fault-service latency (p50, p99) in ns.
-pub fn anon_missing_faults(pages: usize) -> Result<(Vec<u64>, u64, u64), LiveError> {
+pub fn anon_missing_faults(
+    pages: usize,
+    service: FaultService,
+) -> Result<(Vec<u64>, u64, u64), LiveError> {
     let len = pages * sys::PAGE;
-    let region = Region::map_anon(len, len, "fifo").map_err(|source| LiveError::Map {
+    let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+        .with_readahead(1)
+        .with_fault_service(service);
+    let region = Region::map(opts).map_err(|source| LiveError::Map {
         path: "anonymous".into(),
         policy: "fifo".into(),
         source: Box::new(source),

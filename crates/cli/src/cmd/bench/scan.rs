@@ -39,12 +39,15 @@ pub struct Args {
     /// Directory for the data file (must be on a disk, not tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// pagepilot's largest read-ahead window in pages (1: off); default: the pager's.
-    #[arg(long)]
-    readahead: Option<usize>,
-    /// pagepilot's fault-handler threads; default: the pager's.
+    /// pagepilot's read-ahead window in pages on sequential scans (asynchronous).
+    #[arg(long, default_value_t = 128)]
+    readahead: usize,
+    /// pagepilot's fault-handler threads; default: one per application thread.
     #[arg(long)]
     handler_threads: Option<usize>,
+    /// The faulting thread serves its own fault (SIGBUS) instead of handler threads.
+    #[arg(long)]
+    faulting_thread: bool,
     #[arg(long = "internal-kernel-child", hide = true)]
     internal_kernel_child: Option<String>,
 }
@@ -72,6 +75,8 @@ pub struct ScanPoint {
     pub kernel_pages_per_s: f64,
     /// pagepilot / kernel throughput.
     pub ratio: f64,
+    /// pagepilot's options.
+    pub tuning: live::Tuning,
     /// pagepilot runs.
     pub pagepilot: Vec<Measured>,
     /// Kernel runs.
@@ -119,11 +124,6 @@ pub fn run(args: Args) -> CmdResult {
     live::check_policy(&args.policy)?;
     let budget = args.budget_mb * MB;
     let file = DataFile::create(&super::datafile::default_dir(args.dir), "scan", 4 * budget)?;
-    let tuning = live::Tuning {
-        readahead: args.readahead,
-        handler_threads: args.handler_threads,
-        ..Default::default()
-    };
     let mut points = Vec::new();
     for pattern in [Pattern::Sequential, Pattern::Random] {
         for &threads in &args.threads {
@@ -132,6 +132,14 @@ pub fn run(args: Args) -> CmdResult {
                 threads,
                 ops: args.ops,
                 seed: 0x5eed,
+            };
+            let sequential = pattern == Pattern::Sequential;
+            let tuning = live::Tuning {
+                readahead: Some(if sequential { args.readahead } else { 1 }),
+                async_readahead: Some(sequential),
+                handler_threads: Some(args.handler_threads.unwrap_or(threads)),
+                faulting_thread: args.faulting_thread,
+                ..Default::default()
             };
             let (mut pp, mut k) = (Vec::new(), Vec::new());
             for _ in 0..args.runs {
@@ -149,6 +157,7 @@ pub fn run(args: Args) -> CmdResult {
                 pagepilot_pages_per_s: p_rate,
                 kernel_pages_per_s: k_rate,
                 ratio: ratio(p_rate, k_rate),
+                tuning,
                 pagepilot: pp,
                 kernel: k,
             });
