@@ -61,6 +61,28 @@ impl MemCgroup {
     }
 }
 
+/// Memory charged to the cgroup at `dir` now.
+pub fn usage(dir: &Path) -> Result<u64, CgroupError> {
+    let path = dir.join("memory.usage_in_bytes");
+    let text = std::fs::read_to_string(&path).map_err(|source| CgroupError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    text.trim().parse().map_err(|_| CgroupError::Io {
+        path,
+        source: io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a number: {text:?}"),
+        ),
+    })
+}
+
+/// Sets the memory limit of the cgroup at `dir`.
+pub fn set_limit(dir: &Path, bytes: u64) -> Result<(), CgroupError> {
+    let path = dir.join("memory.limit_in_bytes");
+    std::fs::write(&path, bytes.to_string()).map_err(|source| CgroupError::Io { path, source })
+}
+
 /// Moves the calling process into the cgroup at `dir` (used by the kernel-baseline child).
 pub fn join(dir: &Path) -> Result<(), CgroupError> {
     let path = dir.join("cgroup.procs");

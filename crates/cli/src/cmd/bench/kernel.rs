@@ -63,6 +63,7 @@ pub enum KernelError {
 struct ChildJob {
     file: PathBuf,
     cgroup: PathBuf,
+    budget: u64,
     workload: Workload,
 }
 
@@ -79,6 +80,7 @@ pub fn run(
     let job = ChildJob {
         file: file.path().to_path_buf(),
         cgroup: cg.dir().to_path_buf(),
+        budget: limit_bytes as u64,
         workload,
     };
     let job = serde_json::to_string(&job).map_err(KernelError::Report)?;
@@ -118,6 +120,15 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
     let len = file.metadata().map_err(|e| side(&e))?.len() as usize;
     let map = Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)
         .map_err(|e| side(&e))?;
+    // The process's own memory (and its threads' stacks, touched here first) must not eat
+    // into the file's budget: the limit is the budget on top of what is charged now.
+    std::thread::scope(|s| {
+        for _ in 0..job.workload.threads() {
+            s.spawn(|| std::hint::black_box([0u8; 64 << 10]));
+        }
+    });
+    let baseline = cgroup::usage(&job.cgroup)?;
+    cgroup::set_limit(&job.cgroup, job.budget + baseline)?;
     let (maj0, min0) = sys::faults_self();
     let read0 = sys::read_bytes_self().map_err(|e| side(&e))?;
     let t0 = Instant::now();
@@ -132,6 +143,7 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
         minor_faults: min1 - min0,
         bytes_read: read1 - read0,
         checksum,
+        cgroup_baseline_bytes: baseline,
     };
     println!(
         "{}",

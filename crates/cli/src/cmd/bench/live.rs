@@ -127,6 +127,7 @@ pub fn run(
         minor_faults: stats.minor_faults,
         bytes_read: read1 - read0,
         checksum,
+        cgroup_baseline_bytes: 0,
     })
 }
 

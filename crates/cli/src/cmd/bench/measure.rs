@@ -24,6 +24,11 @@ pub struct Measured {
     pub bytes_read: u64,
     /// The workload's checksum.
     pub checksum: u64,
+    /// Kernel runs: memory the child process itself had charged to its cgroup before the
+    /// workload (binary, heap, stacks), added to the cgroup limit so that the file's pages get
+    /// the same budget as pagepilot's frames. 0 for pagepilot.
+    #[serde(default)]
+    pub cgroup_baseline_bytes: u64,
 }
 
 /// Median of `xs` (upper median for even counts); 0 for none.
@@ -41,6 +46,7 @@ pub fn median_of(runs: &[Measured]) -> Measured {
         minor_faults: m(|r| r.minor_faults),
         bytes_read: m(|r| r.bytes_read),
         checksum: runs.first().map_or(0, |r| r.checksum),
+        cgroup_baseline_bytes: m(|r| r.cgroup_baseline_bytes),
     }
 }
 

@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, default_value_t = 16)]
     budget_mb: usize,
     /// Random page reads per run (all threads together).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 3000)]
     ops: usize,
     /// pagepilot's policy.
     #[arg(long, default_value = "lru")]

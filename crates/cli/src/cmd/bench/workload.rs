@@ -44,6 +44,14 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// Application threads.
+    pub fn threads(&self) -> usize {
+        match *self {
+            Workload::Join { .. } => 1,
+            Workload::Scan { threads, .. } => threads.max(1),
+        }
+    }
+
     /// Pages this workload reads (references, not faults).
     pub fn pages_read(&self, len: usize) -> u64 {
         match *self {
