@@ -9,6 +9,7 @@ pub mod list;
 mod memory;
 mod page;
 mod policy;
+pub mod program;
 pub mod registry;
 
 pub use memory::Memory;

@@ -65,6 +65,9 @@ pub enum RegistryError {
     /// The policy needs every reference; a live pager only sees faults.
     #[error("policy `{0}` needs every reference and runs only in the simulator")]
     SimulatorOnly(String),
+    /// A policy program that could not be loaded or was rejected.
+    #[error("policy program: {0}")]
+    Program(String),
 }
 
 /// A parsed policy spec: a name and its `key=value` parameters.
@@ -287,6 +290,9 @@ pub fn describe() -> Vec<(&'static str, &'static str)> {
 
 /// Builds any policy, for the simulator.
 pub fn build(spec: &str, setup: &Setup) -> Result<Built, RegistryError> {
+    if crate::program::is_program_spec(spec) {
+        return live(crate::program::build_spec(spec, setup.slots, setup.frames)?);
+    }
     let spec = Spec::parse(spec)?;
     let entry = ENTRIES
         .iter()
@@ -313,6 +319,10 @@ pub fn live_name(name: &str) -> &str {
 /// Builds a policy for the live pager, mapping exact names to their live
 /// approximations and refusing simulator-only policies.
 pub fn build_live(spec: &str, setup: &Setup) -> Result<Box<dyn Policy>, RegistryError> {
+    if crate::program::is_program_spec(spec) {
+        let p = crate::program::build_spec(spec, setup.slots, setup.frames)?;
+        return Ok(Box::new(p));
+    }
     let mut parsed = Spec::parse(spec)?;
     parsed.name = live_name(&parsed.name).to_string();
     let text = std::iter::once(parsed.name.clone())

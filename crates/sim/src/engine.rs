@@ -281,6 +281,8 @@ impl<'t> Machine<'t> {
             {
                 Some(v)
             }
+            // No victim needed: the policy obtained a frame (Request).
+            None if incoming.slot != u32::MAX && mem.resident < mem.capacity => None,
             _ => {
                 self.counters.overruled += 1;
                 self.mem.fallback_victim(incoming.slot)

@@ -1,0 +1,730 @@
+//! The metered executor: runs one event of a verified program.
+//!
+//! At load the command stream is decoded once into [`Insn`]s whose operands
+//! index typed slot arrays (integers, pages, queues) and whose jump targets
+//! are absolute, so the loop neither decodes words nor checks types. Common
+//! pairs and triples (test-and-jump, enqueue-and-jump, dequeue-test-and-jump)
+//! are fused into one instruction; the originals stay in place as jump
+//! targets. Every command costs one unit of the event's instruction budget,
+//! fused or not (complex commands one per page they pass over); at zero the
+//! event stops. Every 4096 units
+//! the loop also reads the watchdog's stop flag. The verifier guarantees
+//! every index is in range, so the loop cannot panic; nothing allocates per
+//! event (the call stack is reserved for the deepest Activate chain).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::Memory;
+
+use super::opcode::Opcode;
+use super::operand::{ArithOp, Operand, Operator, Rel, SysVar};
+use super::queues::Queues;
+use super::verifier::Verified;
+
+/// A nil page reference.
+pub const NIL: u32 = u32::MAX;
+
+// Fixed slots of the system values.
+const FREE: usize = 0;
+const RECLAIM: usize = 1;
+const RESIDENT: usize = 2;
+const CAPACITY: usize = 3;
+const WRITE: usize = 4;
+const SYS_INTS: usize = 5;
+const FAULT: usize = 0;
+const VICTIM: usize = 1;
+const NIL_PAGE: usize = 2;
+const SYS_PAGES: usize = 3;
+
+/// A decoded command: operands are slot indexes into the typed arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Insn {
+    /// End the event or return to the activating one.
+    Return,
+    /// `ints[dst] = ints[dst] op ints[src]`.
+    Arith {
+        /// Operator.
+        op: ArithOp,
+        /// Destination.
+        dst: u16,
+        /// Source.
+        src: u16,
+    },
+    /// `flag = ints[a] rel ints[b]`.
+    CompInt {
+        /// Relation.
+        rel: Rel,
+        /// Left.
+        a: u16,
+        /// Right.
+        b: u16,
+    },
+    /// `flag = (pages[a] == pages[b]) != ne`.
+    CompPage {
+        /// Inequality instead of equality.
+        ne: bool,
+        /// Left.
+        a: u16,
+        /// Right.
+        b: u16,
+    },
+    /// `flag = queue q empty`.
+    EmptyQ {
+        /// Queue.
+        q: u16,
+    },
+    /// `flag = pages[p] in queue q`.
+    InQ {
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+    },
+    /// Unconditional jump.
+    Jump {
+        /// Absolute target.
+        to: u16,
+    },
+    /// Jump if `flag == when`.
+    JumpIf {
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// `pages[dst] = pop(q)`, flag = found.
+    DeQueue {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+        /// Back instead of front.
+        back: bool,
+    },
+    /// Put `pages[p]` into `q`, flag = it was a page.
+    EnQueue {
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+        /// Front instead of back.
+        front: bool,
+    },
+    /// `ints[dst] = frames granted of ints[n]`.
+    Request {
+        /// Count.
+        n: u16,
+        /// Granted.
+        dst: u16,
+    },
+    /// `ints[dst] = frames returned of ints[n]`.
+    Release {
+        /// Count.
+        n: u16,
+        /// Returned.
+        dst: u16,
+    },
+    /// Write-back of `pages[p]`, flag = started.
+    Flush {
+        /// Page.
+        p: u16,
+    },
+    /// `ints[dst] = ints[src]`.
+    SetInt {
+        /// Destination.
+        dst: u16,
+        /// Source.
+        src: u16,
+    },
+    /// `pages[dst] = pages[src]`.
+    SetPage {
+        /// Destination.
+        dst: u16,
+        /// Source.
+        src: u16,
+    },
+    /// `flag = referenced(pages[p])`.
+    Ref {
+        /// Page.
+        p: u16,
+    },
+    /// `flag = referenced(pages[p])`, then clear it if `ints[v] == 0`.
+    RefSet {
+        /// Page.
+        p: u16,
+        /// New bit value.
+        v: u16,
+    },
+    /// `flag = modified(pages[p])`.
+    Mod {
+        /// Page.
+        p: u16,
+    },
+    /// `pages[dst] = resident page with vpn ints[vpn]`, flag = found.
+    Find {
+        /// Destination.
+        dst: u16,
+        /// Virtual page number.
+        vpn: u16,
+    },
+    /// Run the event starting at `start`, then continue here.
+    Activate {
+        /// Absolute start.
+        start: u16,
+    },
+    /// `pages[dst] = front of q` (left in place), flag = found.
+    Fifo {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// Second chance over q: referenced pages get their bit cleared and go to
+    /// the back; `pages[dst]` = the first unreferenced one (left in place).
+    Lru {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// `pages[dst] = back of q` (left in place), flag = found.
+    Mru {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// `ints[dst] = vpn of pages[p]`, or -1 for nil.
+    Vpn {
+        /// Destination.
+        dst: u16,
+        /// Page.
+        p: u16,
+    },
+    /// Fused `ref p, v` + `jump to, when` (the clock hand's test).
+    RefSetJump {
+        /// Page.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// Fused `comp a, b, rel` + `jump to, when` over integers.
+    CompIntJump {
+        /// Relation.
+        rel: Rel,
+        /// Left.
+        a: u16,
+        /// Right.
+        b: u16,
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// Fused `dequeue q, p` + `ref p, v` + `jump to, when`: take the next
+    /// page and test (and maybe clear) its referenced bit.
+    DeQueueRefJump {
+        /// Queue.
+        q: u16,
+        /// Destination page.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// Absolute target.
+        to: u16,
+        /// Flag value that jumps.
+        when: bool,
+    },
+    /// Fused `enqueue q, p` + `jump to`.
+    EnQueueJump {
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+        /// Absolute target.
+        to: u16,
+    },
+    /// `ints[dst] = length of q`.
+    Count {
+        /// Destination.
+        dst: u16,
+        /// Queue.
+        q: u16,
+    },
+}
+
+/// How an event execution ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Reached Return; `steps` budget units used.
+    Returned {
+        /// Units used.
+        steps: u64,
+    },
+    /// Ran out of instruction budget.
+    Budget {
+        /// Units used (the whole budget).
+        steps: u64,
+    },
+    /// Stopped by the watchdog for running past its time limit.
+    Stopped {
+        /// Units used until then.
+        steps: u64,
+    },
+}
+
+/// Inputs the executor provides to an event.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EventInput {
+    /// The faulting page slot, or [`NIL`].
+    pub fault: u32,
+    /// Free frames.
+    pub free: i64,
+    /// Frames still to reclaim.
+    pub reclaim: i64,
+    /// Whether the fault is a write.
+    pub write: bool,
+    /// Resident pages.
+    pub resident: i64,
+    /// Frames the region holds.
+    pub capacity: i64,
+}
+
+/// A loaded program's executable state: decoded code and its variables,
+/// which keep their values from one event to the next.
+#[derive(Clone, Debug)]
+pub struct Vm {
+    code: Vec<Insn>,
+    starts: Vec<u16>,
+    ints: Vec<i64>,
+    pages: Vec<u32>,
+    queues: Queues,
+    queue_names: Vec<usize>,
+    stack: Vec<u16>,
+    needs_counts: bool,
+}
+
+impl Vm {
+    /// Decodes a verified program for a region of `slots` page slots.
+    pub fn new(verified: &Verified, slots: usize) -> Vm {
+        let p = verified.program();
+        let mut ints = vec![0i64; SYS_INTS];
+        let mut pages = vec![NIL; SYS_PAGES];
+        let mut queue_names = Vec::new();
+        // Slot of each operand in its class's array.
+        let slot: Vec<u16> = p
+            .operands
+            .iter()
+            .enumerate()
+            .map(|(i, op)| match *op {
+                Operand::Int(v) | Operand::Const(v) => {
+                    ints.push(v);
+                    (ints.len() - 1) as u16
+                }
+                Operand::Page => {
+                    pages.push(NIL);
+                    (pages.len() - 1) as u16
+                }
+                Operand::Nil => NIL_PAGE as u16,
+                Operand::Queue => {
+                    queue_names.push(i);
+                    (queue_names.len() - 1) as u16
+                }
+                Operand::Sys(s) => match s {
+                    SysVar::Fault => FAULT as u16,
+                    SysVar::Victim => VICTIM as u16,
+                    SysVar::Free => FREE as u16,
+                    SysVar::Reclaim => RECLAIM as u16,
+                    SysVar::Resident => RESIDENT as u16,
+                    SysVar::Capacity => CAPACITY as u16,
+                    SysVar::Write => WRITE as u16,
+                },
+                Operand::Label(l) => l,
+                Operand::Event(e) => p.events.get(e as usize).map_or(0, |ev| ev.start),
+                Operand::None | Operand::Op(_) => 0,
+            })
+            .collect();
+        let mut code = Vec::with_capacity(p.code.len());
+        for (e, ev) in p.events.iter().enumerate() {
+            let _ = e;
+            let range = ev.start as usize..ev.start as usize + ev.len as usize;
+            code.resize(code.len().max(range.end), Insn::Return);
+            for i in range {
+                code[i] = decode(p.code[i], &p.operands, &slot, ev.start);
+            }
+        }
+        fuse(&mut code);
+        Vm {
+            code,
+            starts: p.events.iter().map(|e| e.start).collect(),
+            ints,
+            pages,
+            queues: Queues::new(queue_names.len(), slots),
+            queue_names,
+            stack: Vec::with_capacity(p.events.len() + 1),
+            needs_counts: p
+                .operands
+                .iter()
+                .any(|o| matches!(o, Operand::Sys(SysVar::Resident | SysVar::Capacity))),
+        }
+    }
+
+    /// Whether the program reads `resident` or `capacity` (else the executor
+    /// need not ask the engine for them).
+    pub fn needs_counts(&self) -> bool {
+        self.needs_counts
+    }
+
+    /// The victim the last event named, or [`NIL`].
+    pub fn victim(&self) -> u32 {
+        self.pages[VICTIM]
+    }
+
+    /// A page left memory: it leaves every queue.
+    pub fn forget(&mut self, slot: u32) {
+        self.queues.remove(slot);
+    }
+
+    /// Every queued page, queue by queue in declaration order, front to back.
+    pub fn queued(&self) -> Vec<u32> {
+        (0..self.queues.count())
+            .flat_map(|q| self.queues.iter(q).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Operand indexes of the queues, in declaration order.
+    pub fn queue_operands(&self) -> &[usize] {
+        &self.queue_names
+    }
+
+    /// Runs event `event` with at most `budget` units, watching `stop`.
+    pub fn run(
+        &mut self,
+        event: usize,
+        input: EventInput,
+        mem: &mut dyn Memory,
+        budget: u64,
+        stop: &AtomicBool,
+    ) -> Outcome {
+        self.ints[FREE] = input.free;
+        self.ints[RECLAIM] = input.reclaim;
+        self.ints[RESIDENT] = input.resident;
+        self.ints[CAPACITY] = input.capacity;
+        self.ints[WRITE] = i64::from(input.write);
+        self.pages[FAULT] = input.fault;
+        self.pages[VICTIM] = NIL;
+        let mut pc = self.starts[event] as usize;
+        // Locals, so the loop keeps the arrays in registers across the
+        // engine calls. The flag starts false in every event.
+        let (code, ints, pages, queues, stack) = (
+            &self.code[..],
+            &mut self.ints[..],
+            &mut self.pages[..],
+            &mut self.queues,
+            &mut self.stack,
+        );
+        stack.clear();
+        let mut flag = false;
+        let mut left = budget;
+        loop {
+            // One test per command: zero is a multiple of 4096 too.
+            if left & 0xfff == 0 {
+                if left == 0 {
+                    return Outcome::Budget { steps: budget };
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome::Stopped {
+                        steps: budget - left,
+                    };
+                }
+            }
+            left -= 1;
+            let insn = code[pc];
+            pc += 1;
+            match insn {
+                Insn::Return => match stack.pop() {
+                    Some(back) => pc = back as usize,
+                    None => {
+                        return Outcome::Returned {
+                            steps: budget - left,
+                        }
+                    }
+                },
+                Insn::Arith { op, dst, src } => {
+                    let (d, s) = (dst as usize, src as usize);
+                    ints[d] = op.apply(ints[d], ints[s]);
+                }
+                Insn::CompInt { rel, a, b } => {
+                    flag = rel.holds(ints[a as usize], ints[b as usize]);
+                }
+                Insn::CompPage { ne, a, b } => {
+                    flag = (pages[a as usize] == pages[b as usize]) != ne;
+                }
+                Insn::EmptyQ { q } => flag = queues.len(q as usize) == 0,
+                Insn::InQ { q, p } => {
+                    flag = queues.contains(q as usize, pages[p as usize]);
+                }
+                Insn::Jump { to } => pc = to as usize,
+                Insn::JumpIf { to, when } => {
+                    if flag == when {
+                        pc = to as usize;
+                    }
+                }
+                Insn::DeQueue { q, dst, back } => {
+                    let s = queues.pop(q as usize, back);
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
+                }
+                Insn::EnQueue { q, p, front } => {
+                    let s = pages[p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(q as usize, s, front);
+                    }
+                }
+                Insn::Request { n, dst } => {
+                    let want = ints[n as usize].clamp(0, i64::from(u32::MAX)) as usize;
+                    ints[dst as usize] = mem.request_frames(want) as i64;
+                }
+                Insn::Release { n, dst } => {
+                    let want = ints[n as usize].clamp(0, i64::from(u32::MAX)) as usize;
+                    ints[dst as usize] = mem.release_frames(want) as i64;
+                }
+                Insn::Flush { p } => {
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.flush(s);
+                }
+                Insn::SetInt { dst, src } => ints[dst as usize] = ints[src as usize],
+                Insn::SetPage { dst, src } => pages[dst as usize] = pages[src as usize],
+                Insn::Ref { p } => {
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_referenced(s);
+                }
+                Insn::RefSet { p, v } => {
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_referenced(s);
+                    if flag && ints[v as usize] == 0 {
+                        mem.clear_referenced(s);
+                    }
+                }
+                Insn::Mod { p } => {
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_modified(s);
+                }
+                Insn::Find { dst, vpn } => {
+                    let v = ints[vpn as usize];
+                    let found = u64::try_from(v)
+                        .ok()
+                        .and_then(|v| mem.page_of(v))
+                        .filter(|pg| mem.is_resident(pg.slot));
+                    pages[dst as usize] = found.map_or(NIL, |pg| pg.slot);
+                    flag = found.is_some();
+                }
+                Insn::Activate { start } => {
+                    stack.push(pc as u16);
+                    pc = start as usize;
+                }
+                Insn::Fifo { q, dst } => {
+                    let s = queues.front(q as usize);
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
+                }
+                Insn::Mru { q, dst } => {
+                    let s = queues.back(q as usize);
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
+                }
+                Insn::Lru { q, dst } => {
+                    let q = q as usize;
+                    let mut passes = queues.len(q) + 1;
+                    let mut s = queues.front(q);
+                    while s != NIL && passes > 0 && mem.is_referenced(s) {
+                        if left == 0 {
+                            return Outcome::Budget { steps: budget };
+                        }
+                        left -= 1;
+                        passes -= 1;
+                        mem.clear_referenced(s);
+                        queues.push(q, s, false);
+                        s = queues.front(q);
+                    }
+                    pages[dst as usize] = s;
+                    flag = s != NIL;
+                }
+                Insn::Vpn { dst, p } => {
+                    let s = pages[p as usize];
+                    ints[dst as usize] = if s != NIL && (s as usize) < mem.slots() {
+                        mem.page(s).vpn as i64
+                    } else {
+                        -1
+                    };
+                }
+                Insn::Count { dst, q } => ints[dst as usize] = queues.len(q as usize) as i64,
+                Insn::RefSetJump { p, v, to, when } => {
+                    if left == 0 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 1;
+                    let s = pages[p as usize];
+                    flag = s != NIL && mem.is_referenced(s);
+                    if flag && ints[v as usize] == 0 {
+                        mem.clear_referenced(s);
+                    }
+                    pc = if flag == when { to as usize } else { pc + 1 };
+                }
+                Insn::CompIntJump {
+                    rel,
+                    a,
+                    b,
+                    to,
+                    when,
+                } => {
+                    if left == 0 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 1;
+                    flag = rel.holds(ints[a as usize], ints[b as usize]);
+                    pc = if flag == when { to as usize } else { pc + 1 };
+                }
+                Insn::DeQueueRefJump { q, p, v, to, when } => {
+                    // Three commands' worth of budget, as unfused.
+                    if left < 2 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 2;
+                    let s = queues.pop(q as usize, false);
+                    pages[p as usize] = s;
+                    flag = s != NIL && mem.is_referenced(s);
+                    if flag && ints[v as usize] == 0 {
+                        mem.clear_referenced(s);
+                    }
+                    pc = if flag == when { to as usize } else { pc + 2 };
+                }
+                Insn::EnQueueJump { q, p, to } => {
+                    if left == 0 {
+                        return Outcome::Budget { steps: budget };
+                    }
+                    left -= 1;
+                    let s = pages[p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(q as usize, s, false);
+                    }
+                    pc = to as usize;
+                }
+            }
+        }
+    }
+}
+
+/// Fuses common pairs into one instruction that does both and skips the
+/// second. The second stays in place, so jumps to it still work.
+fn fuse(code: &mut [Insn]) {
+    // Back to front, so a pair's second half is already fused.
+    for i in (0..code.len().saturating_sub(1)).rev() {
+        let fused = match (code[i], code[i + 1]) {
+            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
+                Insn::RefSetJump { p, v, to, when }
+            }
+            (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
+                rel,
+                a,
+                b,
+                to,
+                when,
+            },
+            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => {
+                Insn::EnQueueJump { q, p, to }
+            }
+            (
+                Insn::DeQueue {
+                    q,
+                    dst,
+                    back: false,
+                },
+                Insn::RefSetJump { p, v, to, when },
+            ) if p == dst => Insn::DeQueueRefJump { q, p, v, to, when },
+            _ => continue,
+        };
+        code[i] = fused;
+    }
+}
+
+fn decode(
+    cmd: super::command::Command,
+    operands: &[Operand],
+    slot: &[u16],
+    event_start: u16,
+) -> Insn {
+    let [a, b, c] = cmd.operands();
+    let (sa, sb) = (slot[a as usize], slot[b as usize]);
+    let op_of = |i: u8| match operands[i as usize] {
+        Operand::Op(o) => Some(o),
+        _ => None,
+    };
+    let end_back = |i: u8| i != 0 && op_of(i) == Some(Operator::End(true));
+    let is_page = |i: u8| {
+        matches!(operands[i as usize], Operand::Page | Operand::Nil)
+            || matches!(operands[i as usize], Operand::Sys(s) if s.is_page())
+    };
+    // The verifier has accepted the command, so the code exists and each
+    // operand has its form's type.
+    match Opcode::from_code(cmd.code()).unwrap_or(Opcode::Return) {
+        Opcode::Return => Insn::Return,
+        Opcode::Arith | Opcode::Logic => match op_of(c) {
+            Some(Operator::Arith(op)) => Insn::Arith {
+                op,
+                dst: sa,
+                src: sb,
+            },
+            _ => Insn::Return,
+        },
+        Opcode::Comp => match op_of(c) {
+            Some(Operator::Rel(rel)) if is_page(a) => Insn::CompPage {
+                ne: rel == Rel::Ne,
+                a: sa,
+                b: sb,
+            },
+            Some(Operator::Rel(rel)) => Insn::CompInt { rel, a: sa, b: sb },
+            _ => Insn::Return,
+        },
+        Opcode::EmptyQ => Insn::EmptyQ { q: sa },
+        Opcode::InQ => Insn::InQ { q: sa, p: sb },
+        Opcode::Jump => {
+            let to = event_start + sa;
+            match operands[b as usize] {
+                Operand::Const(v) if b != 0 => Insn::JumpIf { to, when: v != 0 },
+                _ => Insn::Jump { to },
+            }
+        }
+        Opcode::DeQueue => Insn::DeQueue {
+            q: sa,
+            dst: sb,
+            back: end_back(c),
+        },
+        Opcode::EnQueue => Insn::EnQueue {
+            q: sa,
+            p: sb,
+            front: c != 0 && op_of(c) == Some(Operator::End(false)),
+        },
+        Opcode::Request => Insn::Request { n: sa, dst: sb },
+        Opcode::Release => Insn::Release { n: sa, dst: sb },
+        Opcode::Flush => Insn::Flush { p: sa },
+        Opcode::Set if is_page(a) => Insn::SetPage { dst: sa, src: sb },
+        Opcode::Set => Insn::SetInt { dst: sa, src: sb },
+        Opcode::Ref if b == 0 => Insn::Ref { p: sa },
+        Opcode::Ref => Insn::RefSet { p: sa, v: sb },
+        Opcode::Mod => Insn::Mod { p: sa },
+        Opcode::Find => Insn::Find { dst: sa, vpn: sb },
+        Opcode::Activate => Insn::Activate { start: sa },
+        Opcode::Fifo => Insn::Fifo { q: sa, dst: sb },
+        Opcode::Lru => Insn::Lru { q: sa, dst: sb },
+        Opcode::Mru => Insn::Mru { q: sa, dst: sb },
+        Opcode::Vpn => Insn::Vpn { dst: sa, p: sb },
+        Opcode::Count => Insn::Count { dst: sa, q: sb },
+    }
+}
