@@ -236,7 +236,7 @@ pub fn measure(
         for _ in 0..s.runs {
             for (i, policy) in s.policies.iter().enumerate() {
                 let m = match tunings[i] {
-                    None => kernel::run("join", &file, budget, workload)?,
+                    None => kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?,
                     Some(t) => live::run(&file, budget, policy, t, workload)?,
                 };
                 progress(&format!(

@@ -65,6 +65,18 @@ struct ChildJob {
     cgroup: PathBuf,
     budget: u64,
     workload: Workload,
+    advice: Advice,
+}
+
+/// What the kernel is told about the access pattern (`madvise` on the mapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    /// Nothing: the kernel's defaults (read-around on faults, read-ahead on sequences).
+    #[default]
+    Normal,
+    /// `MADV_RANDOM`: no read-around, one page per fault.
+    Random,
 }
 
 /// Runs `workload` over `file` in a fresh memory cgroup limited to `limit_bytes`.
@@ -74,6 +86,7 @@ pub fn run(
     file: &DataFile,
     limit_bytes: usize,
     workload: Workload,
+    advice: Advice,
 ) -> Result<Measured, KernelError> {
     let cg = MemCgroup::create(limit_bytes)?;
     sys::drop_page_cache().map_err(KernelError::DropCaches)?;
@@ -82,6 +95,7 @@ pub fn run(
         cgroup: cg.dir().to_path_buf(),
         budget: limit_bytes as u64,
         workload,
+        advice,
     };
     let job = serde_json::to_string(&job).map_err(KernelError::Report)?;
     let exe = std::env::current_exe().map_err(|source| KernelError::Spawn {
@@ -120,6 +134,9 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
     let len = file.metadata().map_err(|e| side(&e))?.len() as usize;
     let map = Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)
         .map_err(|e| side(&e))?;
+    if job.advice == Advice::Random {
+        map.advise_random().map_err(|e| side(&e))?;
+    }
     // The process's own memory (and its threads' stacks, touched here first) must not eat
     // into the file's budget: the limit is the budget on top of what is charged now.
     std::thread::scope(|s| {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::datafile::DataFile;
+use super::kernel::Advice;
 use super::measure::{median_of, ratio, Format, Measured};
 use super::workload::{Pattern, Workload};
 use super::{kernel, live};
@@ -75,12 +76,18 @@ pub struct ScanPoint {
     pub kernel_pages_per_s: f64,
     /// pagepilot / kernel throughput.
     pub ratio: f64,
+    /// Random reads: the kernel told `MADV_RANDOM` (no read-around), pages per second.
+    pub kernel_madv_random_pages_per_s: Option<f64>,
+    /// pagepilot / kernel with `MADV_RANDOM`.
+    pub ratio_madv_random: Option<f64>,
     /// pagepilot's options.
     pub tuning: live::Tuning,
     /// pagepilot runs.
     pub pagepilot: Vec<Measured>,
     /// Kernel runs.
     pub kernel: Vec<Measured>,
+    /// Kernel runs with `MADV_RANDOM` (random reads only).
+    pub kernel_madv_random: Vec<Measured>,
 }
 
 /// The whole report.
@@ -141,15 +148,19 @@ pub fn run(args: Args) -> CmdResult {
                 faulting_thread: args.faulting_thread,
                 ..Default::default()
             };
-            let (mut pp, mut k) = (Vec::new(), Vec::new());
+            let (mut pp, mut k, mut kr) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..args.runs {
                 pp.push(live::run(&file, budget, &args.policy, tuning, w)?);
-                k.push(kernel::run("scan", &file, budget, w)?);
+                k.push(kernel::run("scan", &file, budget, w, Advice::Normal)?);
+                if !sequential {
+                    kr.push(kernel::run("scan", &file, budget, w, Advice::Random)?);
+                }
             }
             let pages = w.pages_read(file.len());
             let rate =
                 |runs: &[Measured]| ratio(pages as f64, median_of(runs).elapsed_ns as f64 / 1e9);
             let (p_rate, k_rate) = (rate(&pp), rate(&k));
+            let kr_rate = (!kr.is_empty()).then(|| rate(&kr));
             points.push(ScanPoint {
                 pattern,
                 threads,
@@ -157,6 +168,9 @@ pub fn run(args: Args) -> CmdResult {
                 pagepilot_pages_per_s: p_rate,
                 kernel_pages_per_s: k_rate,
                 ratio: ratio(p_rate, k_rate),
+                kernel_madv_random_pages_per_s: kr_rate,
+                ratio_madv_random: kr_rate.map(|r| ratio(p_rate, r)),
+                kernel_madv_random: kr,
                 tuning,
                 pagepilot: pp,
                 kernel: k,
@@ -182,19 +196,30 @@ pub fn run(args: Args) -> CmdResult {
             )?;
             writeln!(
                 out,
-                "{:<11} {:>7} {:>8} {:>16} {:>14} {:>8}",
-                "pattern", "threads", "pages", "pagepilot pg/s", "kernel pg/s", "ratio"
+                "{:<11} {:>7} {:>8} {:>16} {:>14} {:>8} {:>22} {:>8}",
+                "pattern",
+                "threads",
+                "pages",
+                "pagepilot pg/s",
+                "kernel pg/s",
+                "ratio",
+                "kernel MADV_RANDOM pg/s",
+                "ratio"
             )?;
             for p in &report.points {
                 writeln!(
                     out,
-                    "{:<11} {:>7} {:>8} {:>16.0} {:>14.0} {:>8.3}",
+                    "{:<11} {:>7} {:>8} {:>16.0} {:>14.0} {:>8.3} {:>22} {:>8}",
                     format!("{:?}", p.pattern).to_lowercase(),
                     p.threads,
                     p.pages,
                     p.pagepilot_pages_per_s,
                     p.kernel_pages_per_s,
-                    p.ratio
+                    p.ratio,
+                    p.kernel_madv_random_pages_per_s
+                        .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
+                    p.ratio_madv_random
+                        .map_or_else(|| "-".into(), |r| format!("{r:.3}")),
                 )?;
             }
         }

@@ -47,6 +47,16 @@ impl Mapping {
         self.len
     }
 
+    /// Tells the kernel the mapping is read at random (`MADV_RANDOM`: no read-around).
+    pub fn advise_random(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly our own mapping; the advice changes no contents.
+        let rc = unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_RANDOM) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Zaps the page table entries of the whole mapping; shared pages stay in the page cache,
     /// so the next access is a minor fault.
     pub fn dontneed(&self) -> io::Result<()> {
