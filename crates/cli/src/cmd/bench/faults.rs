@@ -91,9 +91,9 @@ pub struct FaultsReport {
     pub kernel_missing: Cost,
     /// The kernel's fault on a shmem page still in the page cache after `MADV_DONTNEED`.
     pub kernel_minor: Cost,
-    /// Probe: missing fault served with zeroes (anonymous memory).
+    /// Probe: missing fault served with a zeroed page (`MADV_POPULATE_WRITE`).
     pub probe_missing_zero: Breakdown,
-    /// Probe: missing fault served by copying from memory.
+    /// Probe: missing fault served by copying from memory (`pwrite` into the memfd).
     pub probe_missing_copy: Breakdown,
     /// Probe: minor fault (page in the memfd, PTE zapped) served by `UFFDIO_CONTINUE`.
     pub probe_minor: Breakdown,
@@ -237,8 +237,8 @@ fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
         us(r.kernel_minor)
     )?;
     for (name, b) in [
-        ("uffd missing, zero fill", &r.probe_missing_zero),
-        ("uffd missing, copy from memory", &r.probe_missing_copy),
+        ("uffd missing, zero (POPULATE_WRITE)", &r.probe_missing_zero),
+        ("uffd missing, copy (pwrite)", &r.probe_missing_copy),
         ("uffd minor (CONTINUE only)", &r.probe_minor),
     ] {
         writeln!(

@@ -18,9 +18,10 @@ use super::sys::{self, uffd::Uffd, Mapping, PAGE};
 /// How the probe's handler fills a page on a missing fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fill {
-    /// Zero it (anonymous memory).
+    /// Allocate a zeroed page (anonymous memory): `MADV_POPULATE_WRITE` on the handler's view,
+    /// as the pager does (a store would take a page fault in the handler's view first).
     Zero,
-    /// Copy it from memory (a dataspace already in RAM).
+    /// Copy it from memory (a dataspace already in RAM) with `pwrite` into the memfd.
     Copy,
 }
 
@@ -78,6 +79,7 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
     let (missing, minor) = std::thread::scope(|s| -> io::Result<(Split, Split)> {
         let handler = {
             let (stamps, stop, uffd, pager, source) = (&stamps, &stop, &uffd, &pager, &source);
+            let fd = fd.as_raw_fd();
             s.spawn(move || -> io::Result<()> {
                 while !stop.load(Ordering::Acquire) {
                     let Some(f) = uffd.read_fault_timeout(100)? else {
@@ -91,18 +93,10 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
                     let minor = f.flags & sys::uffd::FLAG_MINOR != 0;
                     let stamps = &stamps[usize::from(minor)];
                     if !minor {
-                        // SAFETY: page < pages, so the page lies inside the handler's view;
-                        // the application cannot touch it until UFFDIO_CONTINUE below.
-                        unsafe {
-                            let dst = pager.ptr().add(page * PAGE);
-                            match fill {
-                                Fill::Zero => std::ptr::write_bytes(dst, 0, PAGE),
-                                Fill::Copy => std::ptr::copy_nonoverlapping(
-                                    source.as_ptr().add(page * PAGE),
-                                    dst,
-                                    PAGE,
-                                ),
-                            }
+                        let off = page * PAGE;
+                        match fill {
+                            Fill::Zero => pager.populate_write(off, PAGE)?,
+                            Fill::Copy => sys::pwrite_all(fd, &source[off..off + PAGE], off)?,
                         }
                     }
                     let t_filled = epoch.elapsed().as_nanos() as u64;

@@ -47,6 +47,21 @@ impl Mapping {
         self.len
     }
 
+    /// Allocates (zeroed, if new) the pages of `[off, off+len)` of the mapping without
+    /// touching them from user space (`MADV_POPULATE_WRITE`).
+    pub fn populate_write(&self, off: usize, len: usize) -> io::Result<()> {
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        if off + len > self.len {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: the range lies inside our own mapping; populating changes no contents.
+        let rc = unsafe { libc::madvise(self.ptr.add(off).cast(), len, MADV_POPULATE_WRITE) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Tells the kernel the mapping is read at random (`MADV_RANDOM`: no read-around).
     pub fn advise_random(&self) -> io::Result<()> {
         // SAFETY: the range is exactly our own mapping; the advice changes no contents.
@@ -89,6 +104,19 @@ pub fn fadvise_dontneed(file: &File) -> io::Result<()> {
     let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` at `off` of `fd`.
+pub fn pwrite_all(fd: RawFd, buf: &[u8], off: usize) -> io::Result<()> {
+    // SAFETY: buf is a live slice of buf.len() bytes.
+    let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), off as libc::off_t) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != buf.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short pwrite"));
     }
     Ok(())
 }
