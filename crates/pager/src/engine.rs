@@ -10,6 +10,7 @@
 //! condition variable until the transition ends.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use pagepilot_policy::{Page, Policy};
@@ -83,6 +84,9 @@ pub struct Shared {
     pub stop: OwnedFd,
     /// Evictions so far (a page's eviction stamp is its number in this sequence).
     pub evict_seq: std::sync::atomic::AtomicU64,
+    /// Threads waiting on `cv` (changed under the lock): a notification is a
+    /// system call, made only when someone waits.
+    pub waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -114,9 +118,19 @@ impl Shared {
         s: u32,
     ) -> MutexGuard<'a, Inner> {
         while matches!(g.table.state(s), State::Loading | State::Evicting) {
+            self.waiting.fetch_add(1, SeqCst);
             g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            self.waiting.fetch_sub(1, SeqCst);
         }
         g
+    }
+
+    /// Wakes the threads waiting for a page to leave a transition state
+    /// (call after the state changed under the lock).
+    pub fn notify(&self) {
+        if self.waiting.load(SeqCst) > 0 {
+            self.cv.notify_all();
+        }
     }
 
     /// Address of page `s` in the application's view.
@@ -290,7 +304,7 @@ impl Shared {
         let mut g = self.lock();
         self.finish_evictions(&mut g, &victims, &failed);
         drop(g);
-        self.cv.notify_all();
+        self.notify();
         failed
     }
 
@@ -382,7 +396,7 @@ impl Shared {
                 }
             }
         }
-        self.cv.notify_all();
+        self.notify();
         if !failed.is_empty() {
             failed.sort_by_key(|f| f.page);
             return Err(FlushError::WriteBack { pages: failed });

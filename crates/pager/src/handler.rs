@@ -233,9 +233,45 @@ enum Cause {
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
     let (n, sequential) = plan(sh, &mut g, s);
+    if n == 1 && g.table.has_room() && !sh.store.has_data(s as usize) {
+        zero_fill(sh, g, s, write);
+        return;
+    }
     fill(sh, g, s, n, Cause::Fault(write));
     if sequential && sh.tuning.async_readahead {
         prefetch(sh, &mut sh.lock(), s + n as u32);
+    }
+}
+
+/// Fills page `s` with zeros and maps it, all under the lock: nothing to
+/// read and no victim to evict, so the page never enters a transition state
+/// and nobody waits for it (the fast path of a first touch).
+fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
+    Counters::add(&sh.stats.missing_faults, 1);
+    g.table.set(
+        s,
+        State::Resident,
+        REFERENCED | if write { MODIFIED } else { 0 },
+    );
+    g.time += 1;
+    let fault = Fault {
+        page: page(s),
+        kind: FaultKind::Missing,
+        write,
+        time: g.time,
+    };
+    let Inner { table, policy, .. } = &mut *g;
+    policy.on_fault(fault, table);
+    table.zap_cleared();
+    let wp = sh.writable && !write;
+    if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
+        let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
+        map(sh, s, 1, wp);
+    }
+    let queued = std::mem::take(&mut g.table.flush_queue);
+    drop(g);
+    if !queued.is_empty() {
+        let _ = sh.flush(Some(&queued));
     }
 }
 
@@ -377,7 +413,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     }
     let queued = std::mem::take(&mut g.table.flush_queue);
     drop(g);
-    sh.cv.notify_all();
+    sh.notify();
     if !queued.is_empty() {
         let _ = sh.flush(Some(&queued));
     }

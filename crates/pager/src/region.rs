@@ -176,6 +176,7 @@ impl Region {
             poison: got & sys::FEATURE_POISON != 0,
             stop,
             evict_seq: std::sync::atomic::AtomicU64::new(0),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         });
         let mut region = Region {
             shared: shared.clone(),

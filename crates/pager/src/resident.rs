@@ -151,6 +151,11 @@ impl Table {
         (self.held - self.evicting).saturating_sub(self.capacity)
     }
 
+    /// Whether one more page fits in the budget without an eviction.
+    pub fn has_room(&self) -> bool {
+        self.held - self.evicting < self.capacity
+    }
+
     /// Zaps the PTEs of the pages whose referenced bit was cleared, one
     /// `madvise` per contiguous run (a CLOCK sweep clears long runs).
     pub fn zap_cleared(&mut self) {
