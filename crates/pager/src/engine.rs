@@ -30,6 +30,8 @@ pub struct Tuning {
     pub readahead_max: usize,
     /// Whether sequential faults start asynchronous read-ahead of the next window.
     pub async_readahead: bool,
+    /// Prefetched windows kept ahead of the application (reads in flight).
+    pub readahead_depth: usize,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
 }
@@ -46,10 +48,16 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
-    /// The unmapped first page of the last prefetched window (u32::MAX: none).
-    pub marker: u32,
-    /// The region's prefetcher, if asynchronous read-ahead is on.
-    pub prefetcher: Option<std::sync::mpsc::Sender<(u32, usize)>>,
+    /// The unmapped first pages of prefetched windows not touched yet.
+    pub markers: Vec<u32>,
+    /// The region's prefetchers, if asynchronous read-ahead is on: windows
+    /// `(first, pages, ticket)`.
+    pub prefetcher: Option<std::sync::mpsc::Sender<(u32, usize, u64)>>,
+    /// Prefetch tickets handed out so far.
+    pub prefetch_issued: u64,
+    /// Prefetched windows accounted so far: windows are handed to the
+    /// policy in ticket order, whichever read finishes first.
+    pub prefetch_done: u64,
 }
 
 /// Everything a region's handlers share.
@@ -118,10 +126,16 @@ impl Shared {
         s: u32,
     ) -> MutexGuard<'a, Inner> {
         while matches!(g.table.state(s), State::Loading | State::Evicting) {
-            self.waiting.fetch_add(1, SeqCst);
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-            self.waiting.fetch_sub(1, SeqCst);
+            g = self.wait(g);
         }
+        g
+    }
+
+    /// Waits for the next notification (see [`Shared::notify`]).
+    pub fn wait<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        self.waiting.fetch_add(1, SeqCst);
+        let g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_sub(1, SeqCst);
         g
     }
 

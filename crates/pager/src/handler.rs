@@ -134,11 +134,12 @@ fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
-            if g.marker == s {
-                // The first touch of a prefetched window: read the next one.
-                g.marker = u32::MAX;
-                let next = g.next_expected;
-                prefetch(sh, &mut g, next);
+            if let Some(i) = g.markers.iter().position(|&m| m == s) {
+                // The first touch of a prefetched window: the sequence goes
+                // on, keep the windows ahead of it in flight (larger ones).
+                g.markers.swap_remove(i);
+                g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+                prefetch_ahead(sh, &mut g);
             }
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
@@ -225,9 +226,9 @@ fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
 enum Cause {
     /// A missing fault on the first page, a write if `true`.
     Fault(bool),
-    /// Asynchronous read-ahead: the first page is left unmapped as the
-    /// marker whose first touch asks for the next window.
-    Prefetch,
+    /// Asynchronous read-ahead with its ticket: the first page is left
+    /// unmapped as the marker whose first touch asks for the next window.
+    Prefetch(u64),
 }
 
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
@@ -237,9 +238,12 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
         zero_fill(sh, g, s, write);
         return;
     }
+    // A missing fault means the application is not inside prefetched
+    // windows: markers left behind are stale.
+    g.markers.clear();
     fill(sh, g, s, n, Cause::Fault(write));
     if sequential && sh.tuning.async_readahead {
-        prefetch(sh, &mut sh.lock(), s + n as u32);
+        prefetch_ahead(sh, &mut sh.lock());
     }
 }
 
@@ -275,25 +279,63 @@ fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write
     }
 }
 
-/// Asks the region's prefetcher for the window starting at `first`.
-fn prefetch(_sh: &Shared, g: &mut Inner, first: u32) {
-    if (first as usize) < g.table.pages() {
-        if let Some(tx) = &g.prefetcher {
-            let _ = tx.send((first, g.window));
+/// Keeps up to `readahead_depth` windows ahead of the application, from
+/// `next_expected` on: windows in flight plus windows read but not touched
+/// yet. All of them fit in half the budget, or they would evict each other.
+fn prefetch_ahead(sh: &Shared, g: &mut Inner) {
+    let Some(tx) = g.prefetcher.clone() else {
+        return;
+    };
+    let w = g.window.max(1);
+    let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
+    let depth = sh.tuning.readahead_depth.min(room);
+    while g.markers.len() + ((g.prefetch_issued - g.prefetch_done) as usize) < depth {
+        let first = g.next_expected;
+        if first as usize >= g.table.pages() {
+            break;
         }
+        // The pages are Loading from now on: a fault on them waits for the
+        // read instead of racing the prefetcher with a read of its own.
+        let n = absent_run(sh, g, first, w);
+        if n == 0 {
+            break;
+        }
+        if tx.send((first, n, g.prefetch_issued)).is_err() {
+            break;
+        }
+        for q in first..first + n as u32 {
+            g.table.set(q, State::Loading, 0);
+        }
+        g.prefetch_issued += 1;
+        g.next_expected = first + n as u32;
     }
 }
 
-/// Runs a region's prefetcher until its channel closes.
-pub fn run_prefetcher(shared: Arc<Shared>, rx: std::sync::mpsc::Receiver<(u32, usize)>) {
-    while let Ok((first, want)) = rx.recv() {
-        let mut g = shared.lock();
-        let n = absent_run(&shared, &g, first, want);
-        if n == 0 {
-            continue;
-        }
-        g.next_expected = first + n as u32;
-        fill(&shared, g, first, n, Cause::Prefetch);
+/// Waits until prefetch `ticket` is the next to be accounted.
+fn wait_turn<'a>(
+    sh: &'a Shared,
+    mut g: std::sync::MutexGuard<'a, Inner>,
+    ticket: u64,
+) -> std::sync::MutexGuard<'a, Inner> {
+    while g.prefetch_done != ticket {
+        g = sh.wait(g);
+    }
+    g
+}
+
+/// Runs one of a region's prefetchers until the channel closes.
+pub fn run_prefetcher(
+    shared: Arc<Shared>,
+    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<(u32, usize, u64)>>>,
+) {
+    loop {
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok((first, want, ticket)) = next else {
+            return;
+        };
+        // The window's pages were made Loading when it was issued.
+        let g = shared.lock();
+        fill(&shared, g, first, want, Cause::Prefetch(ticket));
     }
 }
 
@@ -333,7 +375,8 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     };
     // A single page the store knows to be zero (anonymous memory never
     // written out) is filled and mapped by one UFFDIO_COPY below: no read.
-    let zero = n == 1 && cause != Cause::Prefetch && !sh.store.has_data(s as usize);
+    let prefetch = matches!(cause, Cause::Prefetch(_));
+    let zero = n == 1 && !prefetch && !sh.store.has_data(s as usize);
     let read = if zero {
         Ok(())
     } else {
@@ -351,6 +394,10 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     // what it reads of the statistics includes its own fault.
     let write = cause == Cause::Fault(true);
     let mut g = sh.lock();
+    if let Cause::Prefetch(ticket) = cause {
+        g = wait_turn(sh, g, ticket);
+        g.prefetch_done += 1;
+    }
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
@@ -358,15 +405,11 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
                 Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             }
             Counters::add(&sh.stats.missing_faults, n as u64);
-            let ahead = if cause == Cause::Prefetch { n } else { n - 1 };
+            let ahead = if prefetch { n } else { n - 1 };
             Counters::add(&sh.stats.readahead_pages, ahead as u64);
             for q in s..s + n as u32 {
                 let dirty = if q == s && write { MODIFIED } else { 0 };
-                let referenced = if q == s && cause == Cause::Prefetch {
-                    0
-                } else {
-                    REFERENCED
-                };
+                let referenced = if q == s && prefetch { 0 } else { REFERENCED };
                 g.table.set(q, State::Resident, referenced | dirty);
                 g.time += 1;
                 let fault = Fault {
@@ -381,8 +424,8 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             }
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.
-            if cause == Cause::Prefetch {
-                g.marker = s;
+            if prefetch {
+                g.markers.push(s);
             } else if zero {
                 let wp = sh.writable && !write;
                 if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
@@ -402,7 +445,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
                 g.table.set(q, State::Absent, 0);
             }
             let _ = sys::punch_hole(sh.memfd.as_raw_fd(), s as usize * PAGE, n * PAGE);
-            if cause != Cause::Prefetch {
+            if !prefetch {
                 // The faulting thread gets SIGBUS rather than wrong data.
                 let addr = sh.app_addr(s);
                 if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
