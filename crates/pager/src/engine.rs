@@ -17,7 +17,7 @@ use pagepilot_policy::{Page, Policy};
 
 use crate::backing::Dataspace;
 use crate::error::{FailedPage, FlushError};
-use crate::resident::{State, Table, FLUSHING, MODIFIED};
+use crate::resident::{State, Table, FLUSHING, MODIFIED, PENDING};
 use crate::stats::Counters;
 use crate::sys::{self, Uffd, PAGE};
 
@@ -36,6 +36,19 @@ pub struct Tuning {
     pub spin_us: u64,
 }
 
+/// A window for a prefetcher: its pages are `Loading` and the victims
+/// making room for them were chosen when it was issued.
+pub struct Prefetch {
+    /// First page.
+    pub first: u32,
+    /// Pages.
+    pub pages: usize,
+    /// Order in which the window is accounted.
+    pub ticket: u64,
+    /// Victims chosen for it (`Evicting`), and whether each is dirty.
+    pub victims: Vec<(u32, bool)>,
+}
+
 /// What the lock guards.
 pub struct Inner {
     /// The frame table (the policy's [`pagepilot_policy::Memory`]).
@@ -48,11 +61,11 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
-    /// The unmapped first pages of prefetched windows not touched yet.
-    pub markers: Vec<u32>,
-    /// The region's prefetchers, if asynchronous read-ahead is on: windows
-    /// `(first, pages, ticket)`.
-    pub prefetcher: Option<std::sync::mpsc::Sender<(u32, usize, u64)>>,
+    /// Prefetched windows `(first, pages)` read but not entered by the
+    /// application yet, in ticket order: their pages are `PENDING`.
+    pub pending: std::collections::VecDeque<(u32, usize)>,
+    /// The region's prefetchers, if asynchronous read-ahead is on.
+    pub prefetcher: Option<std::sync::mpsc::Sender<Prefetch>>,
     /// Prefetch tickets handed out so far.
     pub prefetch_issued: u64,
     /// Prefetched windows accounted so far: windows are handed to the
@@ -177,7 +190,7 @@ impl Shared {
                     && (p.slot as usize) < table.pages()
                     && p.vpn == u64::from(p.slot)
                     && table.state(p.slot) == State::Resident
-                    && table.flags(p.slot) & FLUSHING == 0 =>
+                    && table.flags(p.slot) & (FLUSHING | PENDING) == 0 =>
             {
                 p.slot
             }
@@ -216,7 +229,7 @@ impl Shared {
             let ok = (p.slot as usize) < g.table.pages()
                 && p.vpn == u64::from(p.slot)
                 && g.table.state(p.slot) == State::Resident
-                && g.table.flags(p.slot) & FLUSHING == 0;
+                && g.table.flags(p.slot) & (FLUSHING | PENDING) == 0;
             if !ok {
                 Counters::add(&self.stats.overruled, 1);
                 continue;

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use pagepilot_policy::{Fault, FaultKind, Page};
 
-use crate::engine::{Inner, Shared};
-use crate::resident::{State, MODIFIED, REFERENCED};
+use crate::engine::{Inner, Prefetch, Shared};
+use crate::resident::{State, MODIFIED, PENDING, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 
@@ -130,17 +130,13 @@ fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
     let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident => {
+            if g.table.flags(s) & PENDING != 0 {
+                enter_window(sh, &mut g, s);
+            }
             let f = g.table.flags(s);
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
-            if let Some(i) = g.markers.iter().position(|&m| m == s) {
-                // The first touch of a prefetched window: the sequence goes
-                // on, keep the windows ahead of it in flight (larger ones).
-                g.markers.swap_remove(i);
-                g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
-                prefetch_ahead(sh, &mut g);
-            }
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
                 g.time += 1;
@@ -231,6 +227,55 @@ enum Cause {
     Prefetch(u64),
 }
 
+/// The application touched page `s` of a prefetched window it had not
+/// entered yet (the window's first page is left unmapped for this): the
+/// sequence goes on. First the windows ahead are kept in flight (their
+/// victims are chosen now, while the policy does not know the entered
+/// window yet, so an MRU-like policy gives up pages the application has
+/// finished with, not the ones it is about to use); then the entered window,
+/// and any skipped before it, are handed to the policy as missing faults,
+/// in order.
+fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
+    let Some(i) = g
+        .pending
+        .iter()
+        .position(|&(f, n)| (f..f + n as u32).contains(&s))
+    else {
+        return;
+    };
+    g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+    let ahead = g.pending.len() - i - 1;
+    prefetch_ahead(sh, g, ahead);
+    hand_over(g, i + 1);
+}
+
+/// Hands the first `count` pending windows to the policy, page by page in
+/// order, as missing faults.
+fn hand_over(g: &mut Inner, count: usize) {
+    for _ in 0..count {
+        let Some((first, n)) = g.pending.pop_front() else {
+            return;
+        };
+        for q in first..first + n as u32 {
+            let f = g.table.flags(q);
+            if g.table.state(q) != State::Resident || f & PENDING == 0 {
+                continue;
+            }
+            g.table.set_flags(q, (f & !PENDING) | REFERENCED);
+            g.time += 1;
+            let fault = Fault {
+                page: page(q),
+                kind: FaultKind::Missing,
+                write: false,
+                time: g.time,
+            };
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_fault(fault, table);
+            table.zap_cleared();
+        }
+    }
+}
+
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
     let (n, sequential) = plan(sh, &mut g, s);
@@ -239,11 +284,12 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
         return;
     }
     // A missing fault means the application is not inside prefetched
-    // windows: markers left behind are stale.
-    g.markers.clear();
-    fill(sh, g, s, n, Cause::Fault(write));
+    // windows: the ones it skipped become the policy's (and evictable).
+    let all = g.pending.len();
+    hand_over(&mut g, all);
+    fill(sh, g, s, n, Cause::Fault(write), None);
     if sequential && sh.tuning.async_readahead {
-        prefetch_ahead(sh, &mut sh.lock());
+        prefetch_ahead(sh, &mut sh.lock(), 0);
     }
 }
 
@@ -282,14 +328,14 @@ fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write
 /// Keeps up to `readahead_depth` windows ahead of the application, from
 /// `next_expected` on: windows in flight plus windows read but not touched
 /// yet. All of them fit in half the budget, or they would evict each other.
-fn prefetch_ahead(sh: &Shared, g: &mut Inner) {
+fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
     let Some(tx) = g.prefetcher.clone() else {
         return;
     };
     let w = g.window.max(1);
     let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
     let depth = sh.tuning.readahead_depth.min(room);
-    while g.markers.len() + ((g.prefetch_issued - g.prefetch_done) as usize) < depth {
+    while pending_ahead + ((g.prefetch_issued - g.prefetch_done) as usize) < depth {
         let first = g.next_expected;
         if first as usize >= g.table.pages() {
             break;
@@ -300,11 +346,26 @@ fn prefetch_ahead(sh: &Shared, g: &mut Inner) {
         if n == 0 {
             break;
         }
-        if tx.send((first, n, g.prefetch_issued)).is_err() {
-            break;
-        }
         for q in first..first + n as u32 {
             g.table.set(q, State::Loading, 0);
+        }
+        let victims = choose_victims(sh, g, first);
+        let job = Prefetch {
+            first,
+            pages: n,
+            ticket: g.prefetch_issued,
+            victims,
+        };
+        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+            // No prefetcher left (cannot happen while the sender lives):
+            // give the frames back and forget the window.
+            let mut victims = job.victims;
+            let failed = sh.evict_io(&mut victims);
+            sh.finish_evictions(g, &victims, &failed);
+            for q in first..first + n as u32 {
+                g.table.set(q, State::Absent, 0);
+            }
+            break;
         }
         g.prefetch_issued += 1;
         g.next_expected = first + n as u32;
@@ -326,25 +387,22 @@ fn wait_turn<'a>(
 /// Runs one of a region's prefetchers until the channel closes.
 pub fn run_prefetcher(
     shared: Arc<Shared>,
-    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<(u32, usize, u64)>>>,
+    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Prefetch>>>,
 ) {
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-        let Ok((first, want, ticket)) = next else {
+        let Ok(job) = next else {
             return;
         };
         // The window's pages were made Loading when it was issued.
         let g = shared.lock();
-        fill(&shared, g, first, want, Cause::Prefetch(ticket));
+        let cause = Cause::Prefetch(job.ticket);
+        fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
     }
 }
 
-/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
-/// requires, hands them to the policy as missing faults in order and maps them.
-fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, cause: Cause) {
-    for q in s..s + n as u32 {
-        g.table.set(q, State::Loading, 0);
-    }
+/// Victims making room in the budget for pages now `Loading` from `s` on.
+fn choose_victims(sh: &Shared, g: &mut Inner, s: u32) -> Vec<(u32, bool)> {
     // Frames for the pages read ahead are taken back first (ReclaimFrame: a
     // policy program names them without queueing anything), then the
     // faulting page's own victim (PageFault, which queues the page). A
@@ -353,12 +411,12 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     // policy gives up pages it has used, not the ones being read.
     let excess = g.table.excess();
     let mut victims = if excess > 1 {
-        sh.take_reclaimed(&mut g, excess - 1)
+        sh.take_reclaimed(g, excess - 1)
     } else {
         Vec::new()
     };
     while victims.len() < excess {
-        match sh.take_victim(&mut g, s) {
+        match sh.take_victim(g, s) {
             Some(v) => victims.push(v),
             None => {
                 Counters::add(&sh.stats.over_budget, 1);
@@ -366,6 +424,26 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             }
         }
     }
+    victims
+}
+
+/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
+/// requires, hands them to the policy as missing faults in order and maps them.
+fn fill(
+    sh: &Shared,
+    mut g: std::sync::MutexGuard<'_, Inner>,
+    s: u32,
+    n: usize,
+    cause: Cause,
+    chosen: Option<Vec<(u32, bool)>>,
+) {
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let mut victims = match chosen {
+        Some(v) => v,
+        None => choose_victims(sh, &mut g, s),
+    };
     drop(g);
 
     let failed = if victims.is_empty() {
@@ -407,10 +485,16 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             Counters::add(&sh.stats.missing_faults, n as u64);
             let ahead = if prefetch { n } else { n - 1 };
             Counters::add(&sh.stats.readahead_pages, ahead as u64);
-            for q in s..s + n as u32 {
+            if prefetch {
+                // Handed to the policy when the application enters the window.
+                for q in s..s + n as u32 {
+                    g.table.set(q, State::Resident, PENDING);
+                }
+                g.pending.push_back((s, n));
+            }
+            for q in (s..s + n as u32).filter(|_| !prefetch) {
                 let dirty = if q == s && write { MODIFIED } else { 0 };
-                let referenced = if q == s && prefetch { 0 } else { REFERENCED };
-                g.table.set(q, State::Resident, referenced | dirty);
+                g.table.set(q, State::Resident, REFERENCED | dirty);
                 g.time += 1;
                 let fault = Fault {
                     page: page(q),
@@ -425,7 +509,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.
             if prefetch {
-                g.markers.push(s);
+                // The first page stays unmapped: its touch enters the window.
             } else if zero {
                 let wp = sh.writable && !write;
                 if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {

@@ -170,7 +170,7 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
-                markers: Vec::new(),
+                pending: Default::default(),
                 prefetcher: None,
                 prefetch_issued: 0,
                 prefetch_done: 0,

@@ -77,3 +77,35 @@ fn test_prefetch_depth_out_of_range_is_refused() {
         ));
     }
 }
+
+#[test]
+fn test_writes_to_prefetched_pages_reach_the_file() {
+    let d = Scratch::new("readahead-write");
+    let path = d.file("data");
+    let pages = 512;
+    let mut data = random_file(&path, pages * PAGE_SIZE, 9);
+    let region = Region::map(
+        RegionOptions::new(
+            Backing::File {
+                path: path.clone(),
+                writable: true,
+            },
+            pages * PAGE_SIZE / 4,
+            "mru",
+        )
+        .with_readahead(16)
+        .with_async_readahead(true),
+    )
+    .unwrap();
+    for p in 0..pages {
+        // Write into the middle of each page: pages of prefetched windows
+        // are mapped write-protected before the policy knows them.
+        let off = p * PAGE_SIZE + 100 + p % 7;
+        // SAFETY: inside the region.
+        unsafe { region.as_ptr().add(off).write_volatile(p as u8) };
+        data[off] = p as u8;
+    }
+    region.unmap().unwrap();
+    let back = std::fs::read(&path).unwrap();
+    assert_eq!(diff(&back, &data), 0);
+}
