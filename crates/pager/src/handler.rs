@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use pagepilot_policy::{Fault, FaultKind, Page};
 
-use crate::engine::{Inner, Shared};
-use crate::resident::{State, MODIFIED, REFERENCED};
+use crate::engine::{Inner, Prefetch, Shared};
+use crate::resident::{State, MODIFIED, PENDING, REFERENCED};
 use crate::stats::Counters;
-use crate::sys::{self, UffdMsg, FLAG_WP, FLAG_WRITE, PAGE};
+use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 
 /// Runs one handler thread until the region's stop event fires.
 ///
@@ -20,20 +20,21 @@ use crate::sys::{self, UffdMsg, FLAG_WP, FLAG_WRITE, PAGE};
 /// for up to the region's spin time: faults come in streams (a scan, a
 /// burst of first touches), and catching the next one awake saves the
 /// handler's wake-up, the larger part of a fault's cost on these machines.
-pub fn run(shared: Arc<Shared>) {
+pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
     let mut msgs = [UffdMsg::default(); 16];
     let spin = std::time::Duration::from_micros(shared.tuning.spin_us);
     let mut last_served: Option<Instant> = None;
     loop {
         let spinning = last_served.is_some_and(|t| t.elapsed() < spin);
         if !spinning {
-            match sys::poll2(shared.uffd.raw(), shared.stop.as_raw_fd(), -1) {
+            match waiter.wait() {
                 Ok((_, true)) => return,
                 Ok((false, false)) => continue,
                 Ok((true, false)) => {}
                 Err(_) => return,
             }
         }
+        let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
         let n = match shared.uffd.read_msgs(&mut msgs) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -49,7 +50,7 @@ pub fn run(shared: Arc<Shared>) {
         for m in &msgs[..n] {
             if let Some((addr, flags)) = m.pagefault() {
                 let t0 = Instant::now();
-                serve(&shared, addr, flags);
+                serve(&shared, addr, flags, stamp);
                 shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
             }
         }
@@ -59,8 +60,9 @@ pub fn run(shared: Arc<Shared>) {
     }
 }
 
-/// Serves one fault at `addr`.
-pub fn serve(sh: &Shared, addr: usize, flags: u64) {
+/// Serves one fault at `addr`. `stamp` is the region's eviction sequence
+/// number read before the fault was (tells a stale event, see `serve_access`).
+pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) {
     if addr < sh.app || addr >= sh.app + sh.map_len {
         return;
     }
@@ -68,7 +70,7 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64) {
     if flags & FLAG_WP != 0 {
         serve_wp(sh, slot);
     } else {
-        serve_access(sh, slot, flags & FLAG_WRITE != 0);
+        serve_access(sh, slot, flags, stamp);
     }
 }
 
@@ -122,21 +124,19 @@ fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
     }
 }
 
-fn serve_access(sh: &Shared, s: u32, write: bool) {
+fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
+    let write = flags & FLAG_WRITE != 0;
     let g = sh.lock();
     let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident => {
+            if g.table.flags(s) & PENDING != 0 {
+                enter_window(sh, &mut g, s);
+            }
             let f = g.table.flags(s);
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
-            if g.marker == s {
-                // The first touch of a prefetched window: read the next one.
-                g.marker = u32::MAX;
-                let next = g.next_expected;
-                prefetch(sh, &mut g, next);
-            }
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
                 g.time += 1;
@@ -155,6 +155,15 @@ fn serve_access(sh: &Shared, s: u32, write: bool) {
             let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
             map_access(sh, s, write, sh.writable && f & MODIFIED == 0);
+        }
+        State::Absent if flags & FLAG_MINOR != 0 || g.table.evicted_at(s) > stamp => {
+            // The page was in memory when the fault was raised, or was
+            // evicted after it was read: its thread may have been woken by
+            // the mapping that came in between, and reading the page now
+            // could be a page-in nobody asked for. Wake the thread instead;
+            // if it still needs the page it faults again, as a missing fault.
+            Counters::add(&sh.stats.retried_faults, 1);
+            let _ = sh.uffd.wake(sh.app_addr(s), PAGE);
         }
         State::Absent => load(sh, g, s, write),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
@@ -178,18 +187,31 @@ fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
     } else {
         sh.tuning.fault_around.max(1)
     };
-    let n = absent_run(g, s, g.window);
+    let n = absent_run(sh, g, s, g.window);
     g.next_expected = s + n as u32;
     (n, sequential)
 }
 
-/// Absent pages from `s` on, at most `want`, at most half the budget.
-fn absent_run(g: &Inner, s: u32, want: usize) -> usize {
+/// Absent pages from `s` on that must be read, at most `want`, at most half
+/// the budget. A page with nothing to read (anonymous memory never written
+/// out) is filled alone: there is no I/O to amortise, and a cluster would map
+/// its other pages write-protected, so a stream of first writes would pay a
+/// write-protect fault per page instead of one zero-fill fault.
+fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
+    if g.table.state(s) != State::Absent {
+        return 0;
+    }
+    if !sh.store.has_data(s as usize) {
+        return 1;
+    }
     let limit = want
         .min(g.table.pages() - s as usize)
         .min((g.table.capacity / 2).max(1));
-    let mut n = 0;
-    while n < limit && g.table.state(s + n as u32) == State::Absent {
+    let mut n = 1;
+    while n < limit
+        && g.table.state(s + n as u32) == State::Absent
+        && sh.store.has_data((s + n as u32) as usize)
+    {
         n += 1;
     }
     n
@@ -200,51 +222,201 @@ fn absent_run(g: &Inner, s: u32, want: usize) -> usize {
 enum Cause {
     /// A missing fault on the first page, a write if `true`.
     Fault(bool),
-    /// Asynchronous read-ahead: the first page is left unmapped as the
-    /// marker whose first touch asks for the next window.
-    Prefetch,
+    /// Asynchronous read-ahead with its ticket: the first page is left
+    /// unmapped as the marker whose first touch asks for the next window.
+    Prefetch(u64),
+}
+
+/// The application touched page `s` of a prefetched window it had not
+/// entered yet (the window's first page is left unmapped for this): the
+/// sequence goes on. First the windows ahead are kept in flight (their
+/// victims are chosen now, while the policy does not know the entered
+/// window yet, so an MRU-like policy gives up pages the application has
+/// finished with, not the ones it is about to use); then the entered window,
+/// and any skipped before it, are handed to the policy as missing faults,
+/// in order.
+fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
+    let Some(i) = g
+        .pending
+        .iter()
+        .position(|&(f, n)| (f..f + n as u32).contains(&s))
+    else {
+        return;
+    };
+    g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+    let ahead = g.pending.len() - i - 1;
+    prefetch_ahead(sh, g, ahead);
+    hand_over(g, i + 1);
+}
+
+/// Hands the first `count` pending windows to the policy, page by page in
+/// order, as missing faults.
+fn hand_over(g: &mut Inner, count: usize) {
+    for _ in 0..count {
+        let Some((first, n)) = g.pending.pop_front() else {
+            return;
+        };
+        for q in first..first + n as u32 {
+            let f = g.table.flags(q);
+            if g.table.state(q) != State::Resident || f & PENDING == 0 {
+                continue;
+            }
+            g.table.set_flags(q, (f & !PENDING) | REFERENCED);
+            g.time += 1;
+            let fault = Fault {
+                page: page(q),
+                kind: FaultKind::Missing,
+                write: false,
+                time: g.time,
+            };
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_fault(fault, table);
+            table.zap_cleared();
+        }
+    }
 }
 
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
     let (n, sequential) = plan(sh, &mut g, s);
-    fill(sh, g, s, n, Cause::Fault(write));
+    if n == 1 && g.table.has_room() && !sh.store.has_data(s as usize) {
+        zero_fill(sh, g, s, write);
+        return;
+    }
+    // A missing fault means the application is not inside prefetched
+    // windows: the ones it skipped become the policy's (and evictable).
+    let all = g.pending.len();
+    hand_over(&mut g, all);
+    fill(sh, g, s, n, Cause::Fault(write), None);
     if sequential && sh.tuning.async_readahead {
-        prefetch(sh, &mut sh.lock(), s + n as u32);
+        prefetch_ahead(sh, &mut sh.lock(), 0);
     }
 }
 
-/// Asks the region's prefetcher for the window starting at `first`.
-fn prefetch(_sh: &Shared, g: &mut Inner, first: u32) {
-    if (first as usize) < g.table.pages() {
-        if let Some(tx) = &g.prefetcher {
-            let _ = tx.send((first, g.window));
+/// Fills page `s` with zeros and maps it, all under the lock: nothing to
+/// read and no victim to evict, so the page never enters a transition state
+/// and nobody waits for it (the fast path of a first touch).
+fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
+    Counters::add(&sh.stats.missing_faults, 1);
+    g.table.set(
+        s,
+        State::Resident,
+        REFERENCED | if write { MODIFIED } else { 0 },
+    );
+    g.time += 1;
+    let fault = Fault {
+        page: page(s),
+        kind: FaultKind::Missing,
+        write,
+        time: g.time,
+    };
+    let Inner { table, policy, .. } = &mut *g;
+    policy.on_fault(fault, table);
+    table.zap_cleared();
+    let wp = sh.writable && !write;
+    if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
+        let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
+        map(sh, s, 1, wp);
+    }
+    let queued = std::mem::take(&mut g.table.flush_queue);
+    drop(g);
+    if !queued.is_empty() {
+        let _ = sh.flush(Some(&queued));
+    }
+}
+
+/// Keeps up to `readahead_depth` windows ahead of the application, from
+/// `next_expected` on: windows in flight plus windows read but not touched
+/// yet. All of them fit in half the budget, or they would evict each other.
+fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
+    let Some(tx) = g.prefetcher.clone() else {
+        return;
+    };
+    let w = g.window.max(1);
+    let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
+    let depth = sh.tuning.readahead_depth.min(room);
+    while pending_ahead + ((g.prefetch_issued - g.prefetch_done) as usize) < depth {
+        let first = g.next_expected;
+        if first as usize >= g.table.pages() {
+            break;
         }
-    }
-}
-
-/// Runs a region's prefetcher until its channel closes.
-pub fn run_prefetcher(shared: Arc<Shared>, rx: std::sync::mpsc::Receiver<(u32, usize)>) {
-    while let Ok((first, want)) = rx.recv() {
-        let mut g = shared.lock();
-        let n = absent_run(&g, first, want);
+        // The pages are Loading from now on: a fault on them waits for the
+        // read instead of racing the prefetcher with a read of its own.
+        let n = absent_run(sh, g, first, w);
         if n == 0 {
-            continue;
+            break;
         }
+        for q in first..first + n as u32 {
+            g.table.set(q, State::Loading, 0);
+        }
+        let victims = choose_victims(sh, g, first);
+        let job = Prefetch {
+            first,
+            pages: n,
+            ticket: g.prefetch_issued,
+            victims,
+        };
+        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+            // No prefetcher left (cannot happen while the sender lives):
+            // give the frames back and forget the window.
+            let mut victims = job.victims;
+            let failed = sh.evict_io(&mut victims);
+            sh.finish_evictions(g, &victims, &failed);
+            for q in first..first + n as u32 {
+                g.table.set(q, State::Absent, 0);
+            }
+            break;
+        }
+        g.prefetch_issued += 1;
         g.next_expected = first + n as u32;
-        fill(&shared, g, first, n, Cause::Prefetch);
     }
 }
 
-/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
-/// requires, hands them to the policy as missing faults in order and maps them.
-fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, cause: Cause) {
-    for q in s..s + n as u32 {
-        g.table.set(q, State::Loading, 0);
+/// Waits until prefetch `ticket` is the next to be accounted.
+fn wait_turn<'a>(
+    sh: &'a Shared,
+    mut g: std::sync::MutexGuard<'a, Inner>,
+    ticket: u64,
+) -> std::sync::MutexGuard<'a, Inner> {
+    while g.prefetch_done != ticket {
+        g = sh.wait(g);
     }
-    let mut victims = Vec::new();
-    for _ in 0..g.table.excess() {
-        match sh.take_victim(&mut g, s) {
+    g
+}
+
+/// Runs one of a region's prefetchers until the channel closes.
+pub fn run_prefetcher(
+    shared: Arc<Shared>,
+    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Prefetch>>>,
+) {
+    loop {
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(job) = next else {
+            return;
+        };
+        // The window's pages were made Loading when it was issued.
+        let g = shared.lock();
+        let cause = Cause::Prefetch(job.ticket);
+        fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
+    }
+}
+
+/// Victims making room in the budget for pages now `Loading` from `s` on.
+fn choose_victims(sh: &Shared, g: &mut Inner, s: u32) -> Vec<(u32, bool)> {
+    // Frames for the pages read ahead are taken back first (ReclaimFrame: a
+    // policy program names them without queueing anything), then the
+    // faulting page's own victim (PageFault, which queues the page). A
+    // built-in policy answers no reclaim and names every victim. Either way
+    // all victims are chosen before the cluster is read, so an MRU-like
+    // policy gives up pages it has used, not the ones being read.
+    let excess = g.table.excess();
+    let mut victims = if excess > 1 {
+        sh.take_reclaimed(g, excess - 1)
+    } else {
+        Vec::new()
+    };
+    while victims.len() < excess {
+        match sh.take_victim(g, s) {
             Some(v) => victims.push(v),
             None => {
                 Counters::add(&sh.stats.over_budget, 1);
@@ -252,6 +424,26 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             }
         }
     }
+    victims
+}
+
+/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
+/// requires, hands them to the policy as missing faults in order and maps them.
+fn fill(
+    sh: &Shared,
+    mut g: std::sync::MutexGuard<'_, Inner>,
+    s: u32,
+    n: usize,
+    cause: Cause,
+    chosen: Option<Vec<(u32, bool)>>,
+) {
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let mut victims = match chosen {
+        Some(v) => v,
+        None => choose_victims(sh, &mut g, s),
+    };
     drop(g);
 
     let failed = if victims.is_empty() {
@@ -259,29 +451,50 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     } else {
         sh.evict_io(&mut victims)
     };
-    // SAFETY: pages s..s+n are Loading: no handler maps them and the
-    // application cannot reach them until the CONTINUE below.
-    let read = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+    // A single page the store knows to be zero (anonymous memory never
+    // written out) is filled and mapped by one UFFDIO_COPY below: no read.
+    let prefetch = matches!(cause, Cause::Prefetch(_));
+    let zero = n == 1 && !prefetch && !sh.store.has_data(s as usize);
+    let read = if zero {
+        Ok(())
+    } else {
+        let t_read = Instant::now();
+        // SAFETY: pages s..s+n are Loading: no handler maps them and the
+        // application cannot reach them until the CONTINUE below.
+        let r = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+        sh.stats
+            .read_latency
+            .record(t_read.elapsed().as_nanos() as u64);
+        r
+    };
 
     // Account and tell the policy before the faulting thread resumes, so that
     // what it reads of the statistics includes its own fault.
     let write = cause == Cause::Fault(true);
     let mut g = sh.lock();
+    if let Cause::Prefetch(ticket) = cause {
+        g = wait_turn(sh, g, ticket);
+        g.prefetch_done += 1;
+    }
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
-            Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+            if !zero {
+                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+            }
             Counters::add(&sh.stats.missing_faults, n as u64);
-            let ahead = if cause == Cause::Prefetch { n } else { n - 1 };
+            let ahead = if prefetch { n } else { n - 1 };
             Counters::add(&sh.stats.readahead_pages, ahead as u64);
-            for q in s..s + n as u32 {
+            if prefetch {
+                // Handed to the policy when the application enters the window.
+                for q in s..s + n as u32 {
+                    g.table.set(q, State::Resident, PENDING);
+                }
+                g.pending.push_back((s, n));
+            }
+            for q in (s..s + n as u32).filter(|_| !prefetch) {
                 let dirty = if q == s && write { MODIFIED } else { 0 };
-                let referenced = if q == s && cause == Cause::Prefetch {
-                    0
-                } else {
-                    REFERENCED
-                };
-                g.table.set(q, State::Resident, referenced | dirty);
+                g.table.set(q, State::Resident, REFERENCED | dirty);
                 g.time += 1;
                 let fault = Fault {
                     page: page(q),
@@ -295,8 +508,14 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             }
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.
-            if cause == Cause::Prefetch {
-                g.marker = s;
+            if prefetch {
+                // The first page stays unmapped: its touch enters the window.
+            } else if zero {
+                let wp = sh.writable && !write;
+                if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
+                    let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
+                    map(sh, s, 1, wp);
+                }
             } else {
                 map(sh, s, 1, sh.writable && !write);
             }
@@ -310,7 +529,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
                 g.table.set(q, State::Absent, 0);
             }
             let _ = sys::punch_hole(sh.memfd.as_raw_fd(), s as usize * PAGE, n * PAGE);
-            if cause != Cause::Prefetch {
+            if !prefetch {
                 // The faulting thread gets SIGBUS rather than wrong data.
                 let addr = sh.app_addr(s);
                 if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
@@ -321,7 +540,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     }
     let queued = std::mem::take(&mut g.table.flush_queue);
     drop(g);
-    sh.cv.notify_all();
+    sh.notify();
     if !queued.is_empty() {
         let _ = sh.flush(Some(&queued));
     }

@@ -9,12 +9,26 @@
 //! the application's PTE (the next access is a minor fault); dirty pages are
 //! tracked by write-protect faults; eviction writes back dirty pages and
 //! punches the frame out of the memfd. See `docs/pager.md`.
+//!
+//! ```no_run
+//! use pagepilot_pager::Region;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // 64 MiB of anonymous memory paged under a 16 MiB budget by CLOCK.
+//! let region = Region::map_anon(64 << 20, 16 << 20, "lru")?;
+//! // SAFETY: the region is mapped for `region.len()` bytes.
+//! unsafe { region.as_ptr().add(12345).write(7) };
+//! println!("{}", region.stats_json());
+//! region.unmap()?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod backing;
 mod engine;
 mod error;
 mod guard;
 mod handler;
+mod options;
 mod region;
 mod resident;
 mod sigbus;

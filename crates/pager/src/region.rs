@@ -1,7 +1,7 @@
 //! Regions: a file or anonymous memory mapped into the application and paged
 //! by pagepilot under a frame budget and a policy of the application's choice.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -12,130 +12,11 @@ use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
 use crate::engine::{Inner, Shared, Tuning};
 use crate::error::{FlushError, MapError};
 use crate::guard::Guarded;
+pub use crate::options::{FaultService, RegionOptions};
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
 use crate::{handler, sigbus};
-
-/// Who serves a region's faults.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FaultService {
-    /// Handler threads read fault events from the userfaultfd; the faulting
-    /// thread sleeps until its page is mapped. Works for every access,
-    /// including the kernel's (a `read(2)` into region memory).
-    #[default]
-    HandlerThreads,
-    /// The faulting thread serves its own fault in a SIGBUS handler
-    /// (UFFD_FEATURE_SIGBUS): no thread hand-off. The kernel's own accesses
-    /// to an unmapped region page fail with EFAULT instead of waiting.
-    FaultingThread,
-}
-
-/// How to map a region. Build with [`RegionOptions::new`] and the `with_*`
-/// methods, or fill the fields over [`RegionOptions::default`].
-#[derive(Clone, Debug)]
-pub struct RegionOptions {
-    /// What the region is backed by.
-    pub backing: Backing,
-    /// The frame budget in bytes (rounded down to whole pages, at least one).
-    pub budget_bytes: usize,
-    /// A built-in policy spec (`lru`, `fifo`, `clock`, `mru`, `seq:L=20`, ...)
-    /// or a policy program path.
-    pub policy: String,
-    /// For a file: the length to map; the file must be at least this long.
-    /// `None` maps the whole file.
-    pub len: Option<usize>,
-    /// Pages read per missing fault outside a detected sequence (1: demand paging).
-    pub fault_around_pages: usize,
-    /// Largest read-ahead window along sequential faults, pages (1: off).
-    pub readahead_max_pages: usize,
-    /// Fault-handler threads reading the region's userfaultfd.
-    pub handler_threads: usize,
-    /// Directory for an anonymous region's swap file (default: the system temp dir).
-    pub swap_dir: Option<PathBuf>,
-    /// Whether a sequence of faults also starts reading the next window in
-    /// the background (a prefetcher thread), so that I/O overlaps the
-    /// application's use of the current one. Off by default: the window's
-    /// victims are chosen before the application reaches it, which suits
-    /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
-    /// the application is about to use.
-    pub async_readahead: bool,
-    /// Who serves faults: handler threads, or the faulting thread itself.
-    pub fault_service: FaultService,
-    /// Microseconds a handler thread keeps polling for the next fault after
-    /// serving one, before it sleeps (0: always sleep).
-    pub handler_spin_us: u64,
-}
-
-impl Default for RegionOptions {
-    fn default() -> Self {
-        RegionOptions {
-            backing: Backing::Anonymous { len: 0 },
-            budget_bytes: 0,
-            policy: "clock".into(),
-            len: None,
-            fault_around_pages: 1,
-            readahead_max_pages: 16,
-            handler_threads: 2,
-            swap_dir: None,
-            handler_spin_us: 0,
-            fault_service: FaultService::HandlerThreads,
-            async_readahead: false,
-        }
-    }
-}
-
-impl RegionOptions {
-    /// Options with defaults for everything but backing, budget and policy.
-    pub fn new(backing: Backing, budget_bytes: usize, policy: &str) -> Self {
-        RegionOptions {
-            backing,
-            budget_bytes,
-            policy: policy.into(),
-            ..RegionOptions::default()
-        }
-    }
-    /// Sets [`RegionOptions::fault_around_pages`].
-    pub fn with_fault_around(mut self, pages: usize) -> Self {
-        self.fault_around_pages = pages;
-        self
-    }
-    /// Sets [`RegionOptions::readahead_max_pages`].
-    pub fn with_readahead(mut self, pages: usize) -> Self {
-        self.readahead_max_pages = pages;
-        self
-    }
-    /// Sets [`RegionOptions::handler_threads`].
-    pub fn with_handler_threads(mut self, n: usize) -> Self {
-        self.handler_threads = n;
-        self
-    }
-    /// Sets [`RegionOptions::swap_dir`].
-    pub fn with_swap_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.swap_dir = Some(dir.into());
-        self
-    }
-    /// Sets [`RegionOptions::handler_spin_us`].
-    pub fn with_handler_spin(mut self, us: u64) -> Self {
-        self.handler_spin_us = us;
-        self
-    }
-    /// Sets [`RegionOptions::async_readahead`].
-    pub fn with_async_readahead(mut self, on: bool) -> Self {
-        self.async_readahead = on;
-        self
-    }
-    /// Sets [`RegionOptions::fault_service`].
-    pub fn with_fault_service(mut self, service: FaultService) -> Self {
-        self.fault_service = service;
-        self
-    }
-    /// Sets [`RegionOptions::len`].
-    pub fn with_len(mut self, len: usize) -> Self {
-        self.len = Some(len);
-        self
-    }
-}
 
 /// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
 /// bytes, usable from any thread with ordinary loads and stores. Dropping it
@@ -153,6 +34,8 @@ pub struct Region {
 
 const MAX_PAGES: usize = u32::MAX as usize - 1;
 const MAX_HANDLERS: usize = 64;
+/// Most prefetched windows in flight (prefetcher threads) per region.
+const MAX_PREFETCHERS: usize = 16;
 
 impl Region {
     /// Maps a region. On error nothing is mapped.
@@ -181,6 +64,12 @@ impl Region {
             return Err(MapError::BadOption {
                 name: "handler_threads",
                 why: format!("{} is not in 1..={MAX_HANDLERS}", opts.handler_threads),
+            });
+        }
+        if opts.readahead_depth == 0 || opts.readahead_depth > MAX_PREFETCHERS {
+            return Err(MapError::BadOption {
+                name: "readahead_depth",
+                why: format!("{} is not in 1..={MAX_PREFETCHERS}", opts.readahead_depth),
             });
         }
         let (store, len, writable): (Box<dyn Dataspace>, usize, bool) = match &opts.backing {
@@ -281,8 +170,10 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
-                marker: u32::MAX,
+                pending: Default::default(),
                 prefetcher: None,
+                prefetch_issued: 0,
+                prefetch_done: 0,
             }),
             cv: Condvar::new(),
             stats: Counters::default(),
@@ -291,9 +182,12 @@ impl Region {
                 readahead_max: opts.readahead_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
+                readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
+            evict_seq: std::sync::atomic::AtomicU64::new(0),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         });
         let mut region = Region {
             shared: shared.clone(),
@@ -307,12 +201,16 @@ impl Region {
         if shared.tuning.async_readahead {
             let (tx, rx) = std::sync::mpsc::channel();
             shared.lock().prefetcher = Some(tx);
-            let sh = shared.clone();
-            let h = std::thread::Builder::new()
-                .name("pagepilot-prefetch".into())
-                .spawn(move || handler::run_prefetcher(sh, rx))
-                .map_err(sys_err("thread spawn"))?;
-            region.handlers.push(h);
+            // One reader per window in flight: each blocks in its own read.
+            let rx = Arc::new(Mutex::new(rx));
+            for i in 0..shared.tuning.readahead_depth {
+                let (sh, rx) = (shared.clone(), rx.clone());
+                let h = std::thread::Builder::new()
+                    .name(format!("pagepilot-prefetch-{i}"))
+                    .spawn(move || handler::run_prefetcher(sh, rx))
+                    .map_err(sys_err("thread spawn"))?;
+                region.handlers.push(h);
+            }
         }
         if in_thread {
             sigbus::register(shared).map_err(sys_err("sigaction"))?;
@@ -320,9 +218,11 @@ impl Region {
         }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
+            let waiter = sys::Waiter::new(sh.uffd.raw(), std::os::fd::AsRawFd::as_raw_fd(&sh.stop))
+                .map_err(sys_err("epoll"))?;
             let h = std::thread::Builder::new()
                 .name(format!("pagepilot-fault-{i}"))
-                .spawn(move || handler::run(sh))
+                .spawn(move || handler::run(sh, waiter))
                 .map_err(sys_err("thread spawn"))?;
             region.handlers.push(h);
         }

@@ -30,6 +30,9 @@ pub const REFERENCED: u8 = 8;
 pub const MODIFIED: u8 = 16;
 /// A flush is writing the page back (it counts as dirty for eviction).
 pub const FLUSHING: u8 = 32;
+/// Read ahead by a prefetcher, in memory and mapped, not handed to the
+/// policy yet: it is when the application enters the page's window.
+pub const PENDING: u8 = 64;
 
 fn code(s: State) -> u8 {
     s as u8
@@ -56,6 +59,8 @@ pub struct Table {
     /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
     /// lock is released.
     zap_queue: Vec<u32>,
+    /// Per page: the region's eviction sequence number of its last eviction.
+    evicted_at: Vec<u64>,
 }
 
 impl Table {
@@ -72,7 +77,18 @@ impl Table {
             hand: 0,
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
+            evicted_at: vec![0; pages],
         }
+    }
+
+    /// The eviction sequence number of page `s`'s last eviction (0: never).
+    pub fn evicted_at(&self, s: u32) -> u64 {
+        self.evicted_at[s as usize]
+    }
+
+    /// Records page `s`'s eviction as number `seq`.
+    pub fn set_evicted_at(&mut self, s: u32, seq: u64) {
+        self.evicted_at[s as usize] = seq;
     }
 
     /// Number of pages.
@@ -136,6 +152,11 @@ impl Table {
     /// evicted already count as free).
     pub fn excess(&self) -> usize {
         (self.held - self.evicting).saturating_sub(self.capacity)
+    }
+
+    /// Whether one more page fits in the budget without an eviction.
+    pub fn has_room(&self) -> bool {
+        self.held - self.evicting < self.capacity
     }
 
     /// Zaps the PTEs of the pages whose referenced bit was cleared, one

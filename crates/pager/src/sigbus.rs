@@ -83,6 +83,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     // apart by UFFDIO_CONTINUE answering EEXIST (see handler::map_access).
     let flags = if write { FLAG_WRITE } else { 0 };
     let t0 = std::time::Instant::now();
-    handler::serve(&sh, addr, flags);
+    // The faulting thread serves its own fault: never stale.
+    handler::serve(&sh, addr, flags, u64::MAX);
     sh.stats.latency.record(t0.elapsed().as_nanos() as u64);
 }

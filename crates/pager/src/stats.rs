@@ -110,10 +110,12 @@ pub struct Counters {
     pub(crate) writeback_errors: AtomicU64,
     pub(crate) read_errors: AtomicU64,
     pub(crate) overruled: AtomicU64,
+    pub(crate) retried_faults: AtomicU64,
     pub(crate) over_budget: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
     pub(crate) latency: Histogram,
+    pub(crate) read_latency: Histogram,
 }
 
 impl Counters {
@@ -147,6 +149,9 @@ pub struct RegionStats {
     pub read_errors: u64,
     /// Victims the policy named that were not resident pages, overruled.
     pub overruled: u64,
+    /// Fault events on pages evicted since they were raised: the thread was
+    /// woken to fault again rather than the page read (it may not need it).
+    pub retried_faults: u64,
     /// Faults served above the budget because no frame could be freed.
     pub over_budget: u64,
     /// Bytes read from the backing store.
@@ -162,8 +167,11 @@ pub struct RegionStats {
     pub pages: u64,
     /// Pages held outside the policy because their write-back failed.
     pub pinned_pages: u64,
-    /// Fault-service latency.
+    /// Fault-service latency (from reading the fault to mapping the page).
     pub latency: LatencySummary,
+    /// Backing-store read latency, per read (a cluster is one read): the
+    /// transfer part of a missing fault, as the Cache Kernel splits it.
+    pub read_latency: LatencySummary,
     /// The policy's name.
     pub policy: String,
     /// Whether the backing store is read and written with O_DIRECT.
@@ -188,10 +196,12 @@ impl Counters {
             writeback_errors: l(&self.writeback_errors),
             read_errors: l(&self.read_errors),
             overruled: l(&self.overruled),
+            retried_faults: l(&self.retried_faults),
             over_budget: l(&self.over_budget),
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),
             latency: self.latency.summary(),
+            read_latency: self.read_latency.summary(),
             ..RegionStats::default()
         }
     }

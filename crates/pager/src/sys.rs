@@ -62,10 +62,28 @@ struct UffdioContinue {
 
 #[repr(C)]
 #[derive(Default)]
+struct UffdioCopy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+
+#[repr(C)]
+#[derive(Default)]
 struct UffdioPoison {
     range: UffdioRange,
     mode: u64,
     updated: i64,
+}
+
+/// `struct uffdio_zeropage`.
+#[repr(C)]
+struct UffdioZeropage {
+    range: UffdioRange,
+    mode: u64,
+    zeropage: i64,
 }
 
 const UFFDIO_API: u64 = iowr(0x3F, std::mem::size_of::<UffdioApi>());
@@ -73,7 +91,9 @@ const UFFDIO_REGISTER: u64 = iowr(0x00, std::mem::size_of::<UffdioRegister>());
 const UFFDIO_WAKE: u64 = ior(0x02, std::mem::size_of::<UffdioRange>());
 const UFFDIO_WRITEPROTECT: u64 = iowr(0x06, std::mem::size_of::<UffdioWriteprotect>());
 const UFFDIO_CONTINUE: u64 = iowr(0x07, std::mem::size_of::<UffdioContinue>());
+const UFFDIO_COPY: u64 = iowr(0x03, std::mem::size_of::<UffdioCopy>());
 const UFFDIO_POISON: u64 = iowr(0x08, std::mem::size_of::<UffdioPoison>());
+const UFFDIO_ZEROPAGE: u64 = iowr(0x04, std::mem::size_of::<UffdioZeropage>());
 const USERFAULTFD_IOC_NEW: u64 = 0xAA00;
 
 /// Register mode: faults on pages absent from the page cache.
@@ -96,9 +116,12 @@ pub const FEATURE_POISON: u64 = 1 << 14;
 pub const FLAG_WRITE: u64 = 1 << 0;
 /// Fault flag: a write-protect fault.
 pub const FLAG_WP: u64 = 1 << 1;
+/// Fault flag: a minor fault (the page was in the memfd when it was raised).
+pub const FLAG_MINOR: u64 = 1 << 2;
 
 const EVENT_PAGEFAULT: u8 = 0x12;
 const CONTINUE_MODE_WP: u64 = 1 << 1;
+const COPY_MODE_WP: u64 = 1 << 1;
 const WRITEPROTECT_MODE_WP: u64 = 1 << 0;
 
 /// One userfaultfd message (`struct uffd_msg`, 32 bytes).
@@ -198,6 +221,42 @@ impl Uffd {
         Ok(())
     }
 
+    /// Fills the absent page at `dst` with zeros and maps it (write-protected
+    /// if `wp`) in one call, waking the threads faulting there.
+    /// A writable page is allocated zeroed by the kernel (UFFDIO_ZEROPAGE:
+    /// no 4 KiB copy, measured ~0.2 us faster); a write-protected one is
+    /// copied from a static zero page (UFFDIO_ZEROPAGE has no WP mode).
+    pub fn zero_page(&self, dst: usize, wp: bool) -> io::Result<()> {
+        if !wp {
+            let mut z = UffdioZeropage {
+                range: UffdioRange {
+                    start: dst as u64,
+                    len: PAGE as u64,
+                },
+                mode: 0,
+                zeropage: 0,
+            };
+            // SAFETY: UFFDIO_ZEROPAGE reads and writes one `UffdioZeropage` that outlives the call.
+            if unsafe { libc::ioctl(self.raw(), UFFDIO_ZEROPAGE as _, &mut z) } == 0 {
+                return Ok(());
+            }
+        }
+        #[repr(C, align(4096))]
+        struct Zeros([u8; PAGE]);
+        static ZEROS: Zeros = Zeros([0; PAGE]);
+        let mut c = UffdioCopy {
+            dst: dst as u64,
+            src: ZEROS.0.as_ptr() as u64,
+            len: PAGE as u64,
+            mode: if wp { COPY_MODE_WP } else { 0 },
+            copy: 0,
+        };
+        // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and PAGE bytes of the
+        // static zero page, and writes the `copy` field; all outlive the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) })?;
+        Ok(())
+    }
+
     /// Write-protects (`wp`) or un-protects (and wakes) `[start, start+len)`.
     pub fn writeprotect(&self, start: usize, len: usize, wp: bool) -> io::Result<()> {
         let mut w = UffdioWriteprotect {
@@ -251,31 +310,55 @@ impl Uffd {
     }
 }
 
-/// Waits until `a` or `b` is readable (or `timeout_ms` passes, -1: forever).
-/// Returns (a readable, b readable).
-pub fn poll2(a: RawFd, b: RawFd, timeout_ms: i32) -> io::Result<(bool, bool)> {
-    let mut fds = [
-        libc::pollfd {
-            fd: a,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: b,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok((false, false));
+/// An epoll instance waiting on a userfaultfd (exclusively: of several
+/// handlers waiting on the same userfaultfd, one is woken per event, not all)
+/// and on a stop eventfd.
+pub struct Waiter {
+    ep: OwnedFd,
+    uffd: RawFd,
+}
+
+impl Waiter {
+    /// Waits on `uffd` (exclusive wake-up) and `stop`.
+    pub fn new(uffd: RawFd, stop: RawFd) -> io::Result<Waiter> {
+        // SAFETY: epoll_create1 takes a flag and returns a new fd or -1.
+        let raw = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: `raw` is freshly created and owned by nobody else.
+        let ep = unsafe { OwnedFd::from_raw_fd(raw) };
+        for (fd, extra) in [(uffd, libc::EPOLLEXCLUSIVE), (stop, 0)] {
+            let mut ev = libc::epoll_event {
+                events: (libc::EPOLLIN | extra) as u32,
+                u64: fd as u64,
+            };
+            // SAFETY: `ev` is a valid epoll_event for the call; both fds are open.
+            check(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         }
-        return Err(e);
+        Ok(Waiter { ep, uffd })
     }
-    Ok((fds[0].revents != 0, fds[1].revents != 0))
+
+    /// Blocks until the userfaultfd or the stop fd is readable: (fault, stop).
+    pub fn wait(&self) -> io::Result<(bool, bool)> {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 2];
+        // SAFETY: `evs` has room for the 2 events asked for.
+        let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), evs.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok((false, false));
+            }
+            return Err(e);
+        }
+        let mut out = (false, false);
+        for ev in &evs[..n as usize] {
+            let fd = ev.u64 as RawFd;
+            if fd == self.uffd {
+                out.0 = true;
+            } else {
+                out.1 = true;
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A new eventfd (used to stop handler threads).

@@ -42,10 +42,7 @@ fn file_round_trip(
     );
     assert!(stats.frames_in_use <= stats.budget_frames, "{stats:?}");
     assert!(region.allocated_bytes() <= (stats.budget_frames as usize * PAGE_SIZE) as u64);
-    assert!(
-        stats.evictions > 1000 && stats.writebacks > 100,
-        "{stats:?}"
-    );
+    assert!(stats.evictions > 500 && stats.writebacks > 100, "{stats:?}");
     assert_eq!(stats.overruled, 0, "{stats:?}");
     region.unmap().unwrap();
     let back = std::fs::read(&path).unwrap();
@@ -106,7 +103,7 @@ fn test_anon_region_served_in_faulting_threads_matches_shadow() {
     let stats = region.stats();
     assert_eq!(bad, 0, "{stats:?}");
     assert_eq!(stats.handler_threads, 0);
-    assert!(stats.evictions > 1000, "{stats:?}");
+    assert!(stats.evictions > 500, "{stats:?}");
     region.unmap().unwrap();
 }
 
@@ -118,16 +115,28 @@ fn test_every_live_policy_runs_unchanged_and_keeps_data() {
         frames: 64,
         future: None,
     };
-    let live: Vec<&str> = registry::available()
+    let mut live: Vec<String> = registry::available()
         .into_iter()
         .filter(|name| registry::build_live(name, &setup).is_ok())
+        .map(String::from)
         .collect();
     assert!(live.len() >= 3, "{live:?}");
-    for name in live {
+    // And the policy programs shipped with the repository.
+    let programs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies");
+    if let Ok(dir) = std::fs::read_dir(programs) {
+        for e in dir.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "hp") {
+                live.push(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    for name in &live {
+        let name = name.as_str();
         let len = 256 * PAGE_SIZE;
         let region = Region::map_anon(len, len / 4, name).unwrap();
         let shadow = shadow_of(&vec![0u8; len]);
-        let bad = hammer(region.as_ptr(), len, &shadow, 2, 100_000);
+        let bad = hammer(region.as_ptr(), len, &shadow, 2, 30_000);
         let stats = region.stats();
         assert_eq!(bad, 0, "{name}: {stats:?}");
         assert_eq!(stats.overruled, 0, "{name}: {stats:?}");
@@ -170,4 +179,44 @@ fn test_flushes_during_concurrent_writes_lose_nothing() {
     region.unmap().unwrap();
     let back = std::fs::read(&path).unwrap();
     assert_eq!(diff(&back, &image(&shadow, &data)), 0, "after unmap");
+}
+
+#[test]
+fn test_tiny_budget_under_contention_keeps_data() {
+    // Nearly every access faults: 64 pages, 4 frames, short bursts, two
+    // threads, with one or two handlers or in the faulting threads.
+    let configs = [
+        (1, FaultService::HandlerThreads),
+        (2, FaultService::HandlerThreads),
+        (1, FaultService::FaultingThread),
+    ];
+    for (handlers, service) in configs {
+        let dir = Scratch::new("tiny");
+        let path = dir.file("data");
+        let len = 64 * PAGE_SIZE;
+        let data = random_file(&path, len, 5);
+        let shadow = shadow_of(&data);
+        let opts = RegionOptions::new(
+            Backing::File {
+                path: path.clone(),
+                writable: true,
+            },
+            4 * PAGE_SIZE,
+            "clock",
+        )
+        .with_handler_threads(handlers)
+        .with_fault_service(service);
+        let region = Region::map(opts).unwrap();
+        let bad = hammer_with(region.as_ptr(), len, &shadow, 2, 20_000, (1, 8));
+        let stats = region.stats();
+        assert_eq!(bad, 0, "{service:?} x{handlers}: {stats:?}");
+        assert!(stats.missing_faults > 1_000, "{stats:?}");
+        region.unmap().unwrap();
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(
+            diff(&back, &image(&shadow, &data)),
+            0,
+            "{service:?} x{handlers}"
+        );
+    }
 }

@@ -93,3 +93,47 @@ fn test_shrinking_the_budget_reclaims_frames_and_keeps_data() {
     assert_eq!(r.stats().budget_frames, 64);
     r.unmap().unwrap();
 }
+
+#[test]
+fn test_region_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Region>();
+    shareable::<pagepilot_pager::RegionStats>();
+}
+
+#[test]
+fn test_kernel_writes_into_region_memory_are_served_by_handler_threads() {
+    use std::io::Read;
+    let (_d, p) = file_with(8);
+    let r = Region::map_anon(64 * PAGE_SIZE, 8 * PAGE_SIZE, "clock").unwrap();
+    // SAFETY: the region is mapped for 64 pages; nothing else uses it.
+    let dst = unsafe { std::slice::from_raw_parts_mut(r.as_ptr(), 8 * PAGE_SIZE) };
+    // read(2) copies into absent region pages from kernel mode: the faults
+    // are raised and served like the application's own.
+    std::fs::File::open(&p).unwrap().read_exact(dst).unwrap();
+    for i in 0..8 {
+        assert_eq!(dst[i * PAGE_SIZE + 100], (i % 251) as u8);
+    }
+    r.unmap().unwrap();
+}
+
+#[test]
+fn test_kernel_writes_into_unmapped_pages_fail_in_faulting_thread_mode() {
+    use pagepilot_pager::{Backing, FaultService, RegionOptions};
+    use std::io::Read;
+    let (_d, p) = file_with(1);
+    let opts = RegionOptions::new(Backing::Anonymous { len: PAGE_SIZE }, PAGE_SIZE, "clock")
+        .with_fault_service(FaultService::FaultingThread);
+    let r = Region::map(opts).unwrap();
+    // SAFETY: the region is mapped for one page; nothing else uses it.
+    let dst = unsafe { std::slice::from_raw_parts_mut(r.as_ptr(), PAGE_SIZE) };
+    // The documented limit of serving faults in the faulting thread: the
+    // kernel's own access to an absent page gets EFAULT, not a SIGBUS.
+    let err = std::fs::File::open(&p).unwrap().read(dst).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(14), "{err}");
+    // Touching the page first from user space makes it work.
+    dst[0] = 1;
+    std::fs::File::open(&p).unwrap().read_exact(dst).unwrap();
+    assert_eq!(dst[0], 0, "the read overwrote the byte written before it");
+    r.unmap().unwrap();
+}

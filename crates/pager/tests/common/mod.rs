@@ -103,6 +103,18 @@ pub fn random_file(path: &Path, len: usize, seed: u64) -> Vec<u8> {
 /// random page so that the test stays fast while faulting all the time.
 /// Returns the number of mismatches seen by reads.
 pub fn hammer(base: *mut u8, len: usize, shadow: &[AtomicU64], threads: usize, ops: usize) -> u64 {
+    hammer_with(base, len, shadow, threads, ops, (64, 256))
+}
+
+/// [`hammer`] with bursts of `burst.0..burst.1` accesses per page visit.
+pub fn hammer_with(
+    base: *mut u8,
+    len: usize,
+    shadow: &[AtomicU64],
+    threads: usize,
+    ops: usize,
+    burst: (usize, usize),
+) -> u64 {
     let words = len / 8;
     assert_eq!(shadow.len(), words);
     let base = base as usize;
@@ -117,7 +129,7 @@ pub fn hammer(base: *mut u8, len: usize, shadow: &[AtomicU64], threads: usize, o
                 let mut done = 0;
                 while done < ops / threads {
                     let page = r.below(pages);
-                    let burst = 8 + r.below(56);
+                    let burst = burst.0 + r.below(burst.1 - burst.0);
                     for _ in 0..burst {
                         let mut w = page * per_page + r.below(per_page);
                         w = w - w % threads + t;
