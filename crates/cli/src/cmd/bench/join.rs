@@ -50,6 +50,12 @@ pub struct Args {
     /// window's frames keep page-ins within 1% of PF_m; LRU/CLOCK/FIFO 128, asynchronous.
     #[arg(long)]
     readahead: Option<usize>,
+    /// Override: pagepilot's asynchronous read-ahead on (true) or off (false) for every policy.
+    #[arg(long)]
+    async_readahead: Option<bool>,
+    /// pagepilot's prefetched windows in flight with asynchronous read-ahead.
+    #[arg(long)]
+    readahead_depth: Option<usize>,
     #[arg(long = "internal-kernel-child", hide = true)]
     internal_kernel_child: Option<String>,
 }
@@ -84,6 +90,10 @@ pub struct JoinSetup {
     pub dir: PathBuf,
     /// pagepilot's read-ahead override (`None`: chosen per policy).
     pub readahead: Option<usize>,
+    /// Asynchronous read-ahead override.
+    pub async_readahead: Option<bool>,
+    /// Prefetched windows in flight.
+    pub readahead_depth: Option<usize>,
 }
 
 /// One policy at one size.
@@ -194,6 +204,8 @@ pub fn run(args: Args) -> CmdResult {
         runs: args.runs,
         dir: super::datafile::default_dir(args.dir),
         readahead: args.readahead,
+        async_readahead: args.async_readahead,
+        readahead_depth: args.readahead_depth,
     };
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
@@ -230,7 +242,7 @@ pub fn measure(
         let tunings: Vec<Option<live::Tuning>> = s
             .policies
             .iter()
-            .map(|p| (p != "kernel").then(|| join_tuning(p, o, m, s.readahead)))
+            .map(|p| (p != "kernel").then(|| join_tuning(p, o, m, s)))
             .collect();
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); s.policies.len()];
         for _ in 0..s.runs {
@@ -299,7 +311,8 @@ pub fn measure(
 }
 
 /// pagepilot's options for `policy` on the join (docs/pager.md, "Tuning for the benchmarks").
-fn join_tuning(policy: &str, o: u64, m: u64, readahead: Option<usize>) -> live::Tuning {
+fn join_tuning(policy: &str, o: u64, m: u64, s: &JoinSetup) -> live::Tuning {
+    let readahead = s.readahead;
     let mru_like = policy.starts_with("mru") || policy.starts_with("seq");
     let k = readahead.unwrap_or(if !mru_like {
         128
@@ -311,7 +324,11 @@ fn join_tuning(policy: &str, o: u64, m: u64, readahead: Option<usize>) -> live::
     });
     live::Tuning {
         readahead: Some(k),
-        async_readahead: Some(!mru_like && readahead.is_none()),
+        async_readahead: Some(
+            s.async_readahead
+                .unwrap_or(!mru_like && readahead.is_none()),
+        ),
+        readahead_depth: s.readahead_depth,
         ..Default::default()
     }
 }
@@ -377,6 +394,8 @@ pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> 
         runs: 1,
         dir: std::env::temp_dir(),
         readahead: None,
+        async_readahead: None,
+        readahead_depth: None,
     };
     let report = measure(&setup, &mut |_| {})?;
     print_text(&report, out)?;

@@ -64,6 +64,8 @@ pub struct Tuning {
     pub handler_threads: Option<usize>,
     /// Prefetch the next read-ahead window while the application uses this one.
     pub async_readahead: Option<bool>,
+    /// Prefetched windows kept ahead (reads in flight) with `async_readahead`.
+    pub readahead_depth: Option<usize>,
     /// The faulting thread serves its own fault (SIGBUS) instead of handler threads.
     pub faulting_thread: bool,
 }
@@ -92,6 +94,9 @@ pub fn run(
     }
     if let Some(on) = tuning.async_readahead {
         opts = opts.with_async_readahead(on);
+    }
+    if let Some(n) = tuning.readahead_depth {
+        opts = opts.with_readahead_depth(n);
     }
     if tuning.faulting_thread {
         opts = opts.with_fault_service(FaultService::FaultingThread);
