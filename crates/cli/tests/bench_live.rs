@@ -153,8 +153,11 @@ fn test_scan_bench_compares_throughput_per_thread_count() {
     assert_eq!(points.len(), 4);
     for p in points {
         assert!(p["pagepilot_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
-        assert!(p["kernel_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
-        assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+        // A kernel run may be OOM-killed under the limit; then it is counted, not measured.
+        if p["kernel_oom_kills"] == 0 {
+            assert!(p["kernel_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
+            assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+        }
         // Random reads are also compared with the kernel told MADV_RANDOM.
         let random = p["pattern"] == "random";
         assert_eq!(p["ratio_madv_random"].as_f64().is_some(), random, "{p}");

@@ -58,6 +58,16 @@ pub enum KernelError {
     ChildSide(String),
 }
 
+impl KernelError {
+    /// Whether the child was killed by SIGKILL: the cgroup's OOM killer, when the kernel could
+    /// not keep the workload within the limit. That is an outcome of the baseline, not a
+    /// failure of the benchmark.
+    pub fn is_oom_kill(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        matches!(self, KernelError::Child { status } if status.signal() == Some(libc::SIGKILL))
+    }
+}
+
 /// What the parent tells the child.
 #[derive(Serialize, Deserialize)]
 struct ChildJob {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::datafile::DataFile;
-use super::kernel::Advice;
+use super::kernel::{Advice, KernelError};
 use super::measure::{median_of, ratio, Format, Measured};
 use super::workload::{Pattern, Workload};
 use super::{kernel, live};
@@ -88,6 +88,8 @@ pub struct ScanPoint {
     pub kernel: Vec<Measured>,
     /// Kernel runs with `MADV_RANDOM` (random reads only).
     pub kernel_madv_random: Vec<Measured>,
+    /// Kernel runs OOM-killed by the cgroup (not in the medians; a rate with no run left is 0).
+    pub kernel_oom_kills: u32,
 }
 
 /// The whole report.
@@ -149,11 +151,20 @@ pub fn run(args: Args) -> CmdResult {
                 ..Default::default()
             };
             let (mut pp, mut k, mut kr) = (Vec::new(), Vec::new(), Vec::new());
+            let mut kernel_oom_kills = 0;
+            let mut kernel_run = |runs: &mut Vec<Measured>, advice| -> Result<(), KernelError> {
+                match kernel::run("scan", &file, budget, w, advice) {
+                    Ok(m) => runs.push(m),
+                    Err(e) if e.is_oom_kill() => kernel_oom_kills += 1,
+                    Err(e) => return Err(e),
+                }
+                Ok(())
+            };
             for _ in 0..args.runs {
                 pp.push(live::run(&file, budget, &args.policy, tuning, w)?);
-                k.push(kernel::run("scan", &file, budget, w, Advice::Normal)?);
+                kernel_run(&mut k, Advice::Normal)?;
                 if !sequential {
-                    kr.push(kernel::run("scan", &file, budget, w, Advice::Random)?);
+                    kernel_run(&mut kr, Advice::Random)?;
                 }
             }
             let pages = w.pages_read(file.len());
@@ -171,6 +182,7 @@ pub fn run(args: Args) -> CmdResult {
                 kernel_madv_random_pages_per_s: kr_rate,
                 ratio_madv_random: kr_rate.map(|r| ratio(p_rate, r)),
                 kernel_madv_random: kr,
+                kernel_oom_kills,
                 tuning,
                 pagepilot: pp,
                 kernel: k,
