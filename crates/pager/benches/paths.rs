@@ -261,15 +261,28 @@ fn scan(file_pages: usize, runs: usize) {
         // SAFETY: fadvise on an open descriptor.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     };
-    for (ra, async_ra) in [
-        (1usize, false),
-        (16, false),
-        (64, false),
-        (256, false),
-        (16, true),
-        (64, true),
-    ] {
+    let configs: Vec<(usize, bool, usize)> = match std::env::var("PAGEPILOT_SCAN") {
+        // "ra:async:depth,..." picks configurations (for profiling one).
+        Ok(list) => list
+            .split(',')
+            .map(|c| {
+                let f: Vec<usize> = c.split(':').map(|x| x.parse().unwrap()).collect();
+                (f[0], f[1] != 0, f[2])
+            })
+            .collect(),
+        Err(_) => vec![
+            (1, false, 1),
+            (16, false, 1),
+            (64, false, 1),
+            (256, false, 1),
+            (64, true, 1),
+            (64, true, 4),
+            (128, true, 3),
+        ],
+    };
+    for (ra, async_ra, depth) in configs {
         let (mut v, mut k) = (vec![], vec![]);
+        let mut stats = serde_json::Value::Null;
         for _ in 0..runs {
             let opts = RegionOptions::new(
                 Backing::File {
@@ -280,9 +293,11 @@ fn scan(file_pages: usize, runs: usize) {
                 "lru",
             )
             .with_readahead(ra)
-            .with_async_readahead(async_ra);
+            .with_async_readahead(async_ra)
+            .with_readahead_depth(depth);
             let r = Region::map(opts).unwrap();
             v.push(touch_pages(r.as_ptr() as usize, len, 1, false));
+            stats = serde_json::from_str(&r.stats_json()).unwrap();
             r.unmap().unwrap();
             drop_cache();
             let f = std::fs::File::open(&path).unwrap();
@@ -305,10 +320,12 @@ fn scan(file_pages: usize, runs: usize) {
         }
         let (ns, kns) = (median(v), median(k));
         emit(serde_json::json!({
-            "bench": "seq_scan_cold", "readahead_pages": ra, "async_readahead": async_ra, "file_pages": file_pages,
+            "bench": "seq_scan_cold", "readahead_pages": ra, "async_readahead": async_ra, "depth": depth, "file_pages": file_pages,
             "us_per_page": ns / 1e3, "kernel_us_per_page": kns / 1e3,
             "mb_per_s": P as f64 / ns * 1e3, "kernel_mb_per_s": P as f64 / kns * 1e3,
             "ratio_to_kernel": kns / ns,
+            "faults": stats["fault_events"], "page_ins": stats["missing_faults"],
+            "minor_faults": stats["minor_faults"], "retried": stats["retried_faults"],
         }));
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,13 +10,14 @@
 //! condition variable until the transition ends.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use pagepilot_policy::{Page, Policy};
 
 use crate::backing::Dataspace;
 use crate::error::{FailedPage, FlushError};
-use crate::resident::{State, Table, FLUSHING, MODIFIED};
+use crate::resident::{State, Table, FLUSHING, MODIFIED, PENDING};
 use crate::stats::Counters;
 use crate::sys::{self, Uffd, PAGE};
 
@@ -29,8 +30,23 @@ pub struct Tuning {
     pub readahead_max: usize,
     /// Whether sequential faults start asynchronous read-ahead of the next window.
     pub async_readahead: bool,
+    /// Prefetched windows kept ahead of the application (reads in flight).
+    pub readahead_depth: usize,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
+}
+
+/// A window for a prefetcher: its pages are `Loading` and the victims
+/// making room for them were chosen when it was issued.
+pub struct Prefetch {
+    /// First page.
+    pub first: u32,
+    /// Pages.
+    pub pages: usize,
+    /// Order in which the window is accounted.
+    pub ticket: u64,
+    /// Victims chosen for it (`Evicting`), and whether each is dirty.
+    pub victims: Vec<(u32, bool)>,
 }
 
 /// What the lock guards.
@@ -45,10 +61,16 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
-    /// The unmapped first page of the last prefetched window (u32::MAX: none).
-    pub marker: u32,
-    /// The region's prefetcher, if asynchronous read-ahead is on.
-    pub prefetcher: Option<std::sync::mpsc::Sender<(u32, usize)>>,
+    /// Prefetched windows `(first, pages)` read but not entered by the
+    /// application yet, in ticket order: their pages are `PENDING`.
+    pub pending: std::collections::VecDeque<(u32, usize)>,
+    /// The region's prefetchers, if asynchronous read-ahead is on.
+    pub prefetcher: Option<std::sync::mpsc::Sender<Prefetch>>,
+    /// Prefetch tickets handed out so far.
+    pub prefetch_issued: u64,
+    /// Prefetched windows accounted so far: windows are handed to the
+    /// policy in ticket order, whichever read finishes first.
+    pub prefetch_done: u64,
 }
 
 /// Everything a region's handlers share.
@@ -83,6 +105,9 @@ pub struct Shared {
     pub stop: OwnedFd,
     /// Evictions so far (a page's eviction stamp is its number in this sequence).
     pub evict_seq: std::sync::atomic::AtomicU64,
+    /// Threads waiting on `cv` (changed under the lock): a notification is a
+    /// system call, made only when someone waits.
+    pub waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -114,9 +139,25 @@ impl Shared {
         s: u32,
     ) -> MutexGuard<'a, Inner> {
         while matches!(g.table.state(s), State::Loading | State::Evicting) {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            g = self.wait(g);
         }
         g
+    }
+
+    /// Waits for the next notification (see [`Shared::notify`]).
+    pub fn wait<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        self.waiting.fetch_add(1, SeqCst);
+        let g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_sub(1, SeqCst);
+        g
+    }
+
+    /// Wakes the threads waiting for a page to leave a transition state
+    /// (call after the state changed under the lock).
+    pub fn notify(&self) {
+        if self.waiting.load(SeqCst) > 0 {
+            self.cv.notify_all();
+        }
     }
 
     /// Address of page `s` in the application's view.
@@ -149,7 +190,7 @@ impl Shared {
                     && (p.slot as usize) < table.pages()
                     && p.vpn == u64::from(p.slot)
                     && table.state(p.slot) == State::Resident
-                    && table.flags(p.slot) & FLUSHING == 0 =>
+                    && table.flags(p.slot) & (FLUSHING | PENDING) == 0 =>
             {
                 p.slot
             }
@@ -188,7 +229,7 @@ impl Shared {
             let ok = (p.slot as usize) < g.table.pages()
                 && p.vpn == u64::from(p.slot)
                 && g.table.state(p.slot) == State::Resident
-                && g.table.flags(p.slot) & FLUSHING == 0;
+                && g.table.flags(p.slot) & (FLUSHING | PENDING) == 0;
             if !ok {
                 Counters::add(&self.stats.overruled, 1);
                 continue;
@@ -290,7 +331,7 @@ impl Shared {
         let mut g = self.lock();
         self.finish_evictions(&mut g, &victims, &failed);
         drop(g);
-        self.cv.notify_all();
+        self.notify();
         failed
     }
 
@@ -382,7 +423,7 @@ impl Shared {
                 }
             }
         }
-        self.cv.notify_all();
+        self.notify();
         if !failed.is_empty() {
             failed.sort_by_key(|f| f.page);
             return Err(FlushError::WriteBack { pages: failed });

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use pagepilot_policy::{Fault, FaultKind, Page};
 
-use crate::engine::{Inner, Shared};
-use crate::resident::{State, MODIFIED, REFERENCED};
+use crate::engine::{Inner, Prefetch, Shared};
+use crate::resident::{State, MODIFIED, PENDING, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 
@@ -130,16 +130,13 @@ fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
     let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident => {
+            if g.table.flags(s) & PENDING != 0 {
+                enter_window(sh, &mut g, s);
+            }
             let f = g.table.flags(s);
             let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
-            if g.marker == s {
-                // The first touch of a prefetched window: read the next one.
-                g.marker = u32::MAX;
-                let next = g.next_expected;
-                prefetch(sh, &mut g, next);
-            }
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
                 g.time += 1;
@@ -225,48 +222,187 @@ fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
 enum Cause {
     /// A missing fault on the first page, a write if `true`.
     Fault(bool),
-    /// Asynchronous read-ahead: the first page is left unmapped as the
-    /// marker whose first touch asks for the next window.
-    Prefetch,
+    /// Asynchronous read-ahead with its ticket: the first page is left
+    /// unmapped as the marker whose first touch asks for the next window.
+    Prefetch(u64),
+}
+
+/// The application touched page `s` of a prefetched window it had not
+/// entered yet (the window's first page is left unmapped for this): the
+/// sequence goes on. First the windows ahead are kept in flight (their
+/// victims are chosen now, while the policy does not know the entered
+/// window yet, so an MRU-like policy gives up pages the application has
+/// finished with, not the ones it is about to use); then the entered window,
+/// and any skipped before it, are handed to the policy as missing faults,
+/// in order.
+fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
+    let Some(i) = g
+        .pending
+        .iter()
+        .position(|&(f, n)| (f..f + n as u32).contains(&s))
+    else {
+        return;
+    };
+    g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+    let ahead = g.pending.len() - i - 1;
+    prefetch_ahead(sh, g, ahead);
+    hand_over(g, i + 1);
+}
+
+/// Hands the first `count` pending windows to the policy, page by page in
+/// order, as missing faults.
+fn hand_over(g: &mut Inner, count: usize) {
+    for _ in 0..count {
+        let Some((first, n)) = g.pending.pop_front() else {
+            return;
+        };
+        for q in first..first + n as u32 {
+            let f = g.table.flags(q);
+            if g.table.state(q) != State::Resident || f & PENDING == 0 {
+                continue;
+            }
+            g.table.set_flags(q, (f & !PENDING) | REFERENCED);
+            g.time += 1;
+            let fault = Fault {
+                page: page(q),
+                kind: FaultKind::Missing,
+                write: false,
+                time: g.time,
+            };
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_fault(fault, table);
+            table.zap_cleared();
+        }
+    }
 }
 
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
     let (n, sequential) = plan(sh, &mut g, s);
-    fill(sh, g, s, n, Cause::Fault(write));
+    if n == 1 && g.table.has_room() && !sh.store.has_data(s as usize) {
+        zero_fill(sh, g, s, write);
+        return;
+    }
+    // A missing fault means the application is not inside prefetched
+    // windows: the ones it skipped become the policy's (and evictable).
+    let all = g.pending.len();
+    hand_over(&mut g, all);
+    fill(sh, g, s, n, Cause::Fault(write), None);
     if sequential && sh.tuning.async_readahead {
-        prefetch(sh, &mut sh.lock(), s + n as u32);
+        prefetch_ahead(sh, &mut sh.lock(), 0);
     }
 }
 
-/// Asks the region's prefetcher for the window starting at `first`.
-fn prefetch(_sh: &Shared, g: &mut Inner, first: u32) {
-    if (first as usize) < g.table.pages() {
-        if let Some(tx) = &g.prefetcher {
-            let _ = tx.send((first, g.window));
+/// Fills page `s` with zeros and maps it, all under the lock: nothing to
+/// read and no victim to evict, so the page never enters a transition state
+/// and nobody waits for it (the fast path of a first touch).
+fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
+    Counters::add(&sh.stats.missing_faults, 1);
+    g.table.set(
+        s,
+        State::Resident,
+        REFERENCED | if write { MODIFIED } else { 0 },
+    );
+    g.time += 1;
+    let fault = Fault {
+        page: page(s),
+        kind: FaultKind::Missing,
+        write,
+        time: g.time,
+    };
+    let Inner { table, policy, .. } = &mut *g;
+    policy.on_fault(fault, table);
+    table.zap_cleared();
+    let wp = sh.writable && !write;
+    if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
+        let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
+        map(sh, s, 1, wp);
+    }
+    let queued = std::mem::take(&mut g.table.flush_queue);
+    drop(g);
+    if !queued.is_empty() {
+        let _ = sh.flush(Some(&queued));
+    }
+}
+
+/// Keeps up to `readahead_depth` windows ahead of the application, from
+/// `next_expected` on: windows in flight plus windows read but not touched
+/// yet. All of them fit in half the budget, or they would evict each other.
+fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
+    let Some(tx) = g.prefetcher.clone() else {
+        return;
+    };
+    let w = g.window.max(1);
+    let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
+    let depth = sh.tuning.readahead_depth.min(room);
+    while pending_ahead + ((g.prefetch_issued - g.prefetch_done) as usize) < depth {
+        let first = g.next_expected;
+        if first as usize >= g.table.pages() {
+            break;
         }
-    }
-}
-
-/// Runs a region's prefetcher until its channel closes.
-pub fn run_prefetcher(shared: Arc<Shared>, rx: std::sync::mpsc::Receiver<(u32, usize)>) {
-    while let Ok((first, want)) = rx.recv() {
-        let mut g = shared.lock();
-        let n = absent_run(&shared, &g, first, want);
+        // The pages are Loading from now on: a fault on them waits for the
+        // read instead of racing the prefetcher with a read of its own.
+        let n = absent_run(sh, g, first, w);
         if n == 0 {
-            continue;
+            break;
         }
+        for q in first..first + n as u32 {
+            g.table.set(q, State::Loading, 0);
+        }
+        let victims = choose_victims(sh, g, first);
+        let job = Prefetch {
+            first,
+            pages: n,
+            ticket: g.prefetch_issued,
+            victims,
+        };
+        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+            // No prefetcher left (cannot happen while the sender lives):
+            // give the frames back and forget the window.
+            let mut victims = job.victims;
+            let failed = sh.evict_io(&mut victims);
+            sh.finish_evictions(g, &victims, &failed);
+            for q in first..first + n as u32 {
+                g.table.set(q, State::Absent, 0);
+            }
+            break;
+        }
+        g.prefetch_issued += 1;
         g.next_expected = first + n as u32;
-        fill(&shared, g, first, n, Cause::Prefetch);
     }
 }
 
-/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
-/// requires, hands them to the policy as missing faults in order and maps them.
-fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, cause: Cause) {
-    for q in s..s + n as u32 {
-        g.table.set(q, State::Loading, 0);
+/// Waits until prefetch `ticket` is the next to be accounted.
+fn wait_turn<'a>(
+    sh: &'a Shared,
+    mut g: std::sync::MutexGuard<'a, Inner>,
+    ticket: u64,
+) -> std::sync::MutexGuard<'a, Inner> {
+    while g.prefetch_done != ticket {
+        g = sh.wait(g);
     }
+    g
+}
+
+/// Runs one of a region's prefetchers until the channel closes.
+pub fn run_prefetcher(
+    shared: Arc<Shared>,
+    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Prefetch>>>,
+) {
+    loop {
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(job) = next else {
+            return;
+        };
+        // The window's pages were made Loading when it was issued.
+        let g = shared.lock();
+        let cause = Cause::Prefetch(job.ticket);
+        fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
+    }
+}
+
+/// Victims making room in the budget for pages now `Loading` from `s` on.
+fn choose_victims(sh: &Shared, g: &mut Inner, s: u32) -> Vec<(u32, bool)> {
     // Frames for the pages read ahead are taken back first (ReclaimFrame: a
     // policy program names them without queueing anything), then the
     // faulting page's own victim (PageFault, which queues the page). A
@@ -275,12 +411,12 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     // policy gives up pages it has used, not the ones being read.
     let excess = g.table.excess();
     let mut victims = if excess > 1 {
-        sh.take_reclaimed(&mut g, excess - 1)
+        sh.take_reclaimed(g, excess - 1)
     } else {
         Vec::new()
     };
     while victims.len() < excess {
-        match sh.take_victim(&mut g, s) {
+        match sh.take_victim(g, s) {
             Some(v) => victims.push(v),
             None => {
                 Counters::add(&sh.stats.over_budget, 1);
@@ -288,6 +424,26 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             }
         }
     }
+    victims
+}
+
+/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
+/// requires, hands them to the policy as missing faults in order and maps them.
+fn fill(
+    sh: &Shared,
+    mut g: std::sync::MutexGuard<'_, Inner>,
+    s: u32,
+    n: usize,
+    cause: Cause,
+    chosen: Option<Vec<(u32, bool)>>,
+) {
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let mut victims = match chosen {
+        Some(v) => v,
+        None => choose_victims(sh, &mut g, s),
+    };
     drop(g);
 
     let failed = if victims.is_empty() {
@@ -297,7 +453,8 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     };
     // A single page the store knows to be zero (anonymous memory never
     // written out) is filled and mapped by one UFFDIO_COPY below: no read.
-    let zero = n == 1 && cause != Cause::Prefetch && !sh.store.has_data(s as usize);
+    let prefetch = matches!(cause, Cause::Prefetch(_));
+    let zero = n == 1 && !prefetch && !sh.store.has_data(s as usize);
     let read = if zero {
         Ok(())
     } else {
@@ -315,6 +472,10 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     // what it reads of the statistics includes its own fault.
     let write = cause == Cause::Fault(true);
     let mut g = sh.lock();
+    if let Cause::Prefetch(ticket) = cause {
+        g = wait_turn(sh, g, ticket);
+        g.prefetch_done += 1;
+    }
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {
         Ok(()) => {
@@ -322,16 +483,18 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
                 Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             }
             Counters::add(&sh.stats.missing_faults, n as u64);
-            let ahead = if cause == Cause::Prefetch { n } else { n - 1 };
+            let ahead = if prefetch { n } else { n - 1 };
             Counters::add(&sh.stats.readahead_pages, ahead as u64);
-            for q in s..s + n as u32 {
+            if prefetch {
+                // Handed to the policy when the application enters the window.
+                for q in s..s + n as u32 {
+                    g.table.set(q, State::Resident, PENDING);
+                }
+                g.pending.push_back((s, n));
+            }
+            for q in (s..s + n as u32).filter(|_| !prefetch) {
                 let dirty = if q == s && write { MODIFIED } else { 0 };
-                let referenced = if q == s && cause == Cause::Prefetch {
-                    0
-                } else {
-                    REFERENCED
-                };
-                g.table.set(q, State::Resident, referenced | dirty);
+                g.table.set(q, State::Resident, REFERENCED | dirty);
                 g.time += 1;
                 let fault = Fault {
                     page: page(q),
@@ -345,8 +508,8 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
             }
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.
-            if cause == Cause::Prefetch {
-                g.marker = s;
+            if prefetch {
+                // The first page stays unmapped: its touch enters the window.
             } else if zero {
                 let wp = sh.writable && !write;
                 if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
@@ -366,7 +529,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
                 g.table.set(q, State::Absent, 0);
             }
             let _ = sys::punch_hole(sh.memfd.as_raw_fd(), s as usize * PAGE, n * PAGE);
-            if cause != Cause::Prefetch {
+            if !prefetch {
                 // The faulting thread gets SIGBUS rather than wrong data.
                 let addr = sh.app_addr(s);
                 if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
@@ -377,7 +540,7 @@ fn fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, 
     }
     let queued = std::mem::take(&mut g.table.flush_queue);
     drop(g);
-    sh.cv.notify_all();
+    sh.notify();
     if !queued.is_empty() {
         let _ = sh.flush(Some(&queued));
     }

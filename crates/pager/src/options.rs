@@ -47,6 +47,10 @@ pub struct RegionOptions {
     /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
     /// the application is about to use.
     pub async_readahead: bool,
+    /// With `async_readahead`: how many prefetched windows are kept ahead of
+    /// the application, each read by its own prefetcher thread (several
+    /// reads in flight), capped so that they fit in half the budget.
+    pub readahead_depth: usize,
     /// Who serves faults: handler threads, or the faulting thread itself.
     pub fault_service: FaultService,
     /// Microseconds a handler thread keeps polling for the next fault after
@@ -68,6 +72,7 @@ impl Default for RegionOptions {
             handler_spin_us: 0,
             fault_service: FaultService::HandlerThreads,
             async_readahead: false,
+            readahead_depth: 4,
         }
     }
 }
@@ -110,6 +115,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::async_readahead`].
     pub fn with_async_readahead(mut self, on: bool) -> Self {
         self.async_readahead = on;
+        self
+    }
+    /// Sets [`RegionOptions::readahead_depth`].
+    pub fn with_readahead_depth(mut self, windows: usize) -> Self {
+        self.readahead_depth = windows;
         self
     }
     /// Sets [`RegionOptions::fault_service`].

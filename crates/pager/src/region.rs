@@ -34,6 +34,8 @@ pub struct Region {
 
 const MAX_PAGES: usize = u32::MAX as usize - 1;
 const MAX_HANDLERS: usize = 64;
+/// Most prefetched windows in flight (prefetcher threads) per region.
+const MAX_PREFETCHERS: usize = 16;
 
 impl Region {
     /// Maps a region. On error nothing is mapped.
@@ -62,6 +64,12 @@ impl Region {
             return Err(MapError::BadOption {
                 name: "handler_threads",
                 why: format!("{} is not in 1..={MAX_HANDLERS}", opts.handler_threads),
+            });
+        }
+        if opts.readahead_depth == 0 || opts.readahead_depth > MAX_PREFETCHERS {
+            return Err(MapError::BadOption {
+                name: "readahead_depth",
+                why: format!("{} is not in 1..={MAX_PREFETCHERS}", opts.readahead_depth),
             });
         }
         let (store, len, writable): (Box<dyn Dataspace>, usize, bool) = match &opts.backing {
@@ -162,8 +170,10 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
-                marker: u32::MAX,
+                pending: Default::default(),
                 prefetcher: None,
+                prefetch_issued: 0,
+                prefetch_done: 0,
             }),
             cv: Condvar::new(),
             stats: Counters::default(),
@@ -172,10 +182,12 @@ impl Region {
                 readahead_max: opts.readahead_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
+                readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
             evict_seq: std::sync::atomic::AtomicU64::new(0),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         });
         let mut region = Region {
             shared: shared.clone(),
@@ -189,12 +201,16 @@ impl Region {
         if shared.tuning.async_readahead {
             let (tx, rx) = std::sync::mpsc::channel();
             shared.lock().prefetcher = Some(tx);
-            let sh = shared.clone();
-            let h = std::thread::Builder::new()
-                .name("pagepilot-prefetch".into())
-                .spawn(move || handler::run_prefetcher(sh, rx))
-                .map_err(sys_err("thread spawn"))?;
-            region.handlers.push(h);
+            // One reader per window in flight: each blocks in its own read.
+            let rx = Arc::new(Mutex::new(rx));
+            for i in 0..shared.tuning.readahead_depth {
+                let (sh, rx) = (shared.clone(), rx.clone());
+                let h = std::thread::Builder::new()
+                    .name(format!("pagepilot-prefetch-{i}"))
+                    .spawn(move || handler::run_prefetcher(sh, rx))
+                    .map_err(sys_err("thread spawn"))?;
+                region.handlers.push(h);
+            }
         }
         if in_thread {
             sigbus::register(shared).map_err(sys_err("sigaction"))?;

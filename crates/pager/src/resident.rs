@@ -30,6 +30,9 @@ pub const REFERENCED: u8 = 8;
 pub const MODIFIED: u8 = 16;
 /// A flush is writing the page back (it counts as dirty for eviction).
 pub const FLUSHING: u8 = 32;
+/// Read ahead by a prefetcher, in memory and mapped, not handed to the
+/// policy yet: it is when the application enters the page's window.
+pub const PENDING: u8 = 64;
 
 fn code(s: State) -> u8 {
     s as u8
@@ -149,6 +152,11 @@ impl Table {
     /// evicted already count as free).
     pub fn excess(&self) -> usize {
         (self.held - self.evicting).saturating_sub(self.capacity)
+    }
+
+    /// Whether one more page fits in the budget without an eviction.
+    pub fn has_room(&self) -> bool {
+        self.held - self.evicting < self.capacity
     }
 
     /// Zaps the PTEs of the pages whose referenced bit was cleared, one

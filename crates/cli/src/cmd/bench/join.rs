@@ -1,12 +1,431 @@
-//! `pagepilot bench join`.
+//! `pagepilot bench join`: the nested-loops join of HiPEC section 5.3, live.
+//!
+//! An outer table of 64-byte tuples in a file is scanned `Loop` times (once per tuple of the
+//! pinned 4 KB inner table) under a budget of M pages, by pagepilot with each policy and by
+//! the kernel's `mmap` in a memory cgroup of the same size. The paper's analytic fault counts,
+//! with O and M in pages: LRU `PF_l = O * Loop`, MRU `PF_m = O + (O - M) * (Loop - 1)`.
+//! pagepilot's live "lru" is CLOCK (second chance), which on a cyclic scan also faults on
+//! every page of every loop.
 
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::datafile::DataFile;
+use super::measure::{median_of, ratio, Format, Measured};
+use super::sys::PAGE;
+use super::workload::Workload;
+use super::{kernel, live};
 use crate::cmd::CmdResult;
+
+const MB: usize = 1 << 20;
 
 /// Arguments of `pagepilot bench join`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Outer table sizes in MB: a list (`20,40,60`) or a range in steps of 10 (`20..60`).
+    #[arg(long, default_value = "20,40,60")]
+    outer_mb: String,
+    /// Frame budget in MB (pagepilot's budget and the kernel's cgroup limit).
+    #[arg(long, default_value_t = 40)]
+    budget_mb: usize,
+    /// Policies, `kernel` for the Linux kernel's own paging.
+    #[arg(long, default_value = "lru,mru,seq,kernel", value_delimiter = ',')]
+    policies: Vec<String>,
+    /// Scans of the outer table (one per inner tuple: 64 in the paper).
+    #[arg(long = "loops", default_value_t = 64)]
+    loops: usize,
+    /// Runs per policy and size; the median is reported.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Directory for the table file (must be on a disk, not tmpfs).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// pagepilot's read-ahead window in pages for every policy (1: demand paging). Default:
+    /// per policy, as docs/pager.md advises: MRU/SEQ (O-M)/150 pages, synchronous, so the
+    /// window's frames keep page-ins within 1% of PF_m; LRU/CLOCK/FIFO 128, asynchronous.
+    #[arg(long)]
+    readahead: Option<usize>,
+    /// Override: pagepilot's asynchronous read-ahead on (true) or off (false) for every policy.
+    #[arg(long)]
+    async_readahead: Option<bool>,
+    /// pagepilot's prefetched windows in flight with asynchronous read-ahead.
+    #[arg(long)]
+    readahead_depth: Option<usize>,
+    #[arg(long = "internal-kernel-child", hide = true)]
+    internal_kernel_child: Option<String>,
+}
+
+/// Failure of the join benchmark's arguments.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinArgError {
+    /// `--outer-mb` is not a list or range of positive sizes.
+    #[error("--outer-mb {0:?}: expected sizes in MB like 20,40,60 or 20..60")]
+    OuterSizes(String),
+    /// A size or count is zero or too large.
+    #[error("{0} must be between 1 and {1}")]
+    OutOfRange(&'static str, usize),
+    /// Unknown entry in `--policies` is reported by the pager; empty list here.
+    #[error("--policies is empty")]
+    NoPolicies,
+}
+
+/// Parameters of one join comparison.
+pub struct JoinSetup {
+    /// Outer table sizes in MB.
+    pub outer_mb: Vec<usize>,
+    /// Budget in MB.
+    pub budget_mb: usize,
+    /// Policies (`kernel` for the kernel).
+    pub policies: Vec<String>,
+    /// Outer scans.
+    pub loops: usize,
+    /// Runs (median).
+    pub runs: usize,
+    /// Directory of the table file.
+    pub dir: PathBuf,
+    /// pagepilot's read-ahead override (`None`: chosen per policy).
+    pub readahead: Option<usize>,
+    /// Asynchronous read-ahead override.
+    pub async_readahead: Option<bool>,
+    /// Prefetched windows in flight.
+    pub readahead_depth: Option<usize>,
+}
+
+/// One policy at one size.
+#[derive(Serialize)]
+pub struct PolicyResult {
+    /// Policy name, or `kernel`.
+    pub policy: String,
+    /// Median elapsed time in ms.
+    pub elapsed_ms: f64,
+    /// Median page-ins (pagepilot missing faults; kernel major faults).
+    pub faults: u64,
+    /// Median minor faults.
+    pub minor_faults: u64,
+    /// Median bytes read from the device.
+    pub bytes_read: u64,
+    /// The paper's analytic faults for this policy (LRU and MRU only).
+    pub analytic_faults: Option<u64>,
+    /// Measured faults / analytic faults.
+    pub faults_vs_analytic: Option<f64>,
+    /// Kernel time / this policy's time (above 1: faster than the kernel).
+    pub speedup_vs_kernel: Option<f64>,
+    /// pagepilot's options for this policy (none for the kernel).
+    pub tuning: Option<live::Tuning>,
+    /// Every run.
+    pub runs: Vec<Measured>,
+}
+
+/// All policies at one outer size.
+#[derive(Serialize)]
+pub struct SizeResult {
+    /// Outer table size in MB.
+    pub outer_mb: usize,
+    /// O: outer table pages.
+    pub outer_pages: u64,
+    /// M: budget pages.
+    pub budget_pages: u64,
+    /// PF_l = O * Loop.
+    pub pf_lru: u64,
+    /// PF_m = O + (O - M) * (Loop - 1).
+    pub pf_mru: u64,
+    /// Per policy.
+    pub policies: Vec<PolicyResult>,
+}
+
+/// The whole report.
+#[derive(Serialize)]
+pub struct JoinReport {
+    /// Always "join".
+    pub bench: &'static str,
+    /// Budget in MB.
+    pub budget_mb: usize,
+    /// Outer scans.
+    pub loops: usize,
+    /// Runs per point.
+    pub runs: usize,
+    /// Per outer size.
+    pub sizes: Vec<SizeResult>,
+}
+
+/// The paper's analytic faults (O, M in pages): LRU and MRU.
+pub fn analytic_faults(o: u64, m: u64, loops: u64) -> (u64, u64) {
+    if o <= m {
+        return (o, o);
+    }
+    (o * loops, o + (o - m) * (loops.saturating_sub(1)))
+}
+
+fn parse_sizes(text: &str) -> Result<Vec<usize>, JoinArgError> {
+    let bad = || JoinArgError::OuterSizes(text.to_string());
+    let sizes: Vec<usize> = if let Some((a, b)) = text.split_once("..") {
+        let a: usize = a.trim().parse().map_err(|_| bad())?;
+        let b: usize = b.trim().parse().map_err(|_| bad())?;
+        if a > b {
+            return Err(bad());
+        }
+        let mut v: Vec<usize> = (a..=b).step_by(10).collect();
+        if v.last() != Some(&b) {
+            v.push(b);
+        }
+        v
+    } else {
+        text.split(',')
+            .map(|s| s.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?
+    };
+    if sizes.is_empty() || sizes.iter().any(|&s| s == 0 || s > 4096) {
+        return Err(bad());
+    }
+    Ok(sizes)
+}
 
 /// Runs `pagepilot bench join`.
-pub fn run(_args: Args) -> CmdResult {
-    Err("not built yet".into())
+pub fn run(args: Args) -> CmdResult {
+    if let Some(job) = args.internal_kernel_child {
+        return Ok(kernel::child_main(&job)?);
+    }
+    check_range("--budget-mb", args.budget_mb, 1 << 16)?;
+    check_range("--loops", args.loops, 1 << 12)?;
+    check_range("--runs", args.runs, 100)?;
+    if args.policies.is_empty() {
+        return Err(JoinArgError::NoPolicies.into());
+    }
+    let setup = JoinSetup {
+        outer_mb: parse_sizes(&args.outer_mb)?,
+        budget_mb: args.budget_mb,
+        policies: args.policies,
+        loops: args.loops,
+        runs: args.runs,
+        dir: super::datafile::default_dir(args.dir),
+        readahead: args.readahead,
+        async_readahead: args.async_readahead,
+        readahead_depth: args.readahead_depth,
+    };
+    let report = measure(&setup, &mut |_| {})?;
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => print_text(&report, &mut out)?,
+    }
+    Ok(())
+}
+
+fn check_range(name: &'static str, v: usize, max: usize) -> Result<(), JoinArgError> {
+    if v == 0 || v > max {
+        return Err(JoinArgError::OutOfRange(name, max));
+    }
+    Ok(())
+}
+
+/// Measures every policy at every size; runs interleave the policies so that the machine's
+/// drift hits them alike. `progress` hears each finished point.
+pub fn measure(
+    s: &JoinSetup,
+    progress: &mut dyn FnMut(&str),
+) -> Result<JoinReport, Box<dyn std::error::Error>> {
+    let budget = s.budget_mb * MB;
+    let workload = Workload::Join { loops: s.loops };
+    for policy in s.policies.iter().filter(|p| *p != "kernel") {
+        live::check_policy(policy)?;
+    }
+    let mut sizes = Vec::new();
+    for &outer_mb in &s.outer_mb {
+        let file = DataFile::create(&s.dir, &format!("join-{outer_mb}mb"), outer_mb * MB)?;
+        let o = file.pages() as u64;
+        let m = (budget / PAGE) as u64;
+        let tunings: Vec<Option<live::Tuning>> = s
+            .policies
+            .iter()
+            .map(|p| (p != "kernel").then(|| join_tuning(p, o, m, s)))
+            .collect();
+        let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); s.policies.len()];
+        for _ in 0..s.runs {
+            for (i, policy) in s.policies.iter().enumerate() {
+                let m = match tunings[i] {
+                    None => kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?,
+                    Some(t) => live::run(&file, budget, policy, t, workload)?,
+                };
+                progress(&format!(
+                    "{outer_mb} MB {policy}: {} ms",
+                    m.elapsed_ns / 1_000_000
+                ));
+                runs[i].push(m);
+            }
+        }
+        let (pf_lru, pf_mru) = analytic_faults(o, m, s.loops as u64);
+        let kernel_ns = s
+            .policies
+            .iter()
+            .position(|p| p == "kernel")
+            .map(|k| median_of(&runs[k]).elapsed_ns as f64);
+        let policies = s
+            .policies
+            .iter()
+            .zip(runs)
+            .zip(tunings)
+            .map(|((policy, runs), tuning)| {
+                let med = median_of(&runs);
+                let analytic = match policy.as_str() {
+                    "lru" | "clock" => Some(pf_lru),
+                    "mru" | "mru-live" => Some(pf_mru),
+                    _ => None,
+                };
+                PolicyResult {
+                    policy: policy.clone(),
+                    elapsed_ms: med.elapsed_ns as f64 / 1e6,
+                    faults: med.faults,
+                    minor_faults: med.minor_faults,
+                    bytes_read: med.bytes_read,
+                    analytic_faults: analytic,
+                    faults_vs_analytic: analytic.map(|a| ratio(med.faults as f64, a as f64)),
+                    speedup_vs_kernel: kernel_ns
+                        .filter(|_| policy != "kernel")
+                        .map(|k| ratio(k, med.elapsed_ns as f64)),
+                    tuning,
+                    runs,
+                }
+            })
+            .collect();
+        sizes.push(SizeResult {
+            outer_mb,
+            outer_pages: o,
+            budget_pages: m,
+            pf_lru,
+            pf_mru,
+            policies,
+        });
+    }
+    Ok(JoinReport {
+        bench: "join",
+        budget_mb: s.budget_mb,
+        loops: s.loops,
+        runs: s.runs,
+        sizes,
+    })
+}
+
+/// pagepilot's options for `policy` on the join (docs/pager.md, "Tuning for the benchmarks").
+fn join_tuning(policy: &str, o: u64, m: u64, s: &JoinSetup) -> live::Tuning {
+    let readahead = s.readahead;
+    let mru_like = policy.starts_with("mru") || policy.starts_with("seq");
+    let k = readahead.unwrap_or(if !mru_like {
+        128
+    } else if o > m {
+        // (O-M)/100 puts page-ins 1% above PF_m: keep a margin.
+        ((o - m) / 150).max(1) as usize
+    } else {
+        64
+    });
+    live::Tuning {
+        readahead: Some(k),
+        async_readahead: Some(
+            s.async_readahead
+                .unwrap_or(!mru_like && readahead.is_none()),
+        ),
+        readahead_depth: s.readahead_depth,
+        ..Default::default()
+    }
+}
+
+/// Prints the report as a table.
+pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "nested-loops join (HiPEC 5.3): budget {} MB, Loop = {}, median of {} run(s)",
+        r.budget_mb, r.loops, r.runs
+    )?;
+    for s in &r.sizes {
+        writeln!(
+            out,
+            "\nouter {} MB: O = {} pages, M = {} pages, PF_l = {}, PF_m = {}",
+            s.outer_mb, s.outer_pages, s.budget_pages, s.pf_lru, s.pf_mru
+        )?;
+        writeln!(
+            out,
+            "  {:<8} {:>11} {:>10} {:>10} {:>12} {:>10} {:>18}",
+            "policy",
+            "elapsed ms",
+            "faults",
+            "analytic",
+            "meas/analyt",
+            "MB read",
+            "speedup vs kernel"
+        )?;
+        for p in &s.policies {
+            let opt = |v: Option<f64>, suffix: &str| {
+                v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}{suffix}"))
+            };
+            writeln!(
+                out,
+                "  {:<8} {:>11.1} {:>10} {:>10} {:>12} {:>10.1} {:>18}",
+                p.policy,
+                p.elapsed_ms,
+                p.faults,
+                p.analytic_faults
+                    .map_or_else(|| "-".to_string(), |a| a.to_string()),
+                opt(p.faults_vs_analytic, ""),
+                p.bytes_read as f64 / MB as f64,
+                opt(p.speedup_vs_kernel, "x"),
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "\nfaults: pagepilot page-ins; kernel: major faults (its read-ahead maps many pages \
+         per fault). speedup: kernel time / policy time."
+    )
+}
+
+/// The live join at a size that finishes in well under a minute (24 MB outer table, 16 MB
+/// budget, 8 loops; smaller cgroup limits OOM-kill the kernel baseline's own process), printed as a table: what `pagepilot demo` shows.
+#[allow(dead_code)] // called by `pagepilot demo`
+pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
+    let setup = JoinSetup {
+        outer_mb: vec![24],
+        budget_mb: 16,
+        policies: ["lru", "mru", "seq", "kernel"].map(String::from).to_vec(),
+        loops: 8,
+        runs: 1,
+        dir: std::env::temp_dir(),
+        readahead: None,
+        async_readahead: None,
+        readahead_depth: None,
+    };
+    let report = measure(&setup, &mut |_| {})?;
+    print_text(&report, out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_analytic_faults_follow_the_paper() {
+        // 60 MB outer, 40 MB budget, 64 loops, 4 KB pages.
+        let (l, m) = analytic_faults(15360, 10240, 64);
+        assert_eq!(l, 15360 * 64);
+        assert_eq!(m, 15360 + 5120 * 63);
+        // Fits in memory: each page faults once.
+        assert_eq!(analytic_faults(5120, 10240, 64), (5120, 5120));
+    }
+
+    #[test]
+    fn test_outer_sizes_parse_lists_and_ranges() {
+        assert_eq!(parse_sizes("20,40,60").unwrap(), vec![20, 40, 60]);
+        assert_eq!(parse_sizes("20..60").unwrap(), vec![20, 30, 40, 50, 60]);
+        assert_eq!(parse_sizes("20..35").unwrap(), vec![20, 30, 35]);
+        assert!(matches!(
+            parse_sizes("60..20"),
+            Err(JoinArgError::OuterSizes(_))
+        ));
+        assert!(matches!(parse_sizes("0"), Err(JoinArgError::OuterSizes(_))));
+        assert!(matches!(parse_sizes("x"), Err(JoinArgError::OuterSizes(_))));
+    }
 }

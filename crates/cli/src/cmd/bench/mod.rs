@@ -2,11 +2,19 @@
 
 use super::CmdResult;
 
+mod cgroup;
+mod datafile;
 mod faults;
-mod join;
+pub mod join;
+mod kernel;
+mod live;
+mod measure;
 mod policy;
+mod probe;
 mod scan;
 mod sim;
+mod sys;
+mod workload;
 
 /// Benchmarks.
 #[derive(clap::Subcommand)]

@@ -1,0 +1,374 @@
+//! The C API of pagepilot: `libpagepilot.so` with the calls declared in
+//! `include/pagepilot.h`.
+//!
+//! Every entry point catches panics (none crosses the FFI boundary), checks
+//! its pointers for NULL, and reports failure the C way: NULL plus a message
+//! in the caller's `err` buffer for the mapping calls, `-errno` for the rest.
+//! A region handle is a boxed [`Region`]; `pp_unmap` frees it, except when
+//! the final write-back fails: then the region stays mapped with its dirty
+//! data and the handle stays valid, so nothing is silently dropped.
+
+use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use pagepilot_pager::{Backing, FlushError, Region, RegionOptions};
+
+mod message;
+
+use message::{write_message, CallError};
+
+/// The opaque region handle of the C API (`pp_region *`).
+#[allow(non_camel_case_types)]
+pub struct pp_region {
+    /// `None` only if a panic interrupted `pp_unmap`: the handle is then dead.
+    region: Option<Region>,
+}
+
+impl pp_region {
+    /// The live region behind a handle pointer.
+    ///
+    /// # Safety
+    /// `r` must be NULL or a live handle.
+    unsafe fn get<'a>(r: *mut pp_region) -> Option<&'a Region> {
+        // SAFETY: forwarded from the caller.
+        unsafe { r.as_ref() }.and_then(|h| h.region.as_ref())
+    }
+}
+
+/// Options of [`pp_map`], laid out as `pp_options` in the header. Zero
+/// means "the default" for every size field.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct pp_options {
+    /// `sizeof(pp_options)` as the caller compiled it (set by `pp_options_init`).
+    pub size: usize,
+    /// Backing file, or NULL for anonymous memory.
+    pub path: *const c_char,
+    /// Non-zero: map the file writable (dirty pages are written back).
+    pub writable: c_int,
+    /// Anonymous: the length (required). File: bytes to map (0: the whole file).
+    pub len: usize,
+    /// The frame budget in bytes (at least one page).
+    pub budget_bytes: usize,
+    /// Policy: a built-in name or a policy program path; NULL: "clock".
+    pub policy: *const c_char,
+    /// Pages read per missing fault outside a sequence (0: default).
+    pub fault_around_pages: usize,
+    /// Largest read-ahead window along sequential faults, pages (0: default).
+    pub readahead_max_pages: usize,
+    /// Fault-handler threads (0: default).
+    pub handler_threads: usize,
+    /// Directory of an anonymous region's swap file (NULL: the system's temp dir).
+    pub swap_dir: *const c_char,
+}
+
+/// Fills `*opts` with the defaults: anonymous, no length, no budget, policy "clock".
+///
+/// # Safety
+/// `opts` must be NULL or point to writable memory for one `pp_options`.
+#[no_mangle]
+pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
+    if opts.is_null() {
+        return;
+    }
+    let o = pp_options {
+        size: std::mem::size_of::<pp_options>(),
+        path: std::ptr::null(),
+        writable: 0,
+        len: 0,
+        budget_bytes: 0,
+        policy: std::ptr::null(),
+        fault_around_pages: 0,
+        readahead_max_pages: 0,
+        handler_threads: 0,
+        swap_dir: std::ptr::null(),
+    };
+    // SAFETY: the caller guarantees opts points to one writable pp_options.
+    unsafe { opts.write(o) };
+}
+
+/// Maps a file; see `include/pagepilot.h`.
+///
+/// # Safety
+/// `path` and `policy` must be NULL or NUL-terminated strings; `err` must be
+/// NULL or writable for `errlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pp_map_file(
+    path: *const c_char,
+    writable: c_int,
+    budget_bytes: usize,
+    policy: *const c_char,
+    err: *mut c_char,
+    errlen: usize,
+) -> *mut pp_region {
+    guard_map(err, errlen, || {
+        // SAFETY: forwarded from the caller's contract.
+        let path = unsafe { path_arg(path, "path")? };
+        // SAFETY: as above.
+        let policy = unsafe { str_arg(policy, "policy")? };
+        let backing = Backing::File {
+            path,
+            writable: writable != 0,
+        };
+        Ok(RegionOptions::new(backing, budget_bytes, &policy))
+    })
+}
+
+/// Maps anonymous zero-filled memory; see `include/pagepilot.h`.
+///
+/// # Safety
+/// `policy` must be NULL or a NUL-terminated string; `err` must be NULL or
+/// writable for `errlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pp_map_anon(
+    len: usize,
+    budget_bytes: usize,
+    policy: *const c_char,
+    err: *mut c_char,
+    errlen: usize,
+) -> *mut pp_region {
+    guard_map(err, errlen, || {
+        // SAFETY: forwarded from the caller's contract.
+        let policy = unsafe { str_arg(policy, "policy")? };
+        Ok(RegionOptions::new(
+            Backing::Anonymous { len },
+            budget_bytes,
+            &policy,
+        ))
+    })
+}
+
+/// Maps a region with options; see `include/pagepilot.h`.
+///
+/// # Safety
+/// `opts` must be NULL or point to a `pp_options` initialised by
+/// `pp_options_init` whose string fields are NULL or NUL-terminated; `err`
+/// must be NULL or writable for `errlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pp_map(
+    opts: *const pp_options,
+    err: *mut c_char,
+    errlen: usize,
+) -> *mut pp_region {
+    guard_map(err, errlen, || {
+        if opts.is_null() {
+            return Err(CallError::Null("opts"));
+        }
+        // SAFETY: non-null, and the caller guarantees it points to a pp_options.
+        let o = unsafe { &*opts };
+        if o.size != std::mem::size_of::<pp_options>() {
+            return Err(CallError::Invalid(format!(
+                "opts.size is {}, this library's pp_options has {} bytes: \
+                 initialise it with pp_options_init",
+                o.size,
+                std::mem::size_of::<pp_options>()
+            )));
+        }
+        let policy = if o.policy.is_null() {
+            "clock".to_string()
+        } else {
+            // SAFETY: non-null and NUL-terminated per the contract.
+            unsafe { str_arg(o.policy, "policy")? }
+        };
+        let backing = if o.path.is_null() {
+            Backing::Anonymous { len: o.len }
+        } else {
+            // SAFETY: as above.
+            let path = unsafe { path_arg(o.path, "path")? };
+            Backing::File {
+                path,
+                writable: o.writable != 0,
+            }
+        };
+        let file = matches!(backing, Backing::File { .. });
+        let mut ro = RegionOptions::new(backing, o.budget_bytes, &policy);
+        if file && o.len != 0 {
+            ro = ro.with_len(o.len);
+        }
+        if o.fault_around_pages != 0 {
+            ro = ro.with_fault_around(o.fault_around_pages);
+        }
+        if o.readahead_max_pages != 0 {
+            ro = ro.with_readahead(o.readahead_max_pages);
+        }
+        if o.handler_threads != 0 {
+            ro = ro.with_handler_threads(o.handler_threads);
+        }
+        if !o.swap_dir.is_null() {
+            // SAFETY: as above.
+            ro = ro.with_swap_dir(unsafe { path_arg(o.swap_dir, "swap_dir")? });
+        }
+        Ok(ro)
+    })
+}
+
+/// The region's first byte, or NULL for a NULL handle.
+///
+/// # Safety
+/// `r` must be NULL or a handle returned by a mapping call and not yet unmapped.
+#[no_mangle]
+pub unsafe extern "C" fn pp_addr(r: *mut pp_region) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: forwarded from the caller's contract.
+        match unsafe { pp_region::get(r) } {
+            Some(region) => region.as_ptr().cast(),
+            None => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// The region's length in bytes, or 0 for a NULL handle.
+///
+/// # Safety
+/// As [`pp_addr`].
+#[no_mangle]
+pub unsafe extern "C" fn pp_len(r: *mut pp_region) -> usize {
+    // SAFETY: forwarded from the caller's contract.
+    guard(0, || unsafe { pp_region::get(r) }.map_or(0, Region::len))
+}
+
+/// Writes back every dirty page: 0, or -errno (the first failed page's).
+///
+/// # Safety
+/// As [`pp_addr`].
+#[no_mangle]
+pub unsafe extern "C" fn pp_flush(r: *mut pp_region) -> c_int {
+    guard(-libc::EIO, || {
+        // SAFETY: forwarded from the caller's contract.
+        let Some(region) = (unsafe { pp_region::get(r) }) else {
+            return -libc::EINVAL;
+        };
+        match region.flush() {
+            Ok(()) => 0,
+            Err(e) => -flush_errno(&e),
+        }
+    })
+}
+
+/// Writes the statistics as a NUL-terminated JSON object into `buf`.
+/// Returns the bytes written (without the NUL), -EINVAL for a NULL handle or
+/// buffer, -ERANGE if `len` is too small (then `buf` holds an empty string).
+///
+/// # Safety
+/// As [`pp_addr`]; `buf` must be NULL or writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pp_stats_json(r: *mut pp_region, buf: *mut c_char, len: usize) -> c_int {
+    guard(-libc::EIO, || {
+        // SAFETY: forwarded from the caller's contract.
+        let Some(region) = (unsafe { pp_region::get(r) }) else {
+            return -libc::EINVAL;
+        };
+        if buf.is_null() || len == 0 {
+            return -libc::EINVAL;
+        }
+        let json = region.stats_json();
+        if json.len() + 1 > len || json.len() > c_int::MAX as usize {
+            // SAFETY: buf is writable for len >= 1 bytes.
+            unsafe { *buf = 0 };
+            return -libc::ERANGE;
+        }
+        // SAFETY: json.len() + 1 <= len bytes of buf are writable; the
+        // source is a live String that cannot overlap the caller's buffer.
+        unsafe {
+            std::ptr::copy_nonoverlapping(json.as_ptr(), buf.cast::<u8>(), json.len());
+            *buf.add(json.len()) = 0;
+        }
+        json.len() as c_int
+    })
+}
+
+/// Writes back every dirty page and unmaps the region: 0, or -errno. On
+/// failure the region stays mapped with its dirty data and `r` stays valid
+/// (retry `pp_unmap` or `pp_flush` later); -EINVAL for a NULL handle.
+///
+/// # Safety
+/// `r` must be NULL or a handle returned by a mapping call and not yet
+/// unmapped; after 0 it must not be used again.
+#[no_mangle]
+pub unsafe extern "C" fn pp_unmap(r: *mut pp_region) -> c_int {
+    guard(-libc::EIO, || {
+        // SAFETY: forwarded from the caller's contract; no other reference to
+        // the handle exists during the call.
+        let Some(h) = (unsafe { r.as_mut() }) else {
+            return -libc::EINVAL;
+        };
+        let Some(region) = h.region.take() else {
+            return -libc::EINVAL;
+        };
+        match region.try_unmap() {
+            Ok(()) => {
+                // SAFETY: r came from Box::into_raw in guard_map and is freed once.
+                drop(unsafe { Box::from_raw(r) });
+                0
+            }
+            Err((region, e)) => {
+                h.region = Some(region);
+                -flush_errno(&e)
+            }
+        }
+    })
+}
+
+fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+}
+
+fn guard_map(
+    err: *mut c_char,
+    errlen: usize,
+    opts: impl FnOnce() -> Result<RegionOptions, CallError>,
+) -> *mut pp_region {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let opts = opts()?;
+        Region::map(opts).map_err(CallError::Map)
+    }));
+    let e = match outcome {
+        Ok(Ok(region)) => {
+            return Box::into_raw(Box::new(pp_region {
+                region: Some(region),
+            }))
+        }
+        Ok(Err(e)) => e,
+        Err(_) => CallError::Panic,
+    };
+    // SAFETY: the caller guarantees err is NULL or writable for errlen bytes.
+    unsafe { write_message(err, errlen, &e.to_string()) };
+    std::ptr::null_mut()
+}
+
+/// # Safety
+/// `s` must be NULL or NUL-terminated.
+unsafe fn cstr<'a>(s: *const c_char, what: &'static str) -> Result<&'a CStr, CallError> {
+    if s.is_null() {
+        return Err(CallError::Null(what));
+    }
+    // SAFETY: non-null and NUL-terminated per the contract.
+    Ok(unsafe { CStr::from_ptr(s) })
+}
+
+/// # Safety
+/// As [`cstr`].
+unsafe fn str_arg(s: *const c_char, what: &'static str) -> Result<String, CallError> {
+    // SAFETY: forwarded.
+    let c = unsafe { cstr(s, what)? };
+    c.to_str()
+        .map(str::to_owned)
+        .map_err(|_| CallError::Invalid(format!("{what} is not UTF-8")))
+}
+
+/// # Safety
+/// As [`cstr`].
+unsafe fn path_arg(s: *const c_char, what: &'static str) -> Result<PathBuf, CallError> {
+    // SAFETY: forwarded.
+    let c = unsafe { cstr(s, what)? };
+    Ok(PathBuf::from(OsStr::from_bytes(c.to_bytes())))
+}
+
+fn flush_errno(e: &FlushError) -> c_int {
+    match e {
+        FlushError::WriteBack { pages } => pages.first().map_or(libc::EIO, |p| p.errno),
+        FlushError::Sync(io) => io.raw_os_error().unwrap_or(libc::EIO),
+    }
+}

@@ -1,0 +1,59 @@
+//! Errors of the C API's calls and how they reach the caller's `err` buffer.
+
+use std::ffi::c_char;
+
+use pagepilot_pager::MapError;
+
+/// Why a mapping call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// A required pointer argument was NULL.
+    #[error("{0} is NULL")]
+    Null(&'static str),
+    /// An argument was malformed.
+    #[error("{0}")]
+    Invalid(String),
+    /// The pager refused the mapping.
+    #[error(transparent)]
+    Map(MapError),
+    /// A bug inside pagepilot panicked; the panic was stopped at the API.
+    #[error("internal error in pagepilot (panic caught at the C API)")]
+    Panic,
+}
+
+/// Copies `msg` into `err` (at most `errlen - 1` bytes, then a NUL).
+/// Nothing is written if `err` is NULL or `errlen` is 0.
+///
+/// # Safety
+/// `err` must be NULL or writable for `errlen` bytes.
+pub unsafe fn write_message(err: *mut c_char, errlen: usize, msg: &str) {
+    if err.is_null() || errlen == 0 {
+        return;
+    }
+    let n = msg.len().min(errlen - 1);
+    // SAFETY: n + 1 <= errlen bytes of err are writable; msg is a Rust
+    // string, which cannot overlap the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(msg.as_ptr(), err.cast::<u8>(), n);
+        *err.add(n) = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_message_is_truncated_and_terminated() {
+        let mut buf = [0x7f as c_char; 6];
+        // SAFETY: buf is writable for its length.
+        unsafe { write_message(buf.as_mut_ptr(), buf.len(), "budget too small") };
+        let got: Vec<u8> = buf.iter().map(|&c| c as u8).collect();
+        assert_eq!(&got, b"budge\0");
+        // errlen 0 writes nothing.
+        let mut one = [0x7f as c_char; 1];
+        // SAFETY: as above.
+        unsafe { write_message(one.as_mut_ptr(), 0, "x") };
+        assert_eq!(one[0], 0x7f);
+    }
+}

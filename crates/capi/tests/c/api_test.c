@@ -1,0 +1,213 @@
+/* Exercises libpagepilot.so through include/pagepilot.h only, as any C
+ * program would. Run by crates/capi/tests/c_api.rs with a scratch directory on
+ * a disk as argv[1]. Prints "FAIL ..." and exits 1 on the first failed check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pagepilot.h"
+
+#define PAGE 4096
+#define PAGES 256  /* 1 MiB region */
+#define BUDGET_PAGES 16
+
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
+            printf(__VA_ARGS__);                           \
+            printf("\n");                                  \
+            exit(1);                                       \
+        }                                                  \
+    } while (0)
+
+static unsigned char pattern(size_t page, size_t off) {
+    return (unsigned char)(page * 31 + off * 7 + 1);
+}
+
+static void write_file(const char *path, size_t pages, mode_t mode) {
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    CHECK(fd >= 0, "create %s: %s", path, strerror(errno));
+    unsigned char buf[PAGE];
+    for (size_t p = 0; p < pages; p++) {
+        for (size_t i = 0; i < PAGE; i++) buf[i] = pattern(p, i);
+        CHECK(write(fd, buf, PAGE) == PAGE, "write %s", path);
+    }
+    CHECK(fsync(fd) == 0 && close(fd) == 0, "sync %s", path);
+    CHECK(chmod(path, mode) == 0, "chmod %s", path);
+}
+
+/* Several passes over the pages in a stride that defeats any sequence, so the
+ * region (16 pages of budget for 256) evicts and pages in again and again. */
+static void file_region(const char *path) {
+    char err[256] = "";
+    pp_region *r = pp_map_file(path, 1, BUDGET_PAGES * PAGE, "clock", err, sizeof err);
+    CHECK(r != NULL, "pp_map_file: %s", err);
+    CHECK(pp_len(r) == PAGES * PAGE, "pp_len %zu", pp_len(r));
+    volatile unsigned char *m = pp_addr(r);
+    CHECK(m != NULL, "pp_addr");
+
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t k = 0; k < PAGES; k++) {
+            size_t p = (k * 37 + pass) % PAGES;
+            size_t off = (k * 13) % PAGE;
+            unsigned char want = pattern(p, off);
+            if (p % 4 == 0 && pass > 0) want ^= 0xff; /* written in pass 0 */
+            CHECK(m[p * PAGE + off] == want, "file page %zu off %zu pass %d: %u != %u", p, off,
+                  pass, m[p * PAGE + off], want);
+            if (pass == 0 && p % 4 == 0) {
+                for (size_t i = 0; i < PAGE; i++) m[p * PAGE + i] ^= 0xff;
+            }
+        }
+    }
+    CHECK(pp_flush(r) == 0, "pp_flush");
+
+    char stats[4096];
+    int n = pp_stats_json(r, stats, sizeof stats);
+    CHECK(n > 0 && (size_t)n == strlen(stats), "pp_stats_json returned %d", n);
+    CHECK(strstr(stats, "\"missing_faults\"") && strstr(stats, "\"evictions\""), "stats: %s",
+          stats);
+    char tiny[8];
+    CHECK(pp_stats_json(r, tiny, sizeof tiny) == -ERANGE && tiny[0] == 0, "small buffer");
+    CHECK(pp_stats_json(NULL, stats, sizeof stats) == -EINVAL, "NULL region");
+    printf("file region stats: %s\n", stats);
+    CHECK(pp_unmap(r) == 0, "pp_unmap");
+
+    /* The writes reached the file, the rest is untouched. */
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0, "reopen");
+    unsigned char buf[PAGE];
+    for (size_t p = 0; p < PAGES; p++) {
+        CHECK(pread(fd, buf, PAGE, (off_t)(p * PAGE)) == PAGE, "pread");
+        for (size_t i = 0; i < PAGE; i++) {
+            unsigned char want = pattern(p, i) ^ (p % 4 == 0 ? 0xff : 0);
+            CHECK(buf[i] == want, "file after unmap page %zu off %zu: %u != %u", p, i, buf[i],
+                  want);
+        }
+    }
+    close(fd);
+}
+
+static void anon_region(void) {
+    char err[256] = "";
+    pp_region *r = pp_map_anon(PAGES * PAGE, BUDGET_PAGES * PAGE, "fifo", err, sizeof err);
+    CHECK(r != NULL, "pp_map_anon: %s", err);
+    volatile unsigned char *m = pp_addr(r);
+    for (size_t p = 0; p < PAGES; p++) {
+        CHECK(m[p * PAGE + p % PAGE] == 0, "anon page %zu not zero", p);
+        for (size_t i = 0; i < PAGE; i += 64) m[p * PAGE + i] = pattern(p, i);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < PAGES; k++) {
+            size_t p = (k * 101 + pass) % PAGES;
+            for (size_t i = 0; i < PAGE; i += 64) {
+                CHECK(m[p * PAGE + i] == pattern(p, i), "anon page %zu off %zu", p, i);
+            }
+            CHECK(m[p * PAGE + 1] == 0, "anon page %zu byte 1 not zero", p);
+        }
+    }
+    char stats[4096];
+    CHECK(pp_stats_json(r, stats, sizeof stats) > 0, "anon stats");
+    printf("anon region stats: %s\n", stats);
+    CHECK(pp_unmap(r) == 0, "anon pp_unmap");
+}
+
+static void options_region(const char *path) {
+    pp_options o;
+    pp_options_init(&o);
+    o.path = path;
+    o.len = 64 * PAGE;
+    o.budget_bytes = 8 * PAGE;
+    o.policy = "fifo";
+    o.readahead_max_pages = 1;
+    char err[256] = "";
+    pp_region *r = pp_map(&o, err, sizeof err);
+    CHECK(r != NULL, "pp_map: %s", err);
+    CHECK(pp_len(r) == 64 * PAGE, "pp_map len %zu", pp_len(r));
+    volatile unsigned char *m = pp_addr(r);
+    CHECK(m[4 * PAGE + 9] == (pattern(4, 9) ^ 0xff), "pp_map data page 4");
+    CHECK(m[5 * PAGE + 9] == pattern(5, 9), "pp_map data page 5");
+    CHECK(pp_unmap(r) == 0, "pp_map unmap");
+    o.size = 3;
+    CHECK(pp_map(&o, err, sizeof err) == NULL && strstr(err, "pp_options_init"), "bad size: %s",
+          err);
+}
+
+/* Every bad input: NULL and a message naming the problem. */
+static void expect_refused(pp_region *r, const char *err, const char *needle, const char *what) {
+    CHECK(r == NULL, "%s was mapped", what);
+    CHECK(err[0] != 0, "%s: empty message", what);
+    CHECK(strstr(err, needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what, err, needle);
+    printf("refused %s: %s\n", what, err);
+}
+
+static void bad_input(const char *dir, const char *file) {
+    char err[256];
+    char missing[512], ro[512], empty[512];
+    snprintf(missing, sizeof missing, "%s/does-not-exist.dat", dir);
+    snprintf(ro, sizeof ro, "%s/read-only.dat", dir);
+    snprintf(empty, sizeof empty, "%s/empty.dat", dir);
+    write_file(ro, 4, 0444);
+    write_file(empty, 0, 0644);
+
+    err[0] = 0;
+    expect_refused(pp_map_file(missing, 0, 1 << 20, "lru", err, sizeof err), err,
+                   "does-not-exist.dat", "missing file");
+    err[0] = 0;
+    expect_refused(pp_map_file(file, 0, 1 << 20, "no-such-policy", err, sizeof err), err,
+                   "no-such-policy", "unknown policy");
+    err[0] = 0;
+    expect_refused(pp_map_file(file, 0, 100, "lru", err, sizeof err), err, "budget",
+                   "budget below one page");
+    err[0] = 0;
+    expect_refused(pp_map_anon(1 << 20, 4095, "lru", err, sizeof err), err, "budget",
+                   "anon budget below one page");
+    err[0] = 0;
+    expect_refused(pp_map_file(ro, 1, 1 << 20, "lru", err, sizeof err), err, "read-only",
+                   "read-only file mapped writable");
+    err[0] = 0;
+    expect_refused(pp_map_file(empty, 0, 1 << 20, "lru", err, sizeof err), err, "empty",
+                   "empty file");
+    err[0] = 0;
+    expect_refused(pp_map_file(NULL, 0, 1 << 20, "lru", err, sizeof err), err, "NULL",
+                   "NULL path");
+    err[0] = 0;
+    expect_refused(pp_map_anon(0, 1 << 20, "lru", err, sizeof err), err, "length",
+                   "zero length");
+    /* errlen 0 (or a NULL buffer): still NULL, nothing written. */
+    err[0] = 'x';
+    CHECK(pp_map_file(missing, 0, 1 << 20, "lru", err, 0) == NULL && err[0] == 'x', "errlen 0");
+    CHECK(pp_map_file(missing, 0, 1 << 20, "lru", NULL, 64) == NULL, "NULL err");
+    /* A read-only file mapped read-only is fine. */
+    pp_region *r = pp_map_file(ro, 0, 1 << 20, "lru", err, sizeof err);
+    CHECK(r != NULL, "read-only file, read-only map: %s", err);
+    CHECK(((volatile unsigned char *)pp_addr(r))[PAGE + 3] == pattern(1, 3), "read-only data");
+    CHECK(pp_unmap(r) == 0, "read-only unmap");
+    /* NULL handles. */
+    CHECK(pp_addr(NULL) == NULL && pp_len(NULL) == 0, "NULL handle accessors");
+    CHECK(pp_flush(NULL) == -EINVAL && pp_unmap(NULL) == -EINVAL, "NULL handle calls");
+    unlink(ro);
+    unlink(empty);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
+        return 2;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/table.dat", argv[1]);
+    write_file(path, PAGES, 0644);
+    file_region(path);
+    anon_region();
+    options_region(path);
+    bad_input(argv[1], path);
+    unlink(path);
+    printf("OK\n");
+    return 0;
+}

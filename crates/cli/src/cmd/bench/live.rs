@@ -1,0 +1,166 @@
+//! The pagepilot side: the same workload over a live pager region of the file.
+
+use std::time::Instant;
+
+use pagepilot_pager::{Backing, FaultService, Region, RegionOptions};
+use serde::Serialize;
+
+use super::datafile::DataFile;
+use super::measure::Measured;
+use super::sys;
+use super::workload::{self, Workload};
+
+/// Failure of a pagepilot run.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// Mapping the region failed.
+    #[error("mapping {path} with policy {policy}: {source}")]
+    Map {
+        /// The file.
+        path: String,
+        /// The policy asked for.
+        policy: String,
+        /// The pager's error.
+        source: Box<pagepilot_pager::MapError>,
+    },
+    /// Unmapping failed.
+    #[error("unmapping the region: {0}")]
+    Unmap(pagepilot_pager::FlushError),
+    /// `/proc/self/io` could not be read.
+    #[error("reading /proc/self/io: {0}")]
+    Io(std::io::Error),
+    /// The workload read wrong data through the pager.
+    #[error("pagepilot ({policy}) checksum {got} != expected {want}: wrong data paged in")]
+    Checksum {
+        /// The policy.
+        policy: String,
+        /// What it computed.
+        got: u64,
+        /// What it should have.
+        want: u64,
+    },
+}
+
+/// Checks that the pager accepts `policy` (by mapping one anonymous page with it), so that a
+/// bad policy stops a benchmark before any measurement.
+pub fn check_policy(policy: &str) -> Result<(), LiveError> {
+    let region =
+        Region::map_anon(sys::PAGE, sys::PAGE, policy).map_err(|source| LiveError::Map {
+            path: "anonymous".into(),
+            policy: policy.into(),
+            source: Box::new(source),
+        })?;
+    region.unmap().map_err(LiveError::Unmap)
+}
+
+/// Pager options a benchmark may override (`None`: the pager's default).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Tuning {
+    /// Largest read-ahead window along sequential faults, pages (1: off).
+    pub readahead: Option<usize>,
+    /// Pages read per fault outside a sequence.
+    pub fault_around: Option<usize>,
+    /// Fault-handler threads.
+    pub handler_threads: Option<usize>,
+    /// Prefetch the next read-ahead window while the application uses this one.
+    pub async_readahead: Option<bool>,
+    /// Prefetched windows kept ahead (reads in flight) with `async_readahead`.
+    pub readahead_depth: Option<usize>,
+    /// The faulting thread serves its own fault (SIGBUS) instead of handler threads.
+    pub faulting_thread: bool,
+}
+
+/// Runs `w` over a read-only pagepilot region of `file` with `budget` bytes and `policy`.
+pub fn run(
+    file: &DataFile,
+    budget: usize,
+    policy: &str,
+    tuning: Tuning,
+    w: Workload,
+) -> Result<Measured, LiveError> {
+    let backing = Backing::File {
+        path: file.path().to_path_buf(),
+        writable: false,
+    };
+    let mut opts = RegionOptions::new(backing, budget, policy);
+    if let Some(n) = tuning.readahead {
+        opts = opts.with_readahead(n);
+    }
+    if let Some(n) = tuning.fault_around {
+        opts = opts.with_fault_around(n);
+    }
+    if let Some(n) = tuning.handler_threads {
+        opts = opts.with_handler_threads(n);
+    }
+    if let Some(on) = tuning.async_readahead {
+        opts = opts.with_async_readahead(on);
+    }
+    if let Some(n) = tuning.readahead_depth {
+        opts = opts.with_readahead_depth(n);
+    }
+    if tuning.faulting_thread {
+        opts = opts.with_fault_service(FaultService::FaultingThread);
+    }
+    let region = Region::map(opts).map_err(|source| LiveError::Map {
+        path: file.path().display().to_string(),
+        policy: policy.into(),
+        source: Box::new(source),
+    })?;
+    let read0 = sys::read_bytes_self().map_err(LiveError::Io)?;
+    let t0 = Instant::now();
+    // SAFETY: the region stays mapped until `unmap` below and covers `len()` bytes of the
+    // file written by `DataFile::create`.
+    let checksum = unsafe { workload::run(w, region.as_ptr(), region.len()) };
+    let elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let read1 = sys::read_bytes_self().map_err(LiveError::Io)?;
+    let stats = region.stats();
+    if std::env::var_os("PAGEPILOT_BENCH_DEBUG").is_some() {
+        eprintln!("{}", region.stats_json());
+    }
+    region.unmap().map_err(LiveError::Unmap)?;
+    let want = workload::expected(w, file.len());
+    if checksum != want {
+        return Err(LiveError::Checksum {
+            policy: policy.into(),
+            got: checksum,
+            want,
+        });
+    }
+    Ok(Measured {
+        elapsed_ns,
+        faults: stats.missing_faults,
+        minor_faults: stats.minor_faults,
+        bytes_read: read1 - read0,
+        checksum,
+        cgroup_baseline_bytes: 0,
+    })
+}
+
+/// Write-touches each page of a fresh anonymous pagepilot region that fits its budget (every
+/// access is a missing fault served with zeroes) and returns the per-fault times in ns and the
+/// pager's own fault-service latency (p50, p99) in ns.
+pub fn anon_missing_faults(
+    pages: usize,
+    service: FaultService,
+) -> Result<(Vec<u64>, u64, u64), LiveError> {
+    let len = pages * sys::PAGE;
+    let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+        .with_readahead(1)
+        .with_fault_service(service);
+    let region = Region::map(opts).map_err(|source| LiveError::Map {
+        path: "anonymous".into(),
+        policy: "fifo".into(),
+        source: Box::new(source),
+    })?;
+    let times = (0..pages)
+        .map(|p| {
+            let t = Instant::now();
+            // SAFETY: p < pages: inside the region, which stays mapped until unmap below.
+            unsafe { std::ptr::write_volatile(region.as_ptr().add(p * sys::PAGE), 1) };
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    let stats = region.stats();
+    region.unmap().map_err(LiveError::Unmap)?;
+    Ok((times, stats.latency.p50_ns, stats.latency.p99_ns))
+}

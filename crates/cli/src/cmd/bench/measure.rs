@@ -1,0 +1,88 @@
+//! What one run of a workload measured, for pagepilot and the kernel alike, and medians.
+
+use serde::{Deserialize, Serialize};
+
+/// Output format of the benchmarks.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// One run of a workload.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Measured {
+    /// Wall-clock time of the workload (mapping and unmapping excluded).
+    pub elapsed_ns: u64,
+    /// Page-ins: pagepilot's missing faults, or the kernel's major faults.
+    pub faults: u64,
+    /// Minor faults (pagepilot: reference emulation; kernel: mapped from the page cache).
+    pub minor_faults: u64,
+    /// Bytes read from the block device by the process (`/proc/<pid>/io` `read_bytes`).
+    pub bytes_read: u64,
+    /// The workload's checksum.
+    pub checksum: u64,
+    /// Kernel runs: memory the child process itself had charged to its cgroup before the
+    /// workload (binary, heap, stacks), added to the cgroup limit so that the file's pages get
+    /// the same budget as pagepilot's frames. 0 for pagepilot.
+    #[serde(default)]
+    pub cgroup_baseline_bytes: u64,
+}
+
+/// Median of `xs` (upper median for even counts); 0 for none.
+pub fn median(mut xs: Vec<u64>) -> u64 {
+    xs.sort_unstable();
+    xs.get(xs.len() / 2).copied().unwrap_or(0)
+}
+
+/// Field-wise median of several runs (each field separately, as the runs are noisy).
+pub fn median_of(runs: &[Measured]) -> Measured {
+    let m = |f: fn(&Measured) -> u64| median(runs.iter().map(f).collect());
+    Measured {
+        elapsed_ns: m(|r| r.elapsed_ns),
+        faults: m(|r| r.faults),
+        minor_faults: m(|r| r.minor_faults),
+        bytes_read: m(|r| r.bytes_read),
+        checksum: runs.first().map_or(0, |r| r.checksum),
+        cgroup_baseline_bytes: m(|r| r.cgroup_baseline_bytes),
+    }
+}
+
+/// `a / b`, or 0 when `b` is 0.
+pub fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        0.0
+    } else {
+        a / b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_median_takes_the_middle_run_per_field() {
+        let runs = [
+            Measured {
+                elapsed_ns: 5,
+                faults: 1,
+                ..Default::default()
+            },
+            Measured {
+                elapsed_ns: 1,
+                faults: 9,
+                ..Default::default()
+            },
+            Measured {
+                elapsed_ns: 3,
+                faults: 4,
+                ..Default::default()
+            },
+        ];
+        let m = median_of(&runs);
+        assert_eq!((m.elapsed_ns, m.faults), (3, 4));
+    }
+}

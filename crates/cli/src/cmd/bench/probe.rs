@@ -1,0 +1,216 @@
+//! A minimal userfaultfd pager, timestamped, to split a fault's cost as the Cache Kernel paper
+//! does (delivery to the handler vs filling and mapping), plus the kernel's own faults on the
+//! same kind of memory (shmem) for comparison.
+//!
+//! The probe has pagepilot's shape (ARCHITECTURE.md): a memfd seen by the application through
+//! a `MAP_SHARED` view registered for MISSING and MINOR faults and by the handler through a
+//! second view; a fault is served by filling the page through the handler's view and
+//! `UFFDIO_CONTINUE` on the application's.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::sys::{self, uffd::Uffd, Mapping, PAGE};
+
+/// How the probe's handler fills a page on a missing fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// Allocate a zeroed page (anonymous memory): `MADV_POPULATE_WRITE` on the handler's view,
+    /// as the pager does (a store would take a page fault in the handler's view first).
+    Zero,
+    /// Copy it from memory (a dataspace already in RAM) with `pwrite` into the memfd.
+    Copy,
+}
+
+/// Per-fault times in ns, one entry per page.
+#[derive(Default)]
+pub struct Split {
+    /// Access started -> access returned (what the application pays).
+    pub total: Vec<u64>,
+    /// Access started -> handler holds the fault message.
+    pub delivery: Vec<u64>,
+    /// Handler holds the message -> page filled (zero or copy; nothing for a minor fault).
+    pub fill: Vec<u64>,
+    /// Page filled -> the application runs again (`UFFDIO_CONTINUE` and the wake-up).
+    pub map: Vec<u64>,
+    /// Duration of the `UFFDIO_CONTINUE` ioctl alone, as the handler sees it.
+    pub continue_ioctl: Vec<u64>,
+}
+
+/// Timestamps shared by the application thread and the handler.
+struct Stamps {
+    start: Vec<AtomicU64>,
+    read: Vec<AtomicU64>,
+    filled: Vec<AtomicU64>,
+    done: Vec<AtomicU64>,
+}
+
+impl Stamps {
+    fn new(pages: usize) -> Stamps {
+        let v = || (0..pages).map(|_| AtomicU64::new(0)).collect();
+        Stamps {
+            start: v(),
+            read: v(),
+            filled: v(),
+            done: v(),
+        }
+    }
+}
+
+/// Runs the probe over `pages` pages: a write-touch of each (missing faults, filled per
+/// `fill`), then `MADV_DONTNEED` and a read-touch of each (minor faults). Returns both splits.
+pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
+    let len = pages * PAGE;
+    let fd = sys::memfd("pagepilot-probe", len)?;
+    let app = Mapping::shared(fd.as_raw_fd(), len, true)?;
+    let pager = Mapping::shared(fd.as_raw_fd(), len, true)?;
+    let source: Vec<u8> = (0..len).map(|i| (i / PAGE) as u8 ^ 0x5a).collect();
+    let uffd = Uffd::open()?;
+    uffd.register(app.ptr(), len)?;
+    let epoch = Instant::now();
+    // One set per phase: a fault's flags say which phase it belongs to.
+    let stamps = [Arc::new(Stamps::new(pages)), Arc::new(Stamps::new(pages))];
+    let stop = Arc::new(AtomicBool::new(false));
+    let app_base = app.ptr() as u64;
+
+    let (missing, minor) = std::thread::scope(|s| -> io::Result<(Split, Split)> {
+        let handler = {
+            let (stamps, stop, uffd, pager, source) = (&stamps, &stop, &uffd, &pager, &source);
+            let fd = fd.as_raw_fd();
+            s.spawn(move || -> io::Result<()> {
+                while !stop.load(Ordering::Acquire) {
+                    let Some(f) = uffd.read_fault_timeout(100)? else {
+                        continue;
+                    };
+                    let t_read = epoch.elapsed().as_nanos() as u64;
+                    let page = ((f.address - app_base) as usize) / PAGE;
+                    if page >= pages {
+                        return Err(io::Error::other("fault outside the probe region"));
+                    }
+                    let minor = f.flags & sys::uffd::FLAG_MINOR != 0;
+                    let stamps = &stamps[usize::from(minor)];
+                    if !minor {
+                        let off = page * PAGE;
+                        match fill {
+                            Fill::Zero => pager.populate_write(off, PAGE)?,
+                            Fill::Copy => sys::pwrite_all(fd, &source[off..off + PAGE], off)?,
+                        }
+                    }
+                    let t_filled = epoch.elapsed().as_nanos() as u64;
+                    // Stamps first: the application may run as soon as CONTINUE maps the page.
+                    stamps.read[page].store(t_read, Ordering::Relaxed);
+                    stamps.filled[page].store(t_filled, Ordering::Release);
+                    uffd.continue_range(app_base + (page * PAGE) as u64, PAGE)?;
+                    stamps.done[page].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+                }
+                Ok(())
+            })
+        };
+        let touch = |write: bool| -> Vec<u64> {
+            let stamps = &stamps[usize::from(!write)];
+            let mut end = Vec::with_capacity(pages);
+            for p in 0..pages {
+                stamps.start[p].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+                // SAFETY: p < pages: inside the application's view, which the handler serves.
+                unsafe {
+                    let at = app.ptr().add(p * PAGE);
+                    if write {
+                        std::ptr::write_volatile(at, 1);
+                    } else {
+                        std::ptr::read_volatile(at);
+                    }
+                }
+                end.push(epoch.elapsed().as_nanos() as u64);
+            }
+            end
+        };
+        let missing = touch(true);
+        let minor = app.dontneed().map(|()| touch(false));
+        stop.store(true, Ordering::Release);
+        let served = handler
+            .join()
+            .map_err(|_| io::Error::other("probe handler panicked"))?;
+        served?;
+        // After the join: the handler's last stamps are visible.
+        Ok((split(&stamps[0], &missing), split(&stamps[1], &minor?)))
+    })?;
+    Ok((missing, minor))
+}
+
+fn split(st: &Stamps, end: &[u64]) -> Split {
+    let mut s = Split::default();
+    for (p, &e) in end.iter().enumerate() {
+        let start = st.start[p].load(Ordering::Acquire);
+        let filled = st.filled[p].load(Ordering::Acquire).max(start);
+        let read = st.read[p].load(Ordering::Relaxed).clamp(start, filled);
+        let done = st.done[p].load(Ordering::Acquire).max(filled);
+        s.total.push(e - start);
+        s.delivery.push(read - start);
+        s.fill.push(filled - read);
+        s.map.push(e.saturating_sub(filled));
+        s.continue_ioctl.push(done - filled);
+    }
+    s
+}
+
+/// The kernel's own faults on shmem: first write-touch of each page of a memfd `MAP_SHARED`
+/// (allocate and zero), then read-touch after `MADV_DONTNEED` (map from the page cache).
+/// Returns (missing, minor) per-fault times in ns.
+pub fn kernel_faults(pages: usize) -> io::Result<(Vec<u64>, Vec<u64>)> {
+    let len = pages * PAGE;
+    let fd = sys::memfd("pagepilot-kernel", len)?;
+    let map = Mapping::shared(fd.as_raw_fd(), len, true)?;
+    let touch = |write: bool| {
+        (0..pages)
+            .map(|p| {
+                let t = Instant::now();
+                // SAFETY: p < pages: inside our mapping.
+                unsafe {
+                    let at = map.ptr().add(p * PAGE);
+                    if write {
+                        std::ptr::write_volatile(at, 1);
+                    } else {
+                        std::ptr::read_volatile(at);
+                    }
+                }
+                t.elapsed().as_nanos() as u64
+            })
+            .collect::<Vec<u64>>()
+    };
+    let missing = touch(true);
+    map.dontneed()?;
+    let minor = touch(false);
+    Ok((missing, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_probe_serves_every_fault_and_keeps_the_data() {
+        let (missing, minor) = pagepilot_probe(64, Fill::Copy).expect("userfaultfd probe");
+        assert_eq!(missing.total.len(), 64);
+        assert_eq!(minor.total.len(), 64);
+        // Every fault was seen and served by the handler while the access waited.
+        for s in [&missing, &minor] {
+            for p in 0..64 {
+                assert!(
+                    s.delivery[p] > 0 && s.continue_ioctl[p] > 0,
+                    "page {p} not served"
+                );
+                assert_eq!(s.delivery[p] + s.fill[p] + s.map[p], s.total[p]);
+            }
+        }
+    }
+
+    #[test]
+    fn test_kernel_faults_time_each_page() {
+        let (missing, minor) = kernel_faults(32).expect("memfd");
+        assert_eq!((missing.len(), minor.len()), (32, 32));
+        assert!(missing.iter().all(|&t| t > 0));
+    }
+}

@@ -1,0 +1,206 @@
+//! The live benchmarks as a user runs them: `pagepilot bench join|faults|scan --format json`
+//! against real userfaultfd regions, real files and real memory cgroups, at small sizes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn pagepilot(args: &[&str]) -> (Output, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_pagepilot"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start pagepilot");
+    let pid = child.id();
+    (child.wait_with_output().expect("run pagepilot"), pid)
+}
+
+fn json(args: &[&str]) -> Value {
+    let (out, pid) = pagepilot(args);
+    assert!(
+        out.status.success(),
+        "pagepilot {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_cleaned_up(pid);
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+/// Neither memory cgroups nor data files of run `pid` are left behind.
+fn assert_cleaned_up(pid: u32) {
+    let prefix = format!("pagepilot-{pid}-");
+    let cgroups = std::fs::read_dir("/sys/fs/cgroup/memory").expect("cgroup v1 memory");
+    for e in cgroups.flatten() {
+        assert!(
+            !e.file_name().to_string_lossy().starts_with(&prefix),
+            "cgroup left: {e:?}"
+        );
+    }
+    let files = std::fs::read_dir(std::env::temp_dir()).expect("temp dir");
+    let prefix = format!("pagepilot-bench-{pid}-");
+    for e in files.flatten() {
+        assert!(
+            !e.file_name().to_string_lossy().starts_with(&prefix),
+            "file left: {e:?}"
+        );
+    }
+}
+
+fn within(measured: u64, analytic: u64, tolerance: f64) -> bool {
+    (measured as f64 - analytic as f64).abs() <= tolerance * analytic as f64
+}
+
+#[test]
+fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
+    let r = json(&[
+        "bench",
+        "join",
+        "--outer-mb",
+        "24",
+        "--budget-mb",
+        "16",
+        "--loops",
+        "4",
+        "--policies",
+        "lru,mru,kernel",
+        "--format",
+        "json",
+    ]);
+    let size = &r["sizes"][0];
+    let (o, m) = (
+        size["outer_pages"].as_u64().unwrap(),
+        size["budget_pages"].as_u64().unwrap(),
+    );
+    assert_eq!((o, m), (6144, 4096));
+    assert_eq!(size["pf_lru"].as_u64(), Some(o * 4));
+    assert_eq!(size["pf_mru"].as_u64(), Some(o + (o - m) * 3));
+    let policies = size["policies"].as_array().unwrap();
+    let by = |name: &str| policies.iter().find(|p| p["policy"] == name).expect(name);
+    let lru = by("lru")["faults"].as_u64().unwrap();
+    let mru = by("mru")["faults"].as_u64().unwrap();
+    assert!(
+        within(lru, o * 4, 0.01),
+        "LRU page-ins {lru} vs PF_l {}",
+        o * 4
+    );
+    assert!(
+        within(mru, o + (o - m) * 3, 0.01),
+        "MRU page-ins {mru} vs PF_m"
+    );
+    let kernel = by("kernel");
+    // The kernel read the table from the device at least once (caches were dropped).
+    assert!(
+        kernel["bytes_read"].as_u64().unwrap() >= 24 << 20,
+        "kernel read {kernel}"
+    );
+    assert!(by("mru")["speedup_vs_kernel"].as_f64().unwrap() > 0.0);
+    // Every run computed the same join result.
+    let sums: Vec<u64> = policies
+        .iter()
+        .map(|p| p["runs"][0]["checksum"].as_u64().unwrap())
+        .collect();
+    assert!(
+        sums.windows(2).all(|w| w[0] == w[1]) && sums[0] > 0,
+        "checksums {sums:?}"
+    );
+}
+
+#[test]
+fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
+    let r = json(&[
+        "bench", "faults", "--pages", "256", "--runs", "1", "--format", "json",
+    ]);
+    for key in [
+        "kernel_missing",
+        "kernel_minor",
+        "pager_missing",
+        "pager_missing_faulting_thread",
+    ] {
+        assert!(r[key]["mean_ns"].as_u64().unwrap() > 0, "{key}: {r}");
+    }
+    for kind in ["probe_missing_zero", "probe_missing_copy", "probe_minor"] {
+        let b = &r[kind];
+        let total = b["total"]["mean_ns"].as_u64().unwrap();
+        let parts: u64 = ["delivery", "fill", "map_and_resume"]
+            .iter()
+            .map(|p| b[p]["mean_ns"].as_u64().unwrap())
+            .sum();
+        // The parts of each fault add up to it (means: up to rounding).
+        assert!(total.abs_diff(parts) <= 3, "{kind}: {total} != {parts}");
+        assert!(b["delivery"]["mean_ns"].as_u64().unwrap() > 0);
+        assert!(b["ratio_to_kernel_mean"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn test_scan_bench_compares_throughput_per_thread_count() {
+    let r = json(&[
+        "bench",
+        "scan",
+        "--budget-mb",
+        "16",
+        "--threads",
+        "1,2",
+        "--ops",
+        "400",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r["file_mb"].as_u64(), Some(64));
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    for p in points {
+        assert!(p["pagepilot_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        // A kernel run may be OOM-killed under the limit; then it is counted, not measured.
+        if p["kernel_oom_kills"] == 0 {
+            assert!(p["kernel_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
+            assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+        }
+        // Random reads are also compared with the kernel told MADV_RANDOM.
+        let random = p["pattern"] == "random";
+        assert_eq!(p["ratio_madv_random"].as_f64().is_some(), random, "{p}");
+    }
+}
+
+#[test]
+fn test_benches_refuse_bad_input_with_a_named_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "join", "--outer-mb", "20..x"], "--outer-mb"),
+        (
+            &[
+                "bench",
+                "join",
+                "--outer-mb",
+                "8",
+                "--policies",
+                "no-such-policy",
+            ],
+            "no-such-policy",
+        ),
+        (
+            &["bench", "join", "--outer-mb", "8", "--runs", "0"],
+            "--runs",
+        ),
+        (&["bench", "scan", "--threads", "0"], "--threads"),
+        (&["bench", "faults", "--pages", "0"], "--pages"),
+    ];
+    for (args, needle) in cases {
+        let (out, pid) = pagepilot(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains(needle),
+            "{args:?}: error {err:?} does not name {needle}"
+        );
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert_cleaned_up(pid);
+    }
+    // A data directory on tmpfs is refused: O_DIRECT and the kernel's reads need a disk.
+    if Path::new("/dev/shm").is_dir() {
+        let (out, _) = pagepilot(&["bench", "join", "--outer-mb", "8", "--dir", "/dev/shm"]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("tmpfs"));
+    }
+}

@@ -1,0 +1,111 @@
+//! Asynchronous read-ahead with several windows in flight: the data the
+//! application reads is the file's, whichever prefetcher finished first, and
+//! every page read is one page-in.
+
+mod common;
+
+use common::*;
+use pagepilot_pager::{Backing, Region, RegionOptions, PAGE_SIZE};
+
+fn scan_and_compare(policy: &str, depth: usize, loops: usize, threads: usize) {
+    let d = Scratch::new("readahead");
+    let path = d.file("data");
+    let pages = 1024;
+    let data = random_file(&path, pages * PAGE_SIZE, 5);
+    let region = Region::map(
+        RegionOptions::new(
+            Backing::File {
+                path,
+                writable: false,
+            },
+            pages * PAGE_SIZE / 4,
+            policy,
+        )
+        .with_readahead(32)
+        .with_async_readahead(true)
+        .with_readahead_depth(depth)
+        .with_handler_threads(threads),
+    )
+    .unwrap();
+    let mut mismatches = 0;
+    for _ in 0..loops {
+        for p in 0..pages {
+            // SAFETY: inside the region, which is mapped for pages * PAGE_SIZE bytes.
+            let got = unsafe {
+                std::slice::from_raw_parts(region.as_ptr().add(p * PAGE_SIZE), PAGE_SIZE)
+            };
+            mismatches += diff(got, &data[p * PAGE_SIZE..(p + 1) * PAGE_SIZE]);
+        }
+    }
+    let s = region.stats();
+    println!("{policy} depth={depth}: {}", region.stats_json());
+    assert_eq!(mismatches, 0);
+    assert!(s.frames_in_use <= (pages / 4) as u64);
+    assert!(s.bytes_read >= (pages * loops * PAGE_SIZE) as u64);
+    assert_eq!(s.bytes_read, s.missing_faults * PAGE_SIZE as u64);
+    region.unmap().unwrap();
+}
+
+#[test]
+fn test_prefetch_windows_in_flight_deliver_file_contents() {
+    scan_and_compare("lru", 4, 3, 1);
+    scan_and_compare("fifo", 8, 2, 2);
+}
+
+#[test]
+fn test_prefetch_depth_out_of_range_is_refused() {
+    let d = Scratch::new("readahead-bad");
+    let path = d.file("data");
+    random_file(&path, 16 * PAGE_SIZE, 1);
+    for depth in [0, 1000] {
+        let opts = RegionOptions::new(
+            Backing::File {
+                path: path.clone(),
+                writable: false,
+            },
+            4 * PAGE_SIZE,
+            "lru",
+        )
+        .with_async_readahead(true)
+        .with_readahead_depth(depth);
+        assert!(matches!(
+            Region::map(opts),
+            Err(pagepilot_pager::MapError::BadOption {
+                name: "readahead_depth",
+                ..
+            })
+        ));
+    }
+}
+
+#[test]
+fn test_writes_to_prefetched_pages_reach_the_file() {
+    let d = Scratch::new("readahead-write");
+    let path = d.file("data");
+    let pages = 512;
+    let mut data = random_file(&path, pages * PAGE_SIZE, 9);
+    let region = Region::map(
+        RegionOptions::new(
+            Backing::File {
+                path: path.clone(),
+                writable: true,
+            },
+            pages * PAGE_SIZE / 4,
+            "mru",
+        )
+        .with_readahead(16)
+        .with_async_readahead(true),
+    )
+    .unwrap();
+    for p in 0..pages {
+        // Write into the middle of each page: pages of prefetched windows
+        // are mapped write-protected before the policy knows them.
+        let off = p * PAGE_SIZE + 100 + p % 7;
+        // SAFETY: inside the region.
+        unsafe { region.as_ptr().add(off).write_volatile(p as u8) };
+        data[off] = p as u8;
+    }
+    region.unmap().unwrap();
+    let back = std::fs::read(&path).unwrap();
+    assert_eq!(diff(&back, &data), 0);
+}

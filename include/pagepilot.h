@@ -1,0 +1,63 @@
+/* pagepilot: application-controlled paging of files and anonymous memory on
+ * stock Linux (userfaultfd), as a C library: libpagepilot.so.
+ *
+ * A region is a file or zero-filled memory mapped into the process and paged
+ * by pagepilot under a frame budget with the replacement policy the program
+ * chose. Touch it with ordinary loads and stores from any thread.
+ *
+ * Build and link: see docs/c-api.md. In short:
+ *   cargo build --release -p pagepilot-capi
+ *   cc app.c -Iinclude -Ltarget/release -lpagepilot -Wl,-rpath,$PWD/target/release
+ */
+#ifndef PAGEPILOT_H
+#define PAGEPILOT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pp_region pp_region;
+
+/* policy: a built-in name ("lru", "fifo", "clock", "mru", "seq", ...) or a policy program path.
+   On failure: NULL, and a message in err (if errlen > 0). Nothing is mapped on failure:
+   missing or empty file, read-only file mapped writable, budget smaller than one page,
+   unknown policy, NULL arguments. */
+pp_region *pp_map_file(const char *path, int writable, size_t budget_bytes,
+                       const char *policy, char *err, size_t errlen);
+pp_region *pp_map_anon(size_t len, size_t budget_bytes, const char *policy,
+                       char *err, size_t errlen);
+
+/* Options of pp_map. Initialise with pp_options_init, then set fields; zero
+   (or NULL) means the default. */
+typedef struct pp_options {
+    size_t size;                /* sizeof(pp_options), set by pp_options_init */
+    const char *path;           /* backing file, or NULL for anonymous memory */
+    int writable;               /* file: non-zero maps it writable */
+    size_t len;                 /* anonymous: length (required); file: bytes to map, 0 = all */
+    size_t budget_bytes;        /* frame budget, at least one page */
+    const char *policy;         /* NULL: "clock" */
+    size_t fault_around_pages;  /* pages read per missing fault outside a sequence */
+    size_t readahead_max_pages; /* largest read-ahead window along sequential faults */
+    size_t handler_threads;     /* fault-handler threads */
+    const char *swap_dir;       /* anonymous: directory of the swap file; NULL: temp dir */
+} pp_options;
+
+void pp_options_init(pp_options *opts);
+pp_region *pp_map(const pp_options *opts, char *err, size_t errlen);
+
+void  *pp_addr(pp_region *r);                        /* NULL for a NULL handle */
+size_t pp_len(pp_region *r);                         /* 0 for a NULL handle */
+int    pp_flush(pp_region *r);                       /* 0 or -errno */
+int    pp_stats_json(pp_region *r, char *buf, size_t len); /* bytes written or -errno
+                                                        (-ERANGE: buf too small) */
+int    pp_unmap(pp_region *r);                       /* flushes; 0 or -errno. On failure the
+                                                        region stays mapped with its dirty
+                                                        data and r stays valid. */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PAGEPILOT_H */
