@@ -45,7 +45,18 @@ const SECTIONS: &[Section] = &[
         "Space-time graphs: each workload's references and SEQ's replacement victims",
         spacetime,
     ),
+    (
+        "Live: the nested-loops join of HiPEC, paged by pagepilot and by the kernel under the same budget",
+        live_join,
+    ),
 ];
+
+/// The live section: the join on real memory, against the kernel under a
+/// memory cgroup of the same size.
+fn live_join(_cx: &Context) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    super::bench::join::demo_join(&mut out)
+}
 
 /// The policy whose replacement decisions the space-time section shows.
 const VICTIMS_OF: &str = "seq";

@@ -384,7 +384,6 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// The live join at a size that finishes in well under a minute (24 MB outer table, 16 MB
 /// budget, 8 loops; smaller cgroup limits OOM-kill the kernel baseline's own process), printed as a table: what `pagepilot demo` shows.
-#[allow(dead_code)] // called by `pagepilot demo`
 pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
     let setup = JoinSetup {
         outer_mb: vec![24],
