@@ -147,7 +147,17 @@ fn random_reads(file_pages: usize, runs: usize) {
     let path = dir.join("random");
     std::fs::write(&path, vec![7u8; file_pages * P]).unwrap();
     let len = file_pages * P;
-    for (handlers, threads) in [(1, 1), (1, 4), (2, 4), (4, 4), (0, 1), (0, 4)] {
+    // (handler threads (0: the faulting thread), application threads, reader threads)
+    for (handlers, threads, readers) in [
+        (1, 1, 0),
+        (1, 1, 4),
+        (1, 4, 0),
+        (1, 4, 4),
+        (2, 4, 0),
+        (4, 4, 0),
+        (0, 1, 0),
+        (0, 4, 0),
+    ] {
         let mut v = vec![];
         for _ in 0..runs {
             let opts = RegionOptions::new(
@@ -163,7 +173,7 @@ fn random_reads(file_pages: usize, runs: usize) {
             } else {
                 opts.with_handler_threads(handlers)
             };
-            let r = Region::map(opts).unwrap();
+            let r = Region::map(opts.with_reader_threads(readers)).unwrap();
             let base = r.as_ptr() as usize;
             let per = 2000 / threads;
             let t0 = Instant::now();
@@ -188,7 +198,7 @@ fn random_reads(file_pages: usize, runs: usize) {
             r.unmap().unwrap();
         }
         emit(serde_json::json!({
-            "bench": "random_reads", "handlers": handlers, "threads": threads,
+            "bench": "random_reads", "handlers": handlers, "threads": threads, "readers": readers,
             "pages_per_s": median(v),
         }));
     }

@@ -66,6 +66,12 @@ impl Region {
                 why: format!("{} is not in 1..={MAX_HANDLERS}", opts.handler_threads),
             });
         }
+        if opts.reader_threads > MAX_PREFETCHERS {
+            return Err(MapError::BadOption {
+                name: "reader_threads",
+                why: format!("{} is not in 0..={MAX_PREFETCHERS}", opts.reader_threads),
+            });
+        }
         if opts.readahead_depth == 0 || opts.readahead_depth > MAX_PREFETCHERS {
             return Err(MapError::BadOption {
                 name: "readahead_depth",
@@ -171,7 +177,7 @@ impl Region {
                 next_expected: u32::MAX,
                 window: 1,
                 pending: Default::default(),
-                prefetcher: None,
+                readers: None,
                 prefetch_issued: 0,
                 prefetch_done: 0,
             }),
@@ -183,6 +189,7 @@ impl Region {
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
                 readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),
+                fault_reads: !in_thread && opts.reader_threads > 0,
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
@@ -198,16 +205,23 @@ impl Region {
             in_thread,
             closed: false,
         };
-        if shared.tuning.async_readahead {
+        // Reader threads: one per prefetched window in flight, and the
+        // reads of missing faults (each blocks in its own read).
+        let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
+            (true, true) => shared.tuning.readahead_depth.max(opts.reader_threads),
+            (true, false) => shared.tuning.readahead_depth,
+            (false, true) => opts.reader_threads,
+            (false, false) => 0,
+        };
+        if readers > 0 {
             let (tx, rx) = std::sync::mpsc::channel();
-            shared.lock().prefetcher = Some(tx);
-            // One reader per window in flight: each blocks in its own read.
+            shared.lock().readers = Some(tx);
             let rx = Arc::new(Mutex::new(rx));
-            for i in 0..shared.tuning.readahead_depth {
+            for i in 0..readers {
                 let (sh, rx) = (shared.clone(), rx.clone());
                 let h = std::thread::Builder::new()
-                    .name(format!("pagepilot-prefetch-{i}"))
-                    .spawn(move || handler::run_prefetcher(sh, rx))
+                    .name(format!("pagepilot-read-{i}"))
+                    .spawn(move || handler::run_reader(sh, rx))
                     .map_err(sys_err("thread spawn"))?;
                 region.handlers.push(h);
             }
@@ -346,8 +360,8 @@ impl Region {
             return;
         }
         self.closed = true;
-        // Closing the channel stops the prefetcher.
-        self.shared.lock().prefetcher = None;
+        // Closing the channel stops the reader threads.
+        self.shared.lock().readers = None;
         if self.in_thread {
             sigbus::unregister(&self.shared);
         }
