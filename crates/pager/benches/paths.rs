@@ -285,8 +285,10 @@ fn scan(file_pages: usize, runs: usize) {
             (16, false, 1),
             (64, false, 1),
             (256, false, 1),
+            (16, true, 4),
             (64, true, 1),
             (64, true, 4),
+            (64, true, 7),
             (128, true, 3),
         ],
     };
