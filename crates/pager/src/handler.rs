@@ -60,6 +60,43 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
     }
 }
 
+/// Runs the region's only handler thread with blocking reads of the
+/// userfaultfd (no poll before each read: ~0.35 us less per fault, measured
+/// with a C probe). A blocked read cannot be interrupted, so the region stops
+/// it with a fault of its own: a thread reads `doorbell`, a page registered
+/// for missing faults; the handler maps it (waking that thread) and returns
+/// `true` (`false`: the userfaultfd failed).
+pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
+    let mut msgs = [UffdMsg::default(); 16];
+    loop {
+        // Read before blocking: an eviction while blocked makes an event
+        // look stale, which only costs the faulting thread a retry.
+        let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
+        let n = match shared.uffd.read_msgs(&mut msgs) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        let mut stop = false;
+        for m in &msgs[..n] {
+            let Some((addr, flags)) = m.pagefault() else {
+                continue;
+            };
+            if addr & !(PAGE - 1) == doorbell {
+                let _ = shared.uffd.zero_page(doorbell, false);
+                stop = true;
+                continue;
+            }
+            let t0 = Instant::now();
+            serve(&shared, addr, flags, stamp);
+            shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
+        }
+        if stop {
+            return true;
+        }
+    }
+}
+
 /// Serves one fault at `addr`. `stamp` is the region's eviction sequence
 /// number read before the fault was (tells a stale event, see `serve_access`).
 pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) {

@@ -25,6 +25,9 @@ use crate::{handler, sigbus};
 pub struct Region {
     shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
+    /// The only handler thread, reading the userfaultfd with blocking reads,
+    /// and its doorbell page (see `handler::run_blocking`).
+    blocking: Option<(JoinHandle<bool>, usize)>,
     policy_name: String,
     budget_frames: usize,
     handler_threads: usize,
@@ -199,6 +202,7 @@ impl Region {
         let mut region = Region {
             shared: shared.clone(),
             handlers: Vec::new(),
+            blocking: None,
             policy_name,
             budget_frames,
             handler_threads: if in_thread { 0 } else { opts.handler_threads },
@@ -229,6 +233,12 @@ impl Region {
         if in_thread {
             sigbus::register(shared).map_err(sys_err("sigaction"))?;
             return Ok(region);
+        }
+        if opts.handler_threads == 1 && opts.handler_spin_us == 0 {
+            if let Some(b) = spawn_blocking(&shared) {
+                region.blocking = Some(b);
+                return Ok(region);
+            }
         }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
@@ -366,9 +376,64 @@ impl Region {
             sigbus::unregister(&self.shared);
         }
         let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
+        if let Some((h, bell)) = self.blocking.take() {
+            stop_blocking(h, bell);
+        }
         for h in self.handlers.drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+/// Starts the region's only handler thread in blocking mode, with its
+/// doorbell; `None` (nothing changed) if any step fails.
+fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
+    let bell = sys::map_anon_page().ok()?;
+    let ready = shared.uffd.register(bell, PAGE, sys::MODE_MISSING).is_ok()
+        && shared.uffd.set_blocking().is_ok();
+    let sh = shared.clone();
+    let h = ready
+        .then(|| {
+            std::thread::Builder::new()
+                .name("pagepilot-fault-0".into())
+                .spawn(move || handler::run_blocking(sh, bell))
+                .ok()
+        })
+        .flatten();
+    match h {
+        Some(h) => Some((h, bell)),
+        None => {
+            // SAFETY: the page was mapped above and nothing else knows it.
+            unsafe { sys::unmap(bell, PAGE) };
+            None
+        }
+    }
+}
+
+/// Stops a blocking handler: a thread touches the doorbell, the handler maps
+/// it and returns. If the handler is gone already nobody rings; if it died
+/// while the bell rang, the ringing thread stays in its fault until the
+/// userfaultfd closes, so the page is left mapped for it (one page leaked).
+fn stop_blocking(h: JoinHandle<bool>, bell: usize) {
+    if h.is_finished() {
+        let _ = h.join();
+        // SAFETY: nobody touches the doorbell: nobody rang.
+        unsafe { sys::unmap(bell, PAGE) };
+        return;
+    }
+    let ring = std::thread::Builder::new()
+        .name("pagepilot-stop".into())
+        // SAFETY: the doorbell page stays mapped until this thread is joined.
+        .spawn(move || unsafe { std::hint::black_box((bell as *const u8).read_volatile()) });
+    let Ok(ring) = ring else {
+        // The handler cannot be stopped: leave it blocked (it keeps the
+        // region's state alive) rather than hang here.
+        return;
+    };
+    // Only a handler that answered the bell has woken the ringing thread.
+    if matches!(h.join(), Ok(true)) && ring.join().is_ok() {
+        // SAFETY: both threads that could touch the doorbell are gone.
+        unsafe { sys::unmap(bell, PAGE) };
     }
 }
 
