@@ -27,7 +27,7 @@ pub struct Region {
     handlers: Vec<JoinHandle<()>>,
     /// The only handler thread, reading the userfaultfd with blocking reads,
     /// and its doorbell page (see `handler::run_blocking`).
-    blocking: Option<(JoinHandle<bool>, usize)>,
+    blocking: Option<Box<(JoinHandle<bool>, usize)>>,
     policy_name: String,
     budget_frames: usize,
     handler_threads: usize,
@@ -236,7 +236,7 @@ impl Region {
         }
         if opts.handler_threads == 1 && opts.handler_spin_us == 0 {
             if let Some(b) = spawn_blocking(&shared) {
-                region.blocking = Some(b);
+                region.blocking = Some(Box::new(b));
                 return Ok(region);
             }
         }
@@ -376,7 +376,8 @@ impl Region {
             sigbus::unregister(&self.shared);
         }
         let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
-        if let Some((h, bell)) = self.blocking.take() {
+        if let Some(b) = self.blocking.take() {
+            let (h, bell) = *b;
             stop_blocking(h, bell);
         }
         for h in self.handlers.drain(..) {
