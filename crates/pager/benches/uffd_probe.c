@@ -25,7 +25,7 @@
 #include <ucontext.h>
 #define P 4096
 #define N 4096
-static int uffd, memfd, mode; static char *app, *pgr; static char zeros[P] __attribute__((aligned(4096)));
+static int uffd, memfd, mode; static char *app; static char zeros[P] __attribute__((aligned(4096)));
 static long ns(){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1000000000L+t.tv_nsec;}
 static void *handler(void*a){ struct uffd_msg m[16];
  for(;;){ if(mode&4){struct pollfd p={uffd,POLLIN};poll(&p,1,-1);} int n=read(uffd,m,sizeof m); if(n<=0)continue;
