@@ -102,7 +102,7 @@ fn emit(v: serde_json::Value) {
 
 /// Missing (first touch, zero-filled) and minor faults: pagepilot vs kernel,
 /// median over faults of the median over runs.
-fn fault_cost(len: usize, runs: usize, service: FaultService, handlers: usize) {
+fn fault_cost(len: usize, runs: usize, service: FaultService, handlers: usize, spin_us: u64) {
     let (mut pp_miss, mut k_miss, mut pp_minor, mut k_minor) = (vec![], vec![], vec![], vec![]);
     let mut lat = None;
     for _ in 0..runs {
@@ -115,7 +115,8 @@ fn fault_cost(len: usize, runs: usize, service: FaultService, handlers: usize) {
         let r = Region::map(
             RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
                 .with_fault_service(service)
-                .with_handler_threads(handlers),
+                .with_handler_threads(handlers)
+                .with_handler_spin(spin_us),
         )
         .unwrap();
         pp_miss.push(touch_median(r.as_ptr() as usize, len, true));
@@ -131,7 +132,7 @@ fn fault_cost(len: usize, runs: usize, service: FaultService, handlers: usize) {
         median(k_minor),
     );
     emit(serde_json::json!({
-        "bench": "fault_cost", "pages": len / P, "service": format!("{service:?}"), "handlers": handlers,
+        "bench": "fault_cost", "pages": len / P, "service": format!("{service:?}"), "handlers": handlers, "spin_us": spin_us,
         "missing_ns": a, "kernel_missing_ns": b, "missing_ratio": a / b,
         "minor_ns": c, "kernel_minor_ns": d, "minor_ratio": c / d,
         "service_latency_missing": lat,
@@ -147,7 +148,17 @@ fn random_reads(file_pages: usize, runs: usize) {
     let path = dir.join("random");
     std::fs::write(&path, vec![7u8; file_pages * P]).unwrap();
     let len = file_pages * P;
-    for (handlers, threads) in [(1, 1), (1, 4), (2, 4), (4, 4), (0, 1), (0, 4)] {
+    // (handler threads (0: the faulting thread), application threads, reader threads)
+    for (handlers, threads, readers) in [
+        (1, 1, 0),
+        (1, 1, 4),
+        (1, 4, 0),
+        (1, 4, 4),
+        (2, 4, 0),
+        (4, 4, 0),
+        (0, 1, 0),
+        (0, 4, 0),
+    ] {
         let mut v = vec![];
         for _ in 0..runs {
             let opts = RegionOptions::new(
@@ -163,7 +174,7 @@ fn random_reads(file_pages: usize, runs: usize) {
             } else {
                 opts.with_handler_threads(handlers)
             };
-            let r = Region::map(opts).unwrap();
+            let r = Region::map(opts.with_reader_threads(readers)).unwrap();
             let base = r.as_ptr() as usize;
             let per = 2000 / threads;
             let t0 = Instant::now();
@@ -188,7 +199,7 @@ fn random_reads(file_pages: usize, runs: usize) {
             r.unmap().unwrap();
         }
         emit(serde_json::json!({
-            "bench": "random_reads", "handlers": handlers, "threads": threads,
+            "bench": "random_reads", "handlers": handlers, "threads": threads, "readers": readers,
             "pages_per_s": median(v),
         }));
     }
@@ -275,8 +286,10 @@ fn scan(file_pages: usize, runs: usize) {
             (16, false, 1),
             (64, false, 1),
             (256, false, 1),
+            (16, true, 4),
             (64, true, 1),
             (64, true, 4),
+            (64, true, 7),
             (128, true, 3),
         ],
     };
@@ -341,12 +354,13 @@ fn main() {
     let want = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let size = if quick { 4096 } else { 16384 };
     if want("faults") {
-        for (service, handlers) in [
-            (FaultService::HandlerThreads, 1),
-            (FaultService::HandlerThreads, 2),
-            (FaultService::FaultingThread, 1),
+        for (service, handlers, spin_us) in [
+            (FaultService::HandlerThreads, 1, 0),
+            (FaultService::HandlerThreads, 1, 50),
+            (FaultService::HandlerThreads, 2, 0),
+            (FaultService::FaultingThread, 1, 0),
         ] {
-            fault_cost(size * P, runs, service, handlers);
+            fault_cost(size * P, runs, service, handlers, spin_us);
         }
     }
     if want("wp") {

@@ -32,19 +32,26 @@ pub struct Tuning {
     pub async_readahead: bool,
     /// Prefetched windows kept ahead of the application (reads in flight).
     pub readahead_depth: usize,
+    /// Whether handler threads hand missing faults' reads to reader threads
+    /// (and go on with the next fault: several reads in flight).
+    pub fault_reads: bool,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
 }
 
-/// A window for a prefetcher: its pages are `Loading` and the victims
-/// making room for them were chosen when it was issued.
-pub struct Prefetch {
+/// Pages for a reader thread to read: a prefetched window, or a missing
+/// fault's cluster. The pages are `Loading` and the victims making room for
+/// them were chosen when the job was issued.
+pub struct ReadJob {
     /// First page.
     pub first: u32,
     /// Pages.
     pub pages: usize,
-    /// Order in which the window is accounted.
-    pub ticket: u64,
+    /// A prefetched window's ticket (the order in which it is accounted);
+    /// `None` for a fault's cluster.
+    pub ticket: Option<u64>,
+    /// A fault's cluster: whether the fault was a write.
+    pub write: bool,
     /// Victims chosen for it (`Evicting`), and whether each is dirty.
     pub victims: Vec<(u32, bool)>,
 }
@@ -64,8 +71,8 @@ pub struct Inner {
     /// Prefetched windows `(first, pages)` read but not entered by the
     /// application yet, in ticket order: their pages are `PENDING`.
     pub pending: std::collections::VecDeque<(u32, usize)>,
-    /// The region's prefetchers, if asynchronous read-ahead is on.
-    pub prefetcher: Option<std::sync::mpsc::Sender<Prefetch>>,
+    /// The region's reader threads, if it has any.
+    pub readers: Option<std::sync::mpsc::Sender<ReadJob>>,
     /// Prefetch tickets handed out so far.
     pub prefetch_issued: u64,
     /// Prefetched windows accounted so far: windows are handed to the

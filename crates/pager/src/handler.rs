@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use pagepilot_policy::{Fault, FaultKind, Page};
 
-use crate::engine::{Inner, Prefetch, Shared};
+use crate::engine::{Inner, ReadJob, Shared};
 use crate::resident::{State, MODIFIED, PENDING, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
@@ -56,6 +56,43 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
         }
         if n > 0 && !spin.is_zero() {
             last_served = Some(Instant::now());
+        }
+    }
+}
+
+/// Runs the region's only handler thread with blocking reads of the
+/// userfaultfd (no poll before each read: ~0.35 us less per fault, measured
+/// with a C probe). A blocked read cannot be interrupted, so the region stops
+/// it with a fault of its own: a thread reads `doorbell`, a page registered
+/// for missing faults; the handler maps it (waking that thread) and returns
+/// `true` (`false`: the userfaultfd failed).
+pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
+    let mut msgs = [UffdMsg::default(); 16];
+    loop {
+        // Read before blocking: an eviction while blocked makes an event
+        // look stale, which only costs the faulting thread a retry.
+        let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
+        let n = match shared.uffd.read_msgs(&mut msgs) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        let mut stop = false;
+        for m in &msgs[..n] {
+            let Some((addr, flags)) = m.pagefault() else {
+                continue;
+            };
+            if addr & !(PAGE - 1) == doorbell {
+                let _ = shared.uffd.zero_page(doorbell, false);
+                stop = true;
+                continue;
+            }
+            let t0 = Instant::now();
+            serve(&shared, addr, flags, stamp);
+            shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
+        }
+        if stop {
+            return true;
         }
     }
 }
@@ -287,9 +324,36 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
     // windows: the ones it skipped become the policy's (and evictable).
     let all = g.pending.len();
     hand_over(&mut g, all);
-    fill(sh, g, s, n, Cause::Fault(write), None);
-    if sequential && sh.tuning.async_readahead {
-        prefetch_ahead(sh, &mut sh.lock(), 0);
+    let tx = g.readers.clone().filter(|_| sh.tuning.fault_reads);
+    let Some(tx) = tx.filter(|_| sh.store.has_data(s as usize)) else {
+        fill(sh, g, s, n, Cause::Fault(write), None);
+        if sequential {
+            prefetch_ahead(sh, &mut sh.lock(), 0);
+        }
+        return;
+    };
+    // A reader thread reads and maps the cluster (waking the faulting
+    // thread); this handler goes on with the next fault.
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let victims = choose_victims(sh, &mut g, s);
+    let job = ReadJob {
+        first: s,
+        pages: n,
+        ticket: None,
+        write,
+        victims,
+    };
+    match tx.send(job) {
+        Ok(()) => {
+            if sequential {
+                prefetch_ahead(sh, &mut g, 0);
+            }
+        }
+        Err(std::sync::mpsc::SendError(job)) => {
+            fill(sh, g, s, n, Cause::Fault(write), Some(job.victims));
+        }
     }
 }
 
@@ -329,7 +393,10 @@ fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write
 /// `next_expected` on: windows in flight plus windows read but not touched
 /// yet. All of them fit in half the budget, or they would evict each other.
 fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
-    let Some(tx) = g.prefetcher.clone() else {
+    if !sh.tuning.async_readahead {
+        return;
+    }
+    let Some(tx) = g.readers.clone() else {
         return;
     };
     let w = g.window.max(1);
@@ -350,10 +417,11 @@ fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
             g.table.set(q, State::Loading, 0);
         }
         let victims = choose_victims(sh, g, first);
-        let job = Prefetch {
+        let job = ReadJob {
             first,
             pages: n,
-            ticket: g.prefetch_issued,
+            ticket: Some(g.prefetch_issued),
+            write: false,
             victims,
         };
         if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
@@ -385,9 +453,9 @@ fn wait_turn<'a>(
 }
 
 /// Runs one of a region's prefetchers until the channel closes.
-pub fn run_prefetcher(
+pub fn run_reader(
     shared: Arc<Shared>,
-    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Prefetch>>>,
+    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<ReadJob>>>,
 ) {
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
@@ -396,7 +464,10 @@ pub fn run_prefetcher(
         };
         // The window's pages were made Loading when it was issued.
         let g = shared.lock();
-        let cause = Cause::Prefetch(job.ticket);
+        let cause = match job.ticket {
+            Some(t) => Cause::Prefetch(t),
+            None => Cause::Fault(job.write),
+        };
         fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
     }
 }

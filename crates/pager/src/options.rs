@@ -51,6 +51,14 @@ pub struct RegionOptions {
     /// the application, each read by its own prefetcher thread (several
     /// reads in flight), capped so that they fit in half the budget.
     pub readahead_depth: usize,
+    /// Reader threads to which handler threads hand the reads of missing
+    /// faults, so that one handler keeps several reads in flight (faults of
+    /// several application threads). 0 (default): handlers read themselves.
+    /// Not used when faults are served in the faulting thread. Fills then
+    /// overlap, so a policy is asked for victims while other pages it was
+    /// told about (HiPEC programs queue the incoming page at PageFault) are
+    /// still being read: a program naming such a page is overruled.
+    pub reader_threads: usize,
     /// Who serves faults: handler threads, or the faulting thread itself.
     pub fault_service: FaultService,
     /// Microseconds a handler thread keeps polling for the next fault after
@@ -73,6 +81,7 @@ impl Default for RegionOptions {
             fault_service: FaultService::HandlerThreads,
             async_readahead: false,
             readahead_depth: 4,
+            reader_threads: 0,
         }
     }
 }
@@ -120,6 +129,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::readahead_depth`].
     pub fn with_readahead_depth(mut self, windows: usize) -> Self {
         self.readahead_depth = windows;
+        self
+    }
+    /// Sets [`RegionOptions::reader_threads`].
+    pub fn with_reader_threads(mut self, n: usize) -> Self {
+        self.reader_threads = n;
         self
     }
     /// Sets [`RegionOptions::fault_service`].

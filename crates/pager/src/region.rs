@@ -25,6 +25,9 @@ use crate::{handler, sigbus};
 pub struct Region {
     shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
+    /// The only handler thread, reading the userfaultfd with blocking reads,
+    /// and its doorbell page (see `handler::run_blocking`).
+    blocking: Option<Box<(JoinHandle<bool>, usize)>>,
     policy_name: String,
     budget_frames: usize,
     handler_threads: usize,
@@ -64,6 +67,12 @@ impl Region {
             return Err(MapError::BadOption {
                 name: "handler_threads",
                 why: format!("{} is not in 1..={MAX_HANDLERS}", opts.handler_threads),
+            });
+        }
+        if opts.reader_threads > MAX_PREFETCHERS {
+            return Err(MapError::BadOption {
+                name: "reader_threads",
+                why: format!("{} is not in 0..={MAX_PREFETCHERS}", opts.reader_threads),
             });
         }
         if opts.readahead_depth == 0 || opts.readahead_depth > MAX_PREFETCHERS {
@@ -171,7 +180,7 @@ impl Region {
                 next_expected: u32::MAX,
                 window: 1,
                 pending: Default::default(),
-                prefetcher: None,
+                readers: None,
                 prefetch_issued: 0,
                 prefetch_done: 0,
             }),
@@ -183,6 +192,7 @@ impl Region {
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
                 readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),
+                fault_reads: !in_thread && opts.reader_threads > 0,
             },
             poison: got & sys::FEATURE_POISON != 0,
             stop,
@@ -192,22 +202,30 @@ impl Region {
         let mut region = Region {
             shared: shared.clone(),
             handlers: Vec::new(),
+            blocking: None,
             policy_name,
             budget_frames,
             handler_threads: if in_thread { 0 } else { opts.handler_threads },
             in_thread,
             closed: false,
         };
-        if shared.tuning.async_readahead {
+        // Reader threads: one per prefetched window in flight, and the
+        // reads of missing faults (each blocks in its own read).
+        let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
+            (true, true) => shared.tuning.readahead_depth.max(opts.reader_threads),
+            (true, false) => shared.tuning.readahead_depth,
+            (false, true) => opts.reader_threads,
+            (false, false) => 0,
+        };
+        if readers > 0 {
             let (tx, rx) = std::sync::mpsc::channel();
-            shared.lock().prefetcher = Some(tx);
-            // One reader per window in flight: each blocks in its own read.
+            shared.lock().readers = Some(tx);
             let rx = Arc::new(Mutex::new(rx));
-            for i in 0..shared.tuning.readahead_depth {
+            for i in 0..readers {
                 let (sh, rx) = (shared.clone(), rx.clone());
                 let h = std::thread::Builder::new()
-                    .name(format!("pagepilot-prefetch-{i}"))
-                    .spawn(move || handler::run_prefetcher(sh, rx))
+                    .name(format!("pagepilot-read-{i}"))
+                    .spawn(move || handler::run_reader(sh, rx))
                     .map_err(sys_err("thread spawn"))?;
                 region.handlers.push(h);
             }
@@ -215,6 +233,12 @@ impl Region {
         if in_thread {
             sigbus::register(shared).map_err(sys_err("sigaction"))?;
             return Ok(region);
+        }
+        if opts.handler_threads == 1 && opts.handler_spin_us == 0 {
+            if let Some(b) = spawn_blocking(&shared) {
+                region.blocking = Some(Box::new(b));
+                return Ok(region);
+            }
         }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
@@ -346,15 +370,71 @@ impl Region {
             return;
         }
         self.closed = true;
-        // Closing the channel stops the prefetcher.
-        self.shared.lock().prefetcher = None;
+        // Closing the channel stops the reader threads.
+        self.shared.lock().readers = None;
         if self.in_thread {
             sigbus::unregister(&self.shared);
         }
         let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
+        if let Some(b) = self.blocking.take() {
+            let (h, bell) = *b;
+            stop_blocking(h, bell);
+        }
         for h in self.handlers.drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+/// Starts the region's only handler thread in blocking mode, with its
+/// doorbell; `None` (nothing changed) if any step fails.
+fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
+    let bell = sys::map_anon_page().ok()?;
+    let ready = shared.uffd.register(bell, PAGE, sys::MODE_MISSING).is_ok()
+        && shared.uffd.set_blocking().is_ok();
+    let sh = shared.clone();
+    let h = ready
+        .then(|| {
+            std::thread::Builder::new()
+                .name("pagepilot-fault-0".into())
+                .spawn(move || handler::run_blocking(sh, bell))
+                .ok()
+        })
+        .flatten();
+    match h {
+        Some(h) => Some((h, bell)),
+        None => {
+            // SAFETY: the page was mapped above and nothing else knows it.
+            unsafe { sys::unmap(bell, PAGE) };
+            None
+        }
+    }
+}
+
+/// Stops a blocking handler: a thread touches the doorbell, the handler maps
+/// it and returns. If the handler is gone already nobody rings; if it died
+/// while the bell rang, the ringing thread stays in its fault until the
+/// userfaultfd closes, so the page is left mapped for it (one page leaked).
+fn stop_blocking(h: JoinHandle<bool>, bell: usize) {
+    if h.is_finished() {
+        let _ = h.join();
+        // SAFETY: nobody touches the doorbell: nobody rang.
+        unsafe { sys::unmap(bell, PAGE) };
+        return;
+    }
+    let ring = std::thread::Builder::new()
+        .name("pagepilot-stop".into())
+        // SAFETY: the doorbell page stays mapped until this thread is joined.
+        .spawn(move || unsafe { std::hint::black_box((bell as *const u8).read_volatile()) });
+    let Ok(ring) = ring else {
+        // The handler cannot be stopped: leave it blocked (it keeps the
+        // region's state alive) rather than hang here.
+        return;
+    };
+    // Only a handler that answered the bell has woken the ringing thread.
+    if matches!(h.join(), Ok(true)) && ring.join().is_ok() {
+        // SAFETY: both threads that could touch the doorbell are gone.
+        unsafe { sys::unmap(bell, PAGE) };
     }
 }
 
