@@ -2,15 +2,20 @@
 //!
 //! At load the command stream is decoded once into [`Insn`]s whose operands
 //! index typed slot arrays (integers, pages, queues) and whose jump targets
-//! are absolute, so the loop neither decodes words nor checks types. Common
-//! pairs and triples (test-and-jump, enqueue-and-jump, dequeue-test-and-jump)
-//! are fused into one instruction; the originals stay in place as jump
-//! targets. Every command costs one unit of the event's instruction budget,
-//! fused or not (complex commands one per page they pass over); at zero the
-//! event stops. Every 4096 units
-//! the loop also reads the watchdog's stop flag. The verifier guarantees
-//! every index is in range, so the loop cannot panic; nothing allocates per
-//! event (the call stack is reserved for the deepest Activate chain).
+//! are absolute, so the loop neither decodes words nor checks types. The
+//! [`super::optimise`] pass then replaces common pairs, triples and whole
+//! loop idioms (the second-chance scan) with fused instructions; the
+//! originals stay in place as jump targets. Every command costs one unit of
+//! the event's instruction budget, fused or not (complex commands one per
+//! page they pass over); at zero the event stops. A fused instruction that
+//! finds less budget left than its commands need switches the event to the
+//! plain (unfused) code at the same command, so a budget stop happens after
+//! exactly the same commands, with the same effects, as without the
+//! optimiser. Every 4096 units the loop also reads the watchdog's stop flag
+//! (fused loops read it whenever they cross a multiple of 4096). The
+//! verifier guarantees every index is in range, so the loop cannot panic;
+//! nothing allocates per event (the call stack is reserved for the deepest
+//! Activate chain).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -255,6 +260,22 @@ pub enum Insn {
         /// Queue.
         q: u16,
     },
+    /// The whole second-chance loop `L: dequeue q, p; ref p, v; jump R, #1;
+    /// ...; R: enqueue q, p; jump L`, run natively: pages are taken from the
+    /// front while referenced (bit cleared if `ints[v] == 0`) and put at the
+    /// back; the first unreferenced one (or nil) is left in `pages[p]`, and
+    /// execution continues after the conditional jump (`exit`). Five units
+    /// per page passed over, three for the last, as unfused.
+    Scan {
+        /// Queue.
+        q: u16,
+        /// Page variable.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// Where the loop leaves (the command after the conditional jump).
+        exit: u16,
+    },
 }
 
 /// How an event execution ended.
@@ -299,6 +320,7 @@ pub struct EventInput {
 #[derive(Clone, Debug)]
 pub struct Vm {
     code: Vec<Insn>,
+    plain: Vec<Insn>,
     starts: Vec<u16>,
     ints: Vec<i64>,
     pages: Vec<u32>,
@@ -309,8 +331,15 @@ pub struct Vm {
 }
 
 impl Vm {
-    /// Decodes a verified program for a region of `slots` page slots.
+    /// Decodes and optimises a verified program for a region of `slots` page
+    /// slots.
     pub fn new(verified: &Verified, slots: usize) -> Vm {
+        Self::with_optimiser(verified, slots, true)
+    }
+
+    /// As [`Vm::new`]; `optimise` false runs the plain decoded commands
+    /// (the reference the optimiser is tested against).
+    pub fn with_optimiser(verified: &Verified, slots: usize, optimise: bool) -> Vm {
         let p = verified.program();
         let mut ints = vec![0i64; SYS_INTS];
         let mut pages = vec![NIL; SYS_PAGES];
@@ -357,9 +386,13 @@ impl Vm {
                 code[i] = decode(p.code[i], &p.operands, &slot, ev.start);
             }
         }
-        fuse(&mut code);
+        let plain = code.clone();
+        if optimise {
+            super::optimise::optimise(&mut code);
+        }
         Vm {
             code,
+            plain,
             starts: p.events.iter().map(|e| e.start).collect(),
             ints,
             pages,
@@ -396,6 +429,17 @@ impl Vm {
             .collect()
     }
 
+    /// The integer and page variables (system values first), for comparing
+    /// executions.
+    pub fn variables(&self) -> (&[i64], &[u32]) {
+        (&self.ints, &self.pages)
+    }
+
+    /// The instructions the interpreter runs, after the optimiser.
+    pub fn code(&self) -> &[Insn] {
+        &self.code
+    }
+
     /// Operand indexes of the queues, in declaration order.
     pub fn queue_operands(&self) -> &[usize] {
         &self.queue_names
@@ -420,8 +464,9 @@ impl Vm {
         let mut pc = self.starts[event] as usize;
         // Locals, so the loop keeps the arrays in registers across the
         // engine calls. The flag starts false in every event.
-        let (code, ints, pages, queues, stack) = (
+        let (mut code, plain, ints, pages, queues, stack) = (
             &self.code[..],
+            &self.plain[..],
             &mut self.ints[..],
             &mut self.pages[..],
             &mut self.queues,
@@ -430,7 +475,17 @@ impl Vm {
         stack.clear();
         let mut flag = false;
         let mut left = budget;
-        loop {
+        // A fused instruction short of budget: refund its first unit and run
+        // the plain commands from the same index, so the stop is exact.
+        macro_rules! exact {
+            ($run:lifetime) => {{
+                code = plain;
+                pc -= 1;
+                left += 1;
+                continue $run;
+            }};
+        }
+        'run: loop {
             // One test per command: zero is a multiple of 4096 too.
             if left & 0xfff == 0 {
                 if left == 0 {
@@ -566,7 +621,7 @@ impl Vm {
                 Insn::Count { dst, q } => ints[dst as usize] = queues.len(q as usize) as i64,
                 Insn::RefSetJump { p, v, to, when } => {
                     if left == 0 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 1;
                     let s = pages[p as usize];
@@ -584,7 +639,7 @@ impl Vm {
                     when,
                 } => {
                     if left == 0 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 1;
                     flag = rel.holds(ints[a as usize], ints[b as usize]);
@@ -593,7 +648,7 @@ impl Vm {
                 Insn::DeQueueRefJump { q, p, v, to, when } => {
                     // Three commands' worth of budget, as unfused.
                     if left < 2 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 2;
                     let s = queues.pop(q as usize, false);
@@ -606,7 +661,7 @@ impl Vm {
                 }
                 Insn::EnQueueJump { q, p, to } => {
                     if left == 0 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 1;
                     let s = pages[p as usize];
@@ -616,41 +671,37 @@ impl Vm {
                     }
                     pc = to as usize;
                 }
+                Insn::Scan { q, p, v, exit } => {
+                    // Loop state: about to run the dequeue at `pc - 1`, its
+                    // unit not yet charged.
+                    left += 1;
+                    pc -= 1;
+                    let (q, p) = (q as usize, p as usize);
+                    let clear = ints[v as usize] == 0;
+                    loop {
+                        // A full turn is five commands; the plain code
+                        // handles the last few units exactly, and the stop.
+                        if left < 5 || (left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
+                            code = plain;
+                            continue 'run;
+                        }
+                        let s = queues.pop(q, false);
+                        pages[p] = s;
+                        if s == NIL || !mem.is_referenced(s) {
+                            left -= 3;
+                            flag = false;
+                            pc = exit as usize;
+                            break;
+                        }
+                        if clear {
+                            mem.clear_referenced(s);
+                        }
+                        queues.push(q, s, false);
+                        left -= 5;
+                    }
+                }
             }
         }
-    }
-}
-
-/// Fuses common pairs into one instruction that does both and skips the
-/// second. The second stays in place, so jumps to it still work.
-fn fuse(code: &mut [Insn]) {
-    // Back to front, so a pair's second half is already fused.
-    for i in (0..code.len().saturating_sub(1)).rev() {
-        let fused = match (code[i], code[i + 1]) {
-            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
-                Insn::RefSetJump { p, v, to, when }
-            }
-            (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
-                rel,
-                a,
-                b,
-                to,
-                when,
-            },
-            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => {
-                Insn::EnQueueJump { q, p, to }
-            }
-            (
-                Insn::DeQueue {
-                    q,
-                    dst,
-                    back: false,
-                },
-                Insn::RefSetJump { p, v, to, when },
-            ) if p == dst => Insn::DeQueueRefJump { q, p, v, to, when },
-            _ => continue,
-        };
-        code[i] = fused;
     }
 }
 

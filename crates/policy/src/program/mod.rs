@@ -18,6 +18,7 @@ pub mod disasm;
 pub mod interp;
 pub mod opcode;
 pub mod operand;
+pub mod optimise;
 pub mod policy;
 #[allow(clippy::module_inception)]
 pub mod program;

@@ -1,0 +1,87 @@
+//! The load-time optimiser: after the checker has accepted a program and it
+//! has been decoded, rewrites the decoded code so common command sequences
+//! run as one instruction.
+//!
+//! - Pairs and triples: `ref; jump-if` (the clock hand's test), `comp; jump-if`
+//!   over integers, `enqueue back; jump`, and `dequeue front; ref; jump-if`.
+//! - Loop idioms: the second-chance scan `L: dequeue q, p; ref p, v;
+//!   jump R, #1; ...; R: enqueue q, p; jump L` (what `while (true) { p =
+//!   dequeue(q); if (!ref(p, 0)) ...; enqueue(q, p); }` compiles to) becomes
+//!   one [`Insn::Scan`] that rotates the queue natively.
+//!
+//! Every rewrite replaces only the instruction at the sequence's first
+//! command and leaves the rest in place, so jumps into the middle of a
+//! sequence still land on the plain commands. The rewrites preserve meaning
+//! exactly: the same effects on queues, variables and memory, the same flag,
+//! and the same budget charge (one unit per command the sequence stands
+//! for). When an event has less budget left than a fused instruction needs,
+//! the interpreter finishes it on the plain code, so even budget stops are
+//! identical (`crates/policy/tests/optimiser.rs` checks all of this against
+//! the unoptimised code on random programs).
+
+use super::interp::Insn;
+
+/// Rewrites `code` in place; `code` is one program's decoded commands.
+pub fn optimise(code: &mut [Insn]) {
+    fuse(code);
+    scans(code);
+}
+
+/// Fuses pairs (and a triple) into one instruction that does both and skips
+/// the rest. Back to front, so a pair's second half is already fused.
+fn fuse(code: &mut [Insn]) {
+    for i in (0..code.len().saturating_sub(1)).rev() {
+        let fused = match (code[i], code[i + 1]) {
+            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
+                Insn::RefSetJump { p, v, to, when }
+            }
+            (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
+                rel,
+                a,
+                b,
+                to,
+                when,
+            },
+            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => {
+                Insn::EnQueueJump { q, p, to }
+            }
+            (
+                Insn::DeQueue {
+                    q,
+                    dst,
+                    back: false,
+                },
+                Insn::RefSetJump { p, v, to, when },
+            ) if p == dst => Insn::DeQueueRefJump { q, p, v, to, when },
+            _ => continue,
+        };
+        code[i] = fused;
+    }
+}
+
+/// Finds second-chance loops among the fused instructions.
+fn scans(code: &mut [Insn]) {
+    for i in 0..code.len() {
+        let Insn::DeQueueRefJump {
+            q,
+            p,
+            v,
+            to,
+            when: true,
+        } = code[i]
+        else {
+            continue;
+        };
+        // The referenced branch must put the same page at the back of the
+        // same queue and jump straight back to the dequeue.
+        let back = code.get(to as usize).copied();
+        if back == Some(Insn::EnQueueJump { q, p, to: i as u16 }) {
+            code[i] = Insn::Scan {
+                q,
+                p,
+                v,
+                exit: i as u16 + 3,
+            };
+        }
+    }
+}
