@@ -276,6 +276,39 @@ pub enum Insn {
         /// Where the loop leaves (the command after the conditional jump).
         exit: u16,
     },
+    /// `activate E` where E starts with an [`Insn::Scan`] whose exit is a
+    /// Return: the scan runs in place, without a call; charged as the
+    /// activate, the scan and the return.
+    CallScan {
+        /// Absolute start of the event.
+        start: u16,
+        /// Queue.
+        q: u16,
+        /// Page variable.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// The event's Return after the loop.
+        exit: u16,
+    },
+    /// Fused `enqueue q, p` (back) + `return`.
+    EnQueueReturn {
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+    },
+    /// Fused `set dst, src` (pages) + `enqueue q, p` (back) + `return`.
+    SetPageEnQueueReturn {
+        /// Destination.
+        dst: u16,
+        /// Source.
+        src: u16,
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+    },
 }
 
 /// How an event execution ended.
@@ -676,32 +709,116 @@ impl Vm {
                     // unit not yet charged.
                     left += 1;
                     pc -= 1;
-                    let (q, p) = (q as usize, p as usize);
                     let clear = ints[v as usize] == 0;
-                    loop {
-                        // A full turn is five commands; the plain code
-                        // handles the last few units exactly, and the stop.
-                        if left < 5 || (left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
-                            code = plain;
-                            continue 'run;
+                    if !scan(queues, pages, mem, (q, p, clear), &mut left, stop) {
+                        code = plain;
+                        continue 'run;
+                    }
+                    flag = false;
+                    pc = exit as usize;
+                }
+                Insn::CallScan {
+                    start,
+                    q,
+                    p,
+                    v,
+                    exit,
+                } => {
+                    // Activate's unit is charged; the callee's state is
+                    // "about to run its first command", the return address
+                    // pushed only if the plain code has to take over.
+                    let clear = ints[v as usize] == 0;
+                    if !scan(queues, pages, mem, (q, p, clear), &mut left, stop) {
+                        stack.push(pc as u16);
+                        pc = start as usize;
+                        code = plain;
+                        continue 'run;
+                    }
+                    flag = false;
+                    // The callee's Return.
+                    if left == 0 {
+                        stack.push(pc as u16);
+                        pc = exit as usize;
+                        code = plain;
+                        continue 'run;
+                    }
+                    left -= 1;
+                }
+                Insn::EnQueueReturn { q, p } => {
+                    if left == 0 {
+                        exact!('run);
+                    }
+                    left -= 1;
+                    let s = pages[p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(q as usize, s, false);
+                    }
+                    match stack.pop() {
+                        Some(back) => pc = back as usize,
+                        None => {
+                            return Outcome::Returned {
+                                steps: budget - left,
+                            }
                         }
-                        let s = queues.pop(q, false);
-                        pages[p] = s;
-                        if s == NIL || !mem.is_referenced(s) {
-                            left -= 3;
-                            flag = false;
-                            pc = exit as usize;
-                            break;
+                    }
+                }
+                Insn::SetPageEnQueueReturn { dst, src, q, p } => {
+                    if left < 2 {
+                        exact!('run);
+                    }
+                    left -= 2;
+                    pages[dst as usize] = pages[src as usize];
+                    let s = pages[p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(q as usize, s, false);
+                    }
+                    match stack.pop() {
+                        Some(back) => pc = back as usize,
+                        None => {
+                            return Outcome::Returned {
+                                steps: budget - left,
+                            }
                         }
-                        if clear {
-                            mem.clear_referenced(s);
-                        }
-                        queues.push(q, s, false);
-                        left -= 5;
                     }
                 }
             }
         }
+    }
+}
+
+/// The second-chance loop of [`Insn::Scan`], from "about to dequeue" with
+/// `left` units: returns `true` with the unreferenced page (or nil) in
+/// `pages[p]`, or `false` in the loop state, at a turn boundary, when fewer
+/// than a whole turn's units are left (or the watchdog's flag is up near a
+/// multiple of 4096), so the plain commands finish exactly.
+#[inline(always)]
+fn scan(
+    queues: &mut Queues,
+    pages: &mut [u32],
+    mem: &mut dyn Memory,
+    (q, p, clear): (u16, u16, bool),
+    left: &mut u64,
+    stop: &AtomicBool,
+) -> bool {
+    let (q, p) = (q as usize, p as usize);
+    loop {
+        // A full turn is five commands.
+        if *left < 5 || (*left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
+            return false;
+        }
+        let s = queues.pop(q, false);
+        pages[p] = s;
+        if s == NIL || !mem.is_referenced(s) {
+            *left -= 3;
+            return true;
+        }
+        if clear {
+            mem.clear_referenced(s);
+        }
+        queues.push(q, s, false);
+        *left -= 5;
     }
 }
 

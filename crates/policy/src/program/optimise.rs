@@ -7,7 +7,10 @@
 //! - Loop idioms: the second-chance scan `L: dequeue q, p; ref p, v;
 //!   jump R, #1; ...; R: enqueue q, p; jump L` (what `while (true) { p =
 //!   dequeue(q); if (!ref(p, 0)) ...; enqueue(q, p); }` compiles to) becomes
-//!   one [`Insn::Scan`] that rotates the queue natively.
+//!   one [`Insn::Scan`] that rotates the queue natively; an `activate` of an
+//!   event that is such a loop followed by Return becomes one
+//!   [`Insn::CallScan`] that runs it without a call.
+//! - Event tails: `enqueue back; return` and `set page; enqueue back; return`.
 //!
 //! Every rewrite replaces only the instruction at the sequence's first
 //! command and leaves the rest in place, so jumps into the middle of a
@@ -25,6 +28,7 @@ use super::interp::Insn;
 pub fn optimise(code: &mut [Insn]) {
     fuse(code);
     scans(code);
+    calls(code);
 }
 
 /// Fuses pairs (and a triple) into one instruction that does both and skips
@@ -34,6 +38,10 @@ fn fuse(code: &mut [Insn]) {
         let fused = match (code[i], code[i + 1]) {
             (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
                 Insn::RefSetJump { p, v, to, when }
+            }
+            (Insn::EnQueue { q, p, front: false }, Insn::Return) => Insn::EnQueueReturn { q, p },
+            (Insn::SetPage { dst, src }, Insn::EnQueueReturn { q, p }) => {
+                Insn::SetPageEnQueueReturn { dst, src, q, p }
             }
             (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
                 rel,
@@ -81,6 +89,27 @@ fn scans(code: &mut [Insn]) {
                 p,
                 v,
                 exit: i as u16 + 3,
+            };
+        }
+    }
+}
+
+/// Inlines calls of events that are a scan loop ending in Return.
+fn calls(code: &mut [Insn]) {
+    for i in 0..code.len() {
+        let Insn::Activate { start } = code[i] else {
+            continue;
+        };
+        let Some(&Insn::Scan { q, p, v, exit }) = code.get(start as usize) else {
+            continue;
+        };
+        if code.get(exit as usize) == Some(&Insn::Return) {
+            code[i] = Insn::CallScan {
+                start,
+                q,
+                p,
+                v,
+                exit,
             };
         }
     }
