@@ -107,7 +107,12 @@ fn same_with_and_without(v: &Verified, seed: u64, budgets: &[u64]) -> Result<usi
         prop_assert_eq!(&mem, &mem2, "memory, round {}", round);
         prop_assert_eq!(fast.victim(), slow.victim());
         prop_assert_eq!(fast.queued(), slow.queued(), "queues, round {}", round);
-        prop_assert_eq!(fast.variables(), slow.variables(), "variables, round {}", round);
+        prop_assert_eq!(
+            fast.variables(),
+            slow.variables(),
+            "variables, round {}",
+            round
+        );
         if let Outcome::Budget { .. } = a {
             stops += 1;
         }
@@ -142,6 +147,11 @@ const BODY: &[&str] = &[
     "while (true) { p = dequeue(q); if (!ref(p, 0)) { break; } enqueue(r, p); }",
     "while (true) { p = dequeue(r); if (ref(p, 0)) { break; } enqueue(r, p); }",
     "while (x < 9) { x += 1; p = dequeue(q); if (!ref(p, 0)) { break; } enqueue(q, p); }",
+    // Guarded choices the optimiser runs as one instruction.
+    "if (free == 0) { victim = lru(q); } enqueue(q, fault); return;",
+    "if (free == 0) { victim = mru(q); } enqueue(q, fault); return;",
+    "if (x < 2) { p = fifo(r); } enqueue(q, p); return;",
+    "if (free != 0) { victim = lru(r); } enqueue(r, fault); return;",
 ];
 
 const SCANS: &[&str] = &[
@@ -215,12 +225,22 @@ proptest! {
 }
 
 #[test]
-fn test_fifo2_scan_loop_becomes_one_instruction_and_stops_exactly_on_budget() {
-    let src = include_str!("../../../policies/fifo2.hp");
+fn test_library_page_fault_events_run_as_one_instruction() {
+    for src in [
+        include_str!("../../../policies/lru.hp"),
+        include_str!("../../../policies/mru.hp"),
+    ] {
+        let v = verify(translate(src).unwrap()).unwrap();
+        let vm = Vm::new(&v, SLOTS);
+        let start = v.program().events[v.page_fault()].start as usize;
+        assert!(matches!(vm.code()[start], Insn::Idiom { .. }), "{src}");
+    }
+}
+
+/// Every budget from 1 up on a queue of referenced pages: the optimised and
+/// the plain code stop after the same commands with the same effects.
+fn stops_exactly_on_every_budget(src: &str) {
     let v = verify(translate(src).unwrap()).unwrap();
-    let vm = Vm::new(&v, SLOTS);
-    assert!(vm.code().iter().any(|i| matches!(i, Insn::Scan { .. })));
-    // Every budget from 1 up, on a queue of referenced pages: the same stop.
     for budget in 1..60 {
         let input = EventInput {
             fault: 15,
@@ -246,6 +266,26 @@ fn test_fifo2_scan_loop_becomes_one_instruction_and_stops_exactly_on_budget() {
             let out = vm.run(v.page_fault(), input, &mut mem, budget, &stop);
             outcomes.push((out, vm.victim(), vm.queued(), mem.clone()));
         }
-        assert_eq!(outcomes[0], outcomes[1], "budget {budget}");
+        assert_eq!(outcomes[0], outcomes[1], "budget {budget}\n{src}");
     }
+}
+
+#[test]
+fn test_fifo2_scan_loop_becomes_one_instruction_and_stops_exactly_on_budget() {
+    let src = include_str!("../../../policies/fifo2.hp");
+    let v = verify(translate(src).unwrap()).unwrap();
+    let vm = Vm::new(&v, SLOTS);
+    assert!(vm.code().iter().any(|i| matches!(i, Insn::Scan { .. })));
+    assert!(vm.code().iter().any(|i| matches!(i, Insn::Idiom { .. })));
+    stops_exactly_on_every_budget(src);
+}
+
+#[test]
+fn test_lru_mru_and_fifo_idioms_stop_exactly_on_budget() {
+    stops_exactly_on_every_budget(include_str!("../../../policies/lru.hp"));
+    stops_exactly_on_every_budget(include_str!("../../../policies/mru.hp"));
+    stops_exactly_on_every_budget(
+        "queue q;\nevent PageFault() { if (free == 0) { victim = fifo(q); } enqueue(q, fault); }\n\
+         event ReclaimFrame() { victim = fifo(q); }\n",
+    );
 }

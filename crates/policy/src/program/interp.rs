@@ -291,6 +291,11 @@ pub enum Insn {
         /// The event's Return after the loop.
         exit: u16,
     },
+    /// A whole guarded-choice event body, see [`Idiom`].
+    Idiom {
+        /// Index into the program's idiom table.
+        index: u16,
+    },
     /// Fused `enqueue q, p` (back) + `return`.
     EnQueueReturn {
         /// Queue.
@@ -309,6 +314,76 @@ pub enum Insn {
         /// Page.
         p: u16,
     },
+}
+
+/// The victim choice inside an [`Idiom`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// `fifo q, dst`.
+    Fifo {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// `mru q, dst`.
+    Mru {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// `lru q, dst`.
+    Lru {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// [`Insn::CallScan`] then `set dst, src` (pages).
+    Scan {
+        /// Absolute start of the scan event.
+        start: u16,
+        /// Queue.
+        q: u16,
+        /// Page variable.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// The scan event's Return.
+        exit: u16,
+        /// Set destination.
+        dst: u16,
+        /// Set source.
+        src: u16,
+    },
+}
+
+/// The shape of a PageFault that names a victim only when memory is full
+/// and then files the faulting page: `comp a, b, rel; jump T, when; CHOICE;
+/// T: enqueue q, p; return`, where CHOICE is `fifo`, `mru` or `lru` into a
+/// page, or a call of a scan event followed by `set victim, p`. Run as one
+/// instruction, with the budget charged command by command as unfused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Idiom {
+    /// Guard relation.
+    pub rel: Rel,
+    /// Guard left.
+    pub a: u16,
+    /// Guard right.
+    pub b: u16,
+    /// Guard value that skips the choice.
+    pub when: bool,
+    /// The choice.
+    pub choice: Choice,
+    /// Index of the choice's first command.
+    pub at: u16,
+    /// Index of the tail `enqueue; return` the guard jumps to.
+    pub tail: u16,
+    /// Tail queue.
+    pub q: u16,
+    /// Tail page.
+    pub p: u16,
 }
 
 /// How an event execution ended.
@@ -354,6 +429,7 @@ pub struct EventInput {
 pub struct Vm {
     code: Vec<Insn>,
     plain: Vec<Insn>,
+    idioms: Vec<Idiom>,
     starts: Vec<u16>,
     ints: Vec<i64>,
     pages: Vec<u32>,
@@ -420,12 +496,15 @@ impl Vm {
             }
         }
         let plain = code.clone();
-        if optimise {
-            super::optimise::optimise(&mut code);
-        }
+        let idioms = if optimise {
+            super::optimise::optimise(&mut code)
+        } else {
+            Vec::new()
+        };
         Vm {
             code,
             plain,
+            idioms,
             starts: p.events.iter().map(|e| e.start).collect(),
             ints,
             pages,
@@ -497,9 +576,10 @@ impl Vm {
         let mut pc = self.starts[event] as usize;
         // Locals, so the loop keeps the arrays in registers across the
         // engine calls. The flag starts false in every event.
-        let (mut code, plain, ints, pages, queues, stack) = (
+        let (mut code, plain, idioms, ints, pages, queues, stack) = (
             &self.code[..],
             &self.plain[..],
+            &self.idioms[..],
             &mut self.ints[..],
             &mut self.pages[..],
             &mut self.queues,
@@ -627,19 +707,9 @@ impl Vm {
                     flag = s != NIL;
                 }
                 Insn::Lru { q, dst } => {
-                    let q = q as usize;
-                    let mut passes = queues.len(q) + 1;
-                    let mut s = queues.front(q);
-                    while s != NIL && passes > 0 && mem.is_referenced(s) {
-                        if left == 0 {
-                            return Outcome::Budget { steps: budget };
-                        }
-                        left -= 1;
-                        passes -= 1;
-                        mem.clear_referenced(s);
-                        queues.push(q, s, false);
-                        s = queues.front(q);
-                    }
+                    let Some(s) = lru(queues, mem, q as usize, &mut left) else {
+                        return Outcome::Budget { steps: budget };
+                    };
                     pages[dst as usize] = s;
                     flag = s != NIL;
                 }
@@ -744,6 +814,99 @@ impl Vm {
                     }
                     left -= 1;
                 }
+                Insn::Idiom { index } => {
+                    let d = idioms[index as usize];
+                    // The guard's comp is charged; its jump needs one more.
+                    if left == 0 {
+                        exact!('run);
+                    }
+                    left -= 1;
+                    flag = d.rel.holds(ints[d.a as usize], ints[d.b as usize]);
+                    if flag != d.when {
+                        // Each step short of budget resumes the dispatcher
+                        // at that step's command, uncharged.
+                        match d.choice {
+                            Choice::Fifo { q, dst } | Choice::Mru { q, dst } => {
+                                if left < 3 {
+                                    pc = d.at as usize;
+                                    continue 'run;
+                                }
+                                left -= 1;
+                                let s = match d.choice {
+                                    Choice::Fifo { .. } => queues.front(q as usize),
+                                    _ => queues.back(q as usize),
+                                };
+                                pages[dst as usize] = s;
+                            }
+                            Choice::Lru { q, dst } => {
+                                if left == 0 {
+                                    pc = d.at as usize;
+                                    continue 'run;
+                                }
+                                left -= 1;
+                                let Some(s) = lru(queues, mem, q as usize, &mut left) else {
+                                    return Outcome::Budget { steps: budget };
+                                };
+                                pages[dst as usize] = s;
+                                if left < 2 {
+                                    flag = s != NIL;
+                                    pc = d.tail as usize;
+                                    continue 'run;
+                                }
+                            }
+                            Choice::Scan {
+                                start,
+                                q,
+                                p,
+                                v,
+                                exit,
+                                dst,
+                                src,
+                            } => {
+                                if left == 0 {
+                                    pc = d.at as usize;
+                                    continue 'run;
+                                }
+                                left -= 1;
+                                let clear = ints[v as usize] == 0;
+                                if !scan(queues, pages, mem, (q, p, clear), &mut left, stop) {
+                                    stack.push(d.at + 1);
+                                    pc = start as usize;
+                                    code = plain;
+                                    continue 'run;
+                                }
+                                flag = false;
+                                if left < 4 {
+                                    stack.push(d.at + 1);
+                                    pc = exit as usize;
+                                    code = plain;
+                                    continue 'run;
+                                }
+                                // The callee's Return and the set.
+                                left -= 2;
+                                pages[dst as usize] = pages[src as usize];
+                            }
+                        }
+                    } else if left < 2 {
+                        pc = d.tail as usize;
+                        continue 'run;
+                    }
+                    // The tail's enqueue and return.
+                    left -= 2;
+                    let s = pages[d.p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(d.q as usize, s, false);
+                    }
+                    match stack.pop() {
+                        Some(back) => pc = back as usize,
+                        None => {
+                            return Outcome::Returned {
+                                steps: budget - left,
+                            }
+                        }
+                    }
+                }
                 Insn::EnQueueReturn { q, p } => {
                     if left == 0 {
                         exact!('run);
@@ -786,6 +949,25 @@ impl Vm {
             }
         }
     }
+}
+
+/// LRU's second chance over `q`, one unit per page passed over; `None` when
+/// the budget ran out.
+#[inline(always)]
+fn lru(queues: &mut Queues, mem: &mut dyn Memory, q: usize, left: &mut u64) -> Option<u32> {
+    let mut passes = queues.len(q) + 1;
+    let mut s = queues.front(q);
+    while s != NIL && passes > 0 && mem.is_referenced(s) {
+        if *left == 0 {
+            return None;
+        }
+        *left -= 1;
+        passes -= 1;
+        mem.clear_referenced(s);
+        queues.push(q, s, false);
+        s = queues.front(q);
+    }
+    Some(s)
 }
 
 /// The second-chance loop of [`Insn::Scan`], from "about to dequeue" with

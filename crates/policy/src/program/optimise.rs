@@ -11,6 +11,10 @@
 //!   event that is such a loop followed by Return becomes one
 //!   [`Insn::CallScan`] that runs it without a call.
 //! - Event tails: `enqueue back; return` and `set page; enqueue back; return`.
+//! - Whole event bodies of the form `if (free == 0) { victim = CHOICE; }
+//!   enqueue(q, fault);` with CHOICE `fifo`, `mru`, `lru` or a scan event
+//!   (any integer guard): one [`Insn::Idiom`], so the usual PageFault runs
+//!   in a single dispatch.
 //!
 //! Every rewrite replaces only the instruction at the sequence's first
 //! command and leaves the rest in place, so jumps into the middle of a
@@ -22,13 +26,15 @@
 //! identical (`crates/policy/tests/optimiser.rs` checks all of this against
 //! the unoptimised code on random programs).
 
-use super::interp::Insn;
+use super::interp::{Choice, Idiom, Insn};
 
 /// Rewrites `code` in place; `code` is one program's decoded commands.
-pub fn optimise(code: &mut [Insn]) {
+/// Returns the table that [`Insn::Idiom`]s index.
+pub fn optimise(code: &mut [Insn]) -> Vec<Idiom> {
     fuse(code);
     scans(code);
     calls(code);
+    idioms(code)
 }
 
 /// Fuses pairs (and a triple) into one instruction that does both and skips
@@ -113,4 +119,76 @@ fn calls(code: &mut [Insn]) {
             };
         }
     }
+}
+
+/// Finds guarded-choice bodies (see [`Idiom`]) among the fused instructions.
+fn idioms(code: &mut [Insn]) -> Vec<Idiom> {
+    let mut table = Vec::new();
+    for i in 0..code.len() {
+        let Insn::CompIntJump {
+            rel,
+            a,
+            b,
+            to,
+            when,
+        } = code[i]
+        else {
+            continue;
+        };
+        let at = i + 2;
+        let tail = to as usize;
+        let (choice, tail_at) = match code.get(at) {
+            Some(&Insn::Fifo { q, dst }) => (Choice::Fifo { q, dst }, at + 1),
+            Some(&Insn::Mru { q, dst }) => (Choice::Mru { q, dst }, at + 1),
+            Some(&Insn::Lru { q, dst }) => (Choice::Lru { q, dst }, at + 1),
+            Some(&Insn::CallScan {
+                start,
+                q,
+                p,
+                v,
+                exit,
+            }) => match code.get(at + 1) {
+                Some(&Insn::SetPageEnQueueReturn {
+                    dst,
+                    src,
+                    q: q2,
+                    p: p2,
+                }) if code.get(at + 2) == Some(&Insn::EnQueueReturn { q: q2, p: p2 }) => (
+                    Choice::Scan {
+                        start,
+                        q,
+                        p,
+                        v,
+                        exit,
+                        dst,
+                        src,
+                    },
+                    at + 2,
+                ),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let Some(&Insn::EnQueueReturn { q, p }) = code.get(tail) else {
+            continue;
+        };
+        if tail != tail_at || table.len() > usize::from(u16::MAX) {
+            continue;
+        }
+        code[i] = Insn::Idiom {
+            index: table.len() as u16,
+        };
+        table.push(Idiom {
+            rel,
+            a,
+            b,
+            when,
+            choice,
+            at: at as u16,
+            tail: tail as u16,
+            q,
+            p,
+        });
+    }
+    table
 }
