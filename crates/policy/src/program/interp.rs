@@ -573,9 +573,48 @@ impl Vm {
         self.ints[WRITE] = i64::from(input.write);
         self.pages[FAULT] = input.fault;
         self.pages[VICTIM] = NIL;
-        let mut pc = self.starts[event] as usize;
+        self.stack.clear();
+        let pc = self.starts[event] as usize;
+        // The usual PageFault is one idiom: run it here, outside the
+        // dispatch loop, when the loop's first test would pass anyway.
+        if let Insn::Idiom { index } = self.code[pc] {
+            if budget != 0 && (budget & 0xfff != 0 || !stop.load(Ordering::Relaxed)) {
+                let (mut left, mut flag) = (budget - 1, false);
+                let regs = (
+                    &mut self.ints[..],
+                    &mut self.pages[..],
+                    &mut self.queues,
+                    &mut self.stack,
+                );
+                let d = &self.idioms[index as usize];
+                return match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
+                    Next::Return => Outcome::Returned {
+                        steps: budget - left,
+                    },
+                    Next::Goto { to, plain } => self.exec(to, plain, left, flag, budget, mem, stop),
+                    Next::Budget => Outcome::Budget { steps: budget },
+                    Next::Refund => self.exec(pc, true, left + 1, flag, budget, mem, stop),
+                };
+            }
+        }
+        self.exec(pc, false, budget, false, budget, mem, stop)
+    }
+
+    /// The dispatch loop, from `pc` (uncharged) on the optimised code or the
+    /// plain one, with `left` of `budget` units.
+    #[allow(clippy::too_many_arguments)]
+    fn exec(
+        &mut self,
+        mut pc: usize,
+        on_plain: bool,
+        mut left: u64,
+        mut flag: bool,
+        budget: u64,
+        mem: &mut dyn Memory,
+        stop: &AtomicBool,
+    ) -> Outcome {
         // Locals, so the loop keeps the arrays in registers across the
-        // engine calls. The flag starts false in every event.
+        // engine calls.
         let (mut code, plain, idioms, ints, pages, queues, stack) = (
             &self.code[..],
             &self.plain[..],
@@ -585,9 +624,9 @@ impl Vm {
             &mut self.queues,
             &mut self.stack,
         );
-        stack.clear();
-        let mut flag = false;
-        let mut left = budget;
+        if on_plain {
+            code = plain;
+        }
         // A fused instruction short of budget: refund its first unit and run
         // the plain commands from the same index, so the stop is exact.
         macro_rules! exact {
@@ -815,96 +854,25 @@ impl Vm {
                     left -= 1;
                 }
                 Insn::Idiom { index } => {
-                    let d = idioms[index as usize];
-                    // The guard's comp is charged; its jump needs one more.
-                    if left == 0 {
-                        exact!('run);
-                    }
-                    left -= 1;
-                    flag = d.rel.holds(ints[d.a as usize], ints[d.b as usize]);
-                    if flag != d.when {
-                        // Each step short of budget resumes the dispatcher
-                        // at that step's command, uncharged.
-                        match d.choice {
-                            Choice::Fifo { q, dst } | Choice::Mru { q, dst } => {
-                                if left < 3 {
-                                    pc = d.at as usize;
-                                    continue 'run;
-                                }
-                                left -= 1;
-                                let s = match d.choice {
-                                    Choice::Fifo { .. } => queues.front(q as usize),
-                                    _ => queues.back(q as usize),
-                                };
-                                pages[dst as usize] = s;
-                            }
-                            Choice::Lru { q, dst } => {
-                                if left == 0 {
-                                    pc = d.at as usize;
-                                    continue 'run;
-                                }
-                                left -= 1;
-                                let Some(s) = lru(queues, mem, q as usize, &mut left) else {
-                                    return Outcome::Budget { steps: budget };
-                                };
-                                pages[dst as usize] = s;
-                                if left < 2 {
-                                    flag = s != NIL;
-                                    pc = d.tail as usize;
-                                    continue 'run;
+                    let d = &idioms[index as usize];
+                    let regs = (&mut *ints, &mut *pages, &mut *queues, &mut *stack);
+                    match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
+                        Next::Return => match stack.pop() {
+                            Some(back) => pc = back as usize,
+                            None => {
+                                return Outcome::Returned {
+                                    steps: budget - left,
                                 }
                             }
-                            Choice::Scan {
-                                start,
-                                q,
-                                p,
-                                v,
-                                exit,
-                                dst,
-                                src,
-                            } => {
-                                if left == 0 {
-                                    pc = d.at as usize;
-                                    continue 'run;
-                                }
-                                left -= 1;
-                                let clear = ints[v as usize] == 0;
-                                if !scan(queues, pages, mem, (q, p, clear), &mut left, stop) {
-                                    stack.push(d.at + 1);
-                                    pc = start as usize;
-                                    code = plain;
-                                    continue 'run;
-                                }
-                                flag = false;
-                                if left < 4 {
-                                    stack.push(d.at + 1);
-                                    pc = exit as usize;
-                                    code = plain;
-                                    continue 'run;
-                                }
-                                // The callee's Return and the set.
-                                left -= 2;
-                                pages[dst as usize] = pages[src as usize];
+                        },
+                        Next::Goto { to, plain: p } => {
+                            if p {
+                                code = plain;
                             }
+                            pc = to;
                         }
-                    } else if left < 2 {
-                        pc = d.tail as usize;
-                        continue 'run;
-                    }
-                    // The tail's enqueue and return.
-                    left -= 2;
-                    let s = pages[d.p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(d.q as usize, s, false);
-                    }
-                    match stack.pop() {
-                        Some(back) => pc = back as usize,
-                        None => {
-                            return Outcome::Returned {
-                                steps: budget - left,
-                            }
-                        }
+                        Next::Budget => return Outcome::Budget { steps: budget },
+                        Next::Refund => exact!('run),
                     }
                 }
                 Insn::EnQueueReturn { q, p } => {
@@ -949,6 +917,117 @@ impl Vm {
             }
         }
     }
+}
+
+/// Where an [`Insn::Idiom`] leaves the interpreter.
+enum Next {
+    /// The tail's Return ran.
+    Return,
+    /// Continue at `to` (uncharged), on the plain code if `plain`.
+    Goto { to: usize, plain: bool },
+    /// The budget ran out inside LRU's loop.
+    Budget,
+    /// Too little budget for the guard's jump: rerun the guard unfused.
+    Refund,
+}
+
+/// Runs an [`Idiom`] whose guard's first unit is charged. Each step short of
+/// budget resumes the dispatcher at that step's command, uncharged.
+#[inline(always)]
+fn run_idiom(
+    d: &Idiom,
+    (ints, pages, queues, stack): (&mut [i64], &mut [u32], &mut Queues, &mut Vec<u16>),
+    mem: &mut dyn Memory,
+    left: &mut u64,
+    flag: &mut bool,
+    stop: &AtomicBool,
+) -> Next {
+    if *left == 0 {
+        return Next::Refund;
+    }
+    *left -= 1;
+    *flag = d.rel.holds(ints[d.a as usize], ints[d.b as usize]);
+    let at = Next::Goto {
+        to: d.at as usize,
+        plain: false,
+    };
+    if *flag != d.when {
+        match d.choice {
+            Choice::Fifo { q, dst } | Choice::Mru { q, dst } => {
+                if *left < 3 {
+                    return at;
+                }
+                *left -= 1;
+                pages[dst as usize] = match d.choice {
+                    Choice::Fifo { .. } => queues.front(q as usize),
+                    _ => queues.back(q as usize),
+                };
+            }
+            Choice::Lru { q, dst } => {
+                if *left == 0 {
+                    return at;
+                }
+                *left -= 1;
+                let Some(s) = lru(queues, mem, q as usize, left) else {
+                    return Next::Budget;
+                };
+                pages[dst as usize] = s;
+                if *left < 2 {
+                    *flag = s != NIL;
+                    return Next::Goto {
+                        to: d.tail as usize,
+                        plain: false,
+                    };
+                }
+            }
+            Choice::Scan {
+                start,
+                q,
+                p,
+                v,
+                exit,
+                dst,
+                src,
+            } => {
+                if *left == 0 {
+                    return at;
+                }
+                *left -= 1;
+                let clear = ints[v as usize] == 0;
+                if !scan(queues, pages, mem, (q, p, clear), left, stop) {
+                    stack.push(d.at + 1);
+                    return Next::Goto {
+                        to: start as usize,
+                        plain: true,
+                    };
+                }
+                *flag = false;
+                if *left < 4 {
+                    stack.push(d.at + 1);
+                    return Next::Goto {
+                        to: exit as usize,
+                        plain: true,
+                    };
+                }
+                // The callee's Return and the set.
+                *left -= 2;
+                pages[dst as usize] = pages[src as usize];
+            }
+        }
+    } else if *left < 2 {
+        return Next::Goto {
+            to: d.tail as usize,
+            plain: false,
+        };
+    }
+    // The tail's enqueue and return.
+    *left -= 2;
+    let s = pages[d.p as usize];
+    *flag = s != NIL;
+    if s != NIL {
+        queues.push(d.q as usize, s, false);
+    }
+    Next::Return
 }
 
 /// LRU's second chance over `q`, one unit per page passed over; `None` when
