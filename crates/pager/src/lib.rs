@@ -1,2 +1,47 @@
 //! The live pager: regions paged on userfaultfd under a frame budget and a
 //! policy of the application's choice.
+//!
+//! A region's memory is a memfd. The application sees one shared mapping of
+//! it, registered with userfaultfd for missing, minor and write-protect
+//! faults; the pager holds a second mapping of the same memfd. A missing
+//! fault reads the page(s) from the dataspace straight into the pager's view
+//! and `UFFDIO_CONTINUE` maps them; reference bits are emulated by zapping
+//! the application's PTE (the next access is a minor fault); dirty pages are
+//! tracked by write-protect faults; eviction writes back dirty pages and
+//! punches the frame out of the memfd. See `docs/pager.md`.
+//!
+//! ```no_run
+//! use pagepilot_pager::Region;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // 64 MiB of anonymous memory paged under a 16 MiB budget by CLOCK.
+//! let region = Region::map_anon(64 << 20, 16 << 20, "lru")?;
+//! // SAFETY: the region is mapped for `region.len()` bytes.
+//! unsafe { region.as_ptr().add(12345).write(7) };
+//! println!("{}", region.stats_json());
+//! region.unmap()?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod backing;
+mod engine;
+mod error;
+mod guard;
+mod handler;
+mod options;
+mod region;
+mod resident;
+mod sigbus;
+mod stats;
+mod sys;
+
+pub use backing::Backing;
+pub use error::{FailedPage, FlushError, MapError};
+pub use region::{FaultService, Region, RegionOptions};
+pub use stats::{LatencySummary, RegionStats};
+
+/// The policy interface regions run (re-exported for [`Region::map_with_policy`]).
+pub use pagepilot_policy as policy;
+
+/// The page size regions are paged in.
+pub const PAGE_SIZE: usize = sys::PAGE;

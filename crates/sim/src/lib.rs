@@ -1,7 +1,11 @@
 //! Trace-driven simulation of pagepilot's replacement policies.
 
+pub mod curve;
 pub mod engine;
+pub mod global;
 pub mod plot;
+pub mod report;
+pub mod sweep;
 pub mod synthetic;
 pub mod trace;
 

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod plot;
 pub mod policy;
 pub mod sim;
+pub mod sim_plot;
 pub mod trace;
 
 /// A subcommand's failure, printed by `main` as `pagepilot: ...`.

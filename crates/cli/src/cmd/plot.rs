@@ -37,6 +37,9 @@ pub enum What {
 pub struct SpacetimeArgs {
     /// The trace file.
     trace: PathBuf,
+    /// How to read the trace.
+    #[command(flatten)]
+    load: super::trace::LoadArgs,
     /// What to plot.
     #[arg(long, value_enum, default_value_t = What::References)]
     what: What,
@@ -71,6 +74,9 @@ pub enum MetricArg {
 pub struct CurvesArgs {
     /// The trace file.
     trace: PathBuf,
+    /// How to read the trace.
+    #[command(flatten)]
+    load: super::trace::LoadArgs,
     /// Policies, comma-separated specs (`seq:L=50`).
     #[arg(long, default_value = "lru,seq,opt", value_delimiter = ',')]
     policy: Vec<String>,
@@ -126,7 +132,7 @@ fn trace_name(path: &Path) -> String {
 fn spacetime(a: SpacetimeArgs) -> CmdResult {
     // Refuse a bad output name before simulating.
     plot::Format::of(&a.output)?;
-    let trace = pagepilot_sim::trace::load(&a.trace)?;
+    let trace = a.load.load(&a.trace)?;
     let view = match a.what {
         What::References => View::References,
         // clap requires --frames for these; 0 is refused by `write_spacetime`.
@@ -253,7 +259,7 @@ pub fn write_spacetime(
 
 fn curves(a: CurvesArgs) -> CmdResult {
     plot::Format::of(&a.output)?;
-    let trace = pagepilot_sim::trace::load(&a.trace)?;
+    let trace = a.load.load(&a.trace)?;
     let frames = parse_frames(&a.frames, trace.distinct())?;
     let policies: Vec<&str> = a.policy.iter().map(String::as_str).collect();
     let results = sweep(&trace, &policies, &frames)?;

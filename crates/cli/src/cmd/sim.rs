@@ -1,12 +1,219 @@
-//! `pagepilot sim`.
+//! `pagepilot sim`: policies over memory sizes on one trace, or several
+//! traces multiprogrammed under one global policy.
 
-use super::CmdResult;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pagepilot_sim::report::{self, Format, Row};
+use pagepilot_sim::sweep::{self, Parallelism};
+use pagepilot_sim::{global, Trace};
+use thiserror::Error;
+
+use super::trace::LoadArgs;
+use super::{sim_plot, CmdResult};
 
 /// Arguments of `pagepilot sim`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The trace; with `--global`, one trace per process.
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+    /// Policies: comma-separated registry specs, e.g. `lru,fifo,seq:L=50,M=20`
+    /// [default: lru,fifo,clock,opt; with --global: lru,fifo,clock].
+    #[arg(long, short)]
+    policy: Vec<String>,
+    /// Memory sizes in frames, comma-separated, or `auto` (about 20 sizes
+    /// spread evenly up to the footprint).
+    #[arg(long, short, default_value = "auto")]
+    frames: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: FormatArg,
+    /// Also plot fault rate against memory size to this PNG or SVG file.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// How to read the traces.
+    #[command(flatten)]
+    load: LoadArgs,
+    /// Multiprogrammed: run the traces as processes round-robin under one
+    /// global policy.
+    #[arg(long)]
+    global: bool,
+    /// With `--global`: references a process runs per turn.
+    #[arg(long, default_value_t = 1_000_000, value_name = "REFS")]
+    quantum: u64,
+    /// With `--global`: reference times a missing fault blocks its process.
+    #[arg(long, default_value_t = 400_000, value_name = "REFS")]
+    service: u64,
+}
+
+/// `--format` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Table,
+    Json,
+    Csv,
+}
+
+/// Errors in `pagepilot sim`'s arguments.
+#[derive(Debug, Error)]
+pub enum SimError {
+    /// A `--frames` item is not a positive number.
+    #[error("--frames: `{0}` is not a positive number of frames (or `auto`)")]
+    BadFrames(String),
+    /// A policy list item is empty or a parameter has no policy.
+    #[error("--policy: `{0}` is not a policy spec")]
+    BadPolicy(String),
+    /// Several traces without `--global`.
+    #[error("{0} traces given: simulate one trace at a time, or several with --global")]
+    SeveralTraces(usize),
+}
 
 /// Runs `pagepilot sim`.
-pub fn run(_args: Args) -> CmdResult {
-    Err("not built yet".into())
+pub fn run(args: Args) -> CmdResult {
+    let specs = match (args.policy.is_empty(), args.global) {
+        (false, _) => policy_specs(&args.policy)?,
+        // OPT has no fixed future in a multiprogrammed run.
+        (true, true) => strings(&["lru", "fifo", "clock"]),
+        (true, false) => strings(&["lru", "fifo", "clock", "opt"]),
+    };
+    if !args.global && args.traces.len() > 1 {
+        return Err(SimError::SeveralTraces(args.traces.len()).into());
+    }
+    let traces = args
+        .traces
+        .iter()
+        .map(|p| args.load.load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let footprint = traces.iter().map(Trace::distinct).sum();
+    let frames = parse_frames(&args.frames, footprint)?;
+    let bar = progress((specs.len() * frames.len()) as u64);
+    let tick = |n| bar.inc(n);
+    let rows = if args.global {
+        let names: Vec<String> = args
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let schedule = global::Schedule {
+            quantum: args.quantum,
+            service: args.service,
+        };
+        global::sweep(&traces, &names, &specs, &frames, schedule, &tick)?
+    } else {
+        sweep::sweep(&traces[0], &specs, &frames, Parallelism::AllCores, &tick)?
+    };
+    bar.finish_and_clear();
+    let format = match args.format {
+        FormatArg::Table => Format::Table,
+        FormatArg::Json => Format::Json,
+        FormatArg::Csv => Format::Csv,
+    };
+    let mut out = std::io::stdout().lock();
+    match report::write(&rows, format, &mut out).and_then(|()| out.flush()) {
+        // A reader that stopped early (`| head`) is not a failure of the run.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    if let Some(path) = &args.plot {
+        let names: Vec<String> = args
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let title = if args.global {
+            format!("global: {}", names.join(" + "))
+        } else {
+            names.join(" ")
+        };
+        sim_plot::fault_rate_curves(&whole_runs(&rows), &title, path)?;
+    }
+    Ok(())
+}
+
+/// The rows of whole runs (not single processes of a global run).
+fn whole_runs(rows: &[Row]) -> Vec<Row> {
+    rows.iter()
+        .filter(|r| !matches!(r.process.as_deref(), Some(p) if p != "all"))
+        .cloned()
+        .collect()
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// Splits `--policy` values into specs: commas separate policies, except that
+/// a `key=value` item continues the previous policy's parameters.
+fn policy_specs(values: &[String]) -> Result<Vec<String>, SimError> {
+    let mut specs: Vec<String> = Vec::new();
+    for value in values {
+        let mut open = false;
+        for item in value.split(',').map(str::trim) {
+            if item.contains('=') && !item.contains(':') {
+                match specs.last_mut() {
+                    Some(last) if open => {
+                        last.push(',');
+                        last.push_str(item);
+                    }
+                    _ => return Err(SimError::BadPolicy(item.to_string())),
+                }
+            } else if item.is_empty() {
+                return Err(SimError::BadPolicy(value.clone()));
+            } else {
+                open = item.contains(':');
+                specs.push(item.to_string());
+            }
+        }
+    }
+    Ok(specs)
+}
+
+/// Parses `--frames`: `auto` or a comma-separated list of positive sizes.
+fn parse_frames(text: &str, footprint: usize) -> Result<Vec<usize>, SimError> {
+    if text.trim().eq_ignore_ascii_case("auto") {
+        return Ok(sweep::auto_frames(footprint, 20));
+    }
+    text.split(',')
+        .map(|item| match item.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(SimError::BadFrames(item.trim().to_string())),
+        })
+        .collect()
+}
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+fn progress(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_policy_list_keeps_parameters_with_their_policy() {
+        let specs = policy_specs(&strings(&["lru,seq:L=50,M=20,fifo", "opt"])).unwrap();
+        assert_eq!(specs, strings(&["lru", "seq:L=50,M=20", "fifo", "opt"]));
+        assert!(policy_specs(&strings(&["L=5,lru"])).is_err());
+        assert!(policy_specs(&strings(&["lru,L=5"])).is_err());
+        assert!(policy_specs(&strings(&["lru,,fifo"])).is_err());
+    }
+
+    #[test]
+    fn test_frames_are_positive_numbers_or_auto() {
+        assert_eq!(parse_frames("64, 128", 10).unwrap(), vec![64, 128]);
+        assert_eq!(parse_frames("auto", 40).unwrap().len(), 20);
+        let err = parse_frames("64,0", 10).unwrap_err().to_string();
+        assert!(err.contains("`0`"), "{err}");
+        assert!(parse_frames("64,x", 10).is_err());
+    }
 }

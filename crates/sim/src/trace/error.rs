@@ -50,4 +50,38 @@ pub enum TraceError {
         /// The file.
         path: PathBuf,
     },
+    /// The format could not be told from the content or the file name.
+    #[error("{}: cannot tell the trace format; name it with --format (text, lackey, binary, oracle-general, lcs-txt)", path.display())]
+    Undetected {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The format can be read but not written.
+    #[error("traces cannot be written in the {format} format (only binary and text)")]
+    Unwritable {
+        /// The format asked for.
+        format: super::Format,
+    },
+    /// A page size that is not a power of two up to 2^40.
+    #[error("page size {0} is not a power of two between 1 and 2^40")]
+    BadPageSize(u64),
+}
+
+impl TraceError {
+    /// A malformed-content error.
+    pub(crate) fn malformed(path: &std::path::Path, at: Position, what: impl Into<String>) -> Self {
+        TraceError::Malformed {
+            path: path.into(),
+            at,
+            what: what.into(),
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        TraceError::Io {
+            path: path.into(),
+            source,
+        }
+    }
 }

@@ -1,12 +1,368 @@
-//! `pagepilot bench sim`.
+//! `pagepilot bench sim`: simulator throughput and the cost of whole curves.
+//!
+//! One synthetic trace (sweeps up and down, loops and random references),
+//! then, round after round so that every measurement sees the same machine
+//! noise: single-size runs of LRU, FIFO and CLOCK through `simulate()`, one
+//! single-size OPT run, and the one-pass LRU and OPT curves. 100 separate
+//! single-size runs are extrapolated from a sample of sizes spread over the
+//! curve. Medians over `--runs` rounds.
+
+use std::time::{Duration, Instant};
+
+use pagepilot_policy::registry::{self, Setup};
+use pagepilot_sim::curve::StackPolicy;
+use pagepilot_sim::sweep::auto_frames;
+use pagepilot_sim::{simulate, Trace};
+use serde::Serialize;
 
 use crate::cmd::CmdResult;
 
 /// Arguments of `pagepilot bench sim`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// References in the synthetic trace.
+    #[arg(long, default_value_t = 50_000_000)]
+    refs: u64,
+    /// Distinct pages in the synthetic trace.
+    #[arg(long, default_value_t = 65_536)]
+    pages: u64,
+    /// References of the trace's prefix the OPT figures use (the OPT curve
+    /// is the slow one).
+    #[arg(long, default_value_t = 5_000_000)]
+    opt_refs: u64,
+    /// Rounds; each figure is the median over them.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Points of the whole curves.
+    #[arg(long, default_value_t = 100)]
+    points: usize,
+    /// Sizes actually run to extrapolate the separate single-size runs.
+    #[arg(long, default_value_t = 5)]
+    sample: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+/// `--format` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+}
+
+/// Errors in the benchmark's arguments.
+#[derive(Debug, thiserror::Error)]
+enum BenchError {
+    #[error("--refs, --pages, --runs, --points and --sample must be positive; --pages at most --refs and below 2^32")]
+    BadArgs,
+}
+
+/// The benchmark's findings.
+#[derive(Serialize)]
+struct Report {
+    references: u64,
+    distinct_pages: usize,
+    /// References of the prefix the OPT figures use.
+    opt_references: u64,
+    trace_source: &'static str,
+    frames_single: usize,
+    runs: usize,
+    /// Single-size throughput through `simulate()`, million references per second.
+    lru_mrefs_per_s: f64,
+    fifo_mrefs_per_s: f64,
+    clock_mrefs_per_s: f64,
+    opt_mrefs_per_s: f64,
+    /// Faults per reference of the single-size runs.
+    lru_fault_ratio: f64,
+    fifo_fault_ratio: f64,
+    clock_fault_ratio: f64,
+    opt_fault_ratio: f64,
+    lru_single_s: f64,
+    opt_single_s: f64,
+    curve_points: usize,
+    lru_curve_s: f64,
+    opt_curve_s: f64,
+    /// Curve time over one single-size run.
+    lru_curve_over_single: f64,
+    opt_curve_over_single: f64,
+    /// The separate single-size runs' total time, extrapolated from a sample.
+    lru_separate_runs_s: f64,
+    opt_separate_runs_s: f64,
+    separate_runs_sampled: usize,
+    /// Separate runs' time over the curve's.
+    lru_speedup: f64,
+    opt_speedup: f64,
+    /// Whether the curves matched the sampled single-size runs.
+    curves_match_single_runs: bool,
+}
 
 /// Runs `pagepilot bench sim`.
-pub fn run(_args: Args) -> CmdResult {
-    Err("not built yet".into())
+pub fn run(args: Args) -> CmdResult {
+    if args.refs == 0
+        || args.pages == 0
+        || args.pages > args.refs
+        || args.pages >= u64::from(u32::MAX)
+        || args.runs == 0
+        || args.points == 0
+        || args.sample == 0
+        || args.opt_refs == 0
+    {
+        return Err(BenchError::BadArgs.into());
+    }
+    eprintln!("building a synthetic trace of {} references...", args.refs);
+    let (trace, source) = stored(synthetic(args.refs, args.pages))?;
+    let prefix = trace.refs[..trace.len().min(args.opt_refs as usize)].iter();
+    let opt_trace = Trace::from_pages(prefix.map(|&s| trace.pages[s as usize]));
+    let distinct = trace.distinct();
+    let single = distinct / 2;
+    let points = auto_frames(distinct, args.points);
+    let sample: Vec<usize> = auto_frames(points.len(), args.sample)
+        .into_iter()
+        .map(|i| points[i - 1])
+        .collect();
+
+    let opt_points = auto_frames(opt_trace.distinct(), args.points);
+    let opt_sample: Vec<usize> = auto_frames(opt_points.len(), args.sample)
+        .into_iter()
+        .map(|i| opt_points[i - 1])
+        .collect();
+    let mut times: [Vec<Duration>; 6] = Default::default();
+    let mut curves_match = true;
+    let mut faults = [0u64; 4];
+    let mut sampled = [Duration::ZERO; 2];
+    for round in 0..args.runs {
+        eprintln!("round {}/{}...", round + 1, args.runs);
+        for (k, name) in ["lru", "fifo", "clock"].into_iter().enumerate() {
+            let (t, f) = timed(|| single_run(&trace, name, single));
+            times[k].push(t);
+            faults[k] = f;
+        }
+        let opt_single = opt_trace.distinct() / 2;
+        let (t, f) = timed(|| single_run(&opt_trace, "opt", opt_single));
+        times[3].push(t);
+        faults[3] = f;
+        let (t, lru) = timed(|| StackPolicy::Lru.curve(&trace.refs, distinct));
+        times[4].push(t);
+        let (t, opt) = timed(|| StackPolicy::Opt.curve(&opt_trace.refs, opt_trace.distinct()));
+        times[5].push(t);
+        if round == 0 {
+            // The separate runs, once: a sample of the curve's sizes.
+            let runs = [
+                (StackPolicy::Lru, &lru, &trace, &sample),
+                (StackPolicy::Opt, &opt, &opt_trace, &opt_sample),
+            ];
+            for (k, (stack, curve, trace, sample)) in runs.into_iter().enumerate() {
+                for &f in sample.iter() {
+                    let (t, faults) = timed(|| single_run(trace, stack.name(), f));
+                    sampled[k] += t;
+                    curves_match &= faults == curve.faults(f);
+                }
+            }
+        }
+    }
+    let med: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    let rate = |n: usize, s: f64| n as f64 / s / 1e6;
+    let scale = points.len() as f64 / sample.len() as f64;
+    let separate = [
+        sampled[0].as_secs_f64() * scale,
+        sampled[1].as_secs_f64() * scale,
+    ];
+    let report = Report {
+        references: trace.len() as u64,
+        distinct_pages: distinct,
+        opt_references: opt_trace.len() as u64,
+        trace_source: source,
+        frames_single: single,
+        runs: args.runs,
+        lru_mrefs_per_s: rate(trace.len(), med[0]),
+        fifo_mrefs_per_s: rate(trace.len(), med[1]),
+        clock_mrefs_per_s: rate(trace.len(), med[2]),
+        opt_mrefs_per_s: rate(opt_trace.len(), med[3]),
+        lru_fault_ratio: faults[0] as f64 / trace.len() as f64,
+        fifo_fault_ratio: faults[1] as f64 / trace.len() as f64,
+        clock_fault_ratio: faults[2] as f64 / trace.len() as f64,
+        opt_fault_ratio: faults[3] as f64 / opt_trace.len() as f64,
+        lru_single_s: med[0],
+        opt_single_s: med[3],
+        curve_points: points.len(),
+        lru_curve_s: med[4],
+        opt_curve_s: med[5],
+        lru_curve_over_single: med[4] / med[0],
+        opt_curve_over_single: med[5] / med[3],
+        lru_separate_runs_s: separate[0],
+        opt_separate_runs_s: separate[1],
+        separate_runs_sampled: sample.len(),
+        lru_speedup: separate[0] / med[4],
+        opt_speedup: separate[1] / med[5],
+        curves_match_single_runs: curves_match,
+    };
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Table => print_table(&report),
+    }
+    Ok(())
+}
+
+fn print_table(r: &Report) {
+    println!(
+        "trace: {} references, {} pages ({}); single-size runs at {} frames; medians of {} rounds",
+        r.references, r.distinct_pages, r.trace_source, r.frames_single, r.runs
+    );
+    println!("single-size throughput (simulate, one thread):");
+    for (name, v, f) in [
+        ("lru", r.lru_mrefs_per_s, r.lru_fault_ratio),
+        ("fifo", r.fifo_mrefs_per_s, r.fifo_fault_ratio),
+        ("clock", r.clock_mrefs_per_s, r.clock_fault_ratio),
+        ("opt", r.opt_mrefs_per_s, r.opt_fault_ratio),
+    ] {
+        println!(
+            "  {name:<6} {v:8.1} M refs/s  ({:.2}% of references fault)",
+            f * 100.0
+        );
+    }
+    println!(
+        "whole {}-point curves (separate runs extrapolated from {} sizes):",
+        r.curve_points, r.separate_runs_sampled
+    );
+    println!(
+        "  policy  one run  curve  curve/one run  {} runs  runs/curve",
+        r.curve_points
+    );
+    for (name, one, curve, ratio, sep, speedup) in [
+        (
+            "lru",
+            r.lru_single_s,
+            r.lru_curve_s,
+            r.lru_curve_over_single,
+            r.lru_separate_runs_s,
+            r.lru_speedup,
+        ),
+        (
+            "opt",
+            r.opt_single_s,
+            r.opt_curve_s,
+            r.opt_curve_over_single,
+            r.opt_separate_runs_s,
+            r.opt_speedup,
+        ),
+    ] {
+        println!("  {name:<6} {one:7.2}s {curve:5.2}s {ratio:13.2}x {sep:7.1}s {speedup:10.1}x");
+    }
+    println!(
+        "OPT figures on the first {} references; curves match the sampled single-size runs: {}",
+        r.opt_references, r.curves_match_single_runs
+    );
+    let verdict = |ok: bool| if ok { "met" } else { "not met" };
+    println!(
+        "targets: LRU >= 30 M refs/s: {}; LRU curve <= 3x one run: {}; OPT curve <= 3x one run: {}",
+        verdict(r.lru_mrefs_per_s >= 30.0),
+        verdict(r.lru_curve_over_single <= 3.0),
+        verdict(r.opt_curve_over_single <= 3.0)
+    );
+}
+
+/// The trace as the benchmark reads it: written in pagepilot's binary
+/// format and read back, so the runs see what `pagepilot sim` would load.
+fn stored(trace: Trace) -> Result<(Trace, &'static str), pagepilot_sim::trace::TraceError> {
+    let path = std::env::temp_dir().join(format!(
+        "pagepilot-bench-sim-{}.pptrace",
+        std::process::id()
+    ));
+    let result = pagepilot_sim::trace::save(&trace, &path, pagepilot_sim::trace::Format::Binary)
+        .and_then(|()| pagepilot_sim::trace::load(&path));
+    let _ = std::fs::remove_file(&path);
+    Ok((result?, "binary trace file, written and read back"))
+}
+
+fn single_run(trace: &Trace, name: &str, frames: usize) -> u64 {
+    let setup = Setup {
+        slots: trace.distinct(),
+        frames,
+        future: Some(&trace.refs),
+    };
+    // The names are built-ins; building cannot fail.
+    match registry::build(name, &setup) {
+        Ok(policy) => simulate(trace, policy, frames).faults,
+        Err(_) => 0,
+    }
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let start = Instant::now();
+    let out = f();
+    (start.elapsed(), out)
+}
+
+fn median(times: &mut [Duration]) -> f64 {
+    times.sort();
+    times[times.len() / 2].as_secs_f64()
+}
+
+/// A deterministic mix of the paper's behaviours over `pages` pages, each
+/// page reference repeated 1-4 times as consecutive accesses to one page
+/// are: loops over small regions, long sweeps up or down, and random
+/// references mostly to a hot region.
+fn synthetic(refs: u64, pages: u64) -> Trace {
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let total = refs as usize;
+    let mut vpns = Vec::with_capacity(total);
+    // Touch every page once so the footprint is exactly `pages`.
+    vpns.extend(0..pages);
+    let emit = |vpns: &mut Vec<u64>, rng: &mut XorShift, page: u64| {
+        for _ in 0..1 + rng.below(4) {
+            if vpns.len() < total {
+                vpns.push(page % pages);
+            }
+        }
+    };
+    while vpns.len() < total {
+        let start = rng.below(pages);
+        match rng.below(4) {
+            0 => {
+                let len = pages / 4 + rng.below(pages * 3 / 4 + 1);
+                let up = rng.below(2) == 0;
+                for i in 0..len {
+                    emit(&mut vpns, &mut rng, start + if up { i } else { len - i });
+                }
+            }
+            1 | 2 => {
+                let len = 1 + rng.below(pages / 8);
+                for _ in 0..2 + rng.below(9) {
+                    for i in 0..len {
+                        emit(&mut vpns, &mut rng, start + i);
+                    }
+                }
+            }
+            _ => {
+                let hot = 1 + pages / 16;
+                for _ in 0..pages {
+                    let page = if rng.below(10) == 0 {
+                        rng.below(pages)
+                    } else {
+                        start + rng.below(hot)
+                    };
+                    emit(&mut vpns, &mut rng, page);
+                }
+            }
+        }
+    }
+    Trace::from_pages(vpns)
+}
+
+/// xorshift64*: enough randomness for a benchmark trace, and reproducible.
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        if n == 0 {
+            0
+        } else {
+            r % n
+        }
+    }
 }

@@ -1,0 +1,281 @@
+//! Dataspaces: the backing stores a region's pages come from and go back to
+//! (a file, or pagepilot's own swap file for anonymous memory). Reads and
+//! writes bypass the kernel page cache (O_DIRECT) so the data is cached once,
+//! in the region's frames, under its budget.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::MapError;
+use crate::sys::{self, PAGE};
+
+/// What a region is backed by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A file, mapped read-only or read-write.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Whether the application may write (dirty pages are written back).
+        writable: bool,
+    },
+    /// Zero-filled memory of `len` bytes, spilled to a swap file of pagepilot's own.
+    Anonymous {
+        /// Length in bytes.
+        len: usize,
+    },
+}
+
+/// A backing store, page-addressed. Buffers are page aligned and whole pages.
+pub trait Dataspace: Send + Sync {
+    /// Fills `pages` pages at `dst` with the data of pages `first..first+pages`.
+    ///
+    /// # Safety
+    /// `dst` must be page aligned, valid for `pages * PAGE` bytes of writes and
+    /// not accessed by anyone else during the call.
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<()>;
+
+    /// Stores `pages` pages from `src` as pages `first..first+pages`.
+    ///
+    /// # Safety
+    /// `src` must be page aligned and valid for `pages * PAGE` bytes of reads.
+    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()>;
+
+    /// Makes completed writes durable (fdatasync for files).
+    fn sync(&self) -> io::Result<()>;
+
+    /// Whether the store is accessed with O_DIRECT.
+    fn direct(&self) -> bool;
+
+    /// Whether page `page` must be read (false: it is known to be zero).
+    fn has_data(&self, page: usize) -> bool {
+        let _ = page;
+        true
+    }
+
+    /// Whether a write-back is needed for a page that was never modified.
+    /// (Anonymous memory that was never written need not be stored.)
+    fn persistent(&self) -> bool;
+}
+
+/// A file dataspace.
+pub struct FileDataspace {
+    direct: File,
+    is_direct: bool,
+    /// Buffered descriptor for the partial last page: an O_DIRECT write of a
+    /// whole page there would grow the file.
+    tail: Option<File>,
+    len: u64,
+}
+
+impl FileDataspace {
+    /// Opens `path`, checking that it exists, is a regular non-empty file of
+    /// at least `want` bytes, and is writable if `writable`. Returns the store
+    /// and the file's length.
+    pub fn open(path: &Path, writable: bool, want: Option<usize>) -> Result<Self, MapError> {
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => MapError::MissingFile(path.into()),
+            _ => MapError::Open {
+                path: path.into(),
+                source: e,
+            },
+        })?;
+        if !meta.is_file() {
+            return Err(MapError::NotAFile(path.into()));
+        }
+        let len = meta.len();
+        if len == 0 {
+            return Err(MapError::EmptyFile(path.into()));
+        }
+        if let Some(w) = want {
+            if len < w as u64 {
+                return Err(MapError::ShortFile {
+                    path: path.into(),
+                    actual: len,
+                    expected: w as u64,
+                });
+            }
+        }
+        // Root ignores permission bits when opening; honour them anyway.
+        if writable && meta.permissions().readonly() {
+            return Err(MapError::ReadOnly(path.into()));
+        }
+        let map_open = |e: io::Error| match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM) if writable => {
+                MapError::ReadOnly(path.into())
+            }
+            _ => MapError::Open {
+                path: path.into(),
+                source: e,
+            },
+        };
+        let (direct, is_direct) = sys::open_direct(path, writable, false).map_err(map_open)?;
+        let tail = if writable && len % PAGE as u64 != 0 {
+            Some(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(path)
+                    .map_err(map_open)?,
+            )
+        } else {
+            None
+        };
+        Ok(FileDataspace {
+            direct,
+            is_direct,
+            tail,
+            len,
+        })
+    }
+
+    /// The file's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Dataspace for FileDataspace {
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<()> {
+        let off = (first * PAGE) as u64;
+        // SAFETY: the caller guarantees `dst` covers `pages * PAGE` writable bytes.
+        // A short read at end of file leaves the rest of the (zeroed) frame as is.
+        unsafe { sys::pread_full(self.direct.as_raw_fd(), dst, pages * PAGE, off)? };
+        Ok(())
+    }
+
+    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
+        let off = (first * PAGE) as u64;
+        let end = (off + (pages * PAGE) as u64).min(self.len);
+        if end <= off {
+            return Ok(());
+        }
+        let whole = ((end - off) as usize / PAGE) * PAGE;
+        if whole > 0 {
+            // SAFETY: `src` covers `pages * PAGE >= whole` readable bytes.
+            unsafe { sys::pwrite_all(self.direct.as_raw_fd(), src, whole, off)? };
+        }
+        let rest = (end - off) as usize - whole;
+        if rest > 0 {
+            let tail = self.tail.as_ref().unwrap_or(&self.direct);
+            // SAFETY: `src + whole + rest <= src + pages * PAGE`, readable.
+            unsafe { sys::pwrite_all(tail.as_raw_fd(), src.add(whole), rest, off + whole as u64)? };
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.direct.sync_data()
+    }
+
+    fn direct(&self) -> bool {
+        self.is_direct
+    }
+
+    fn persistent(&self) -> bool {
+        true
+    }
+}
+
+/// Pagepilot's own swap file for an anonymous region: unnamed (O_TMPFILE or
+/// created and unlinked), sparse, page `i` at offset `i * PAGE`.
+pub struct SwapDataspace {
+    file: File,
+    is_direct: bool,
+    /// One bit per page: the page has been written to swap.
+    stored: Vec<AtomicU64>,
+}
+
+impl SwapDataspace {
+    /// Creates a swap file for `pages` pages in `dir`.
+    pub fn create(dir: &Path, pages: usize) -> Result<Self, MapError> {
+        let err = |source| MapError::Swap {
+            dir: dir.into(),
+            source,
+        };
+        let (file, is_direct) = match sys::tmpfile_direct(dir) {
+            Ok(x) => x,
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                let path = dir.join(format!(
+                    ".pagepilot-swap-{}-{:x}",
+                    std::process::id(),
+                    &dir as *const _ as usize
+                ));
+                let x = sys::open_direct(&path, true, true).map_err(err)?;
+                std::fs::remove_file(&path).map_err(err)?;
+                x
+            }
+            Err(e) => return Err(err(e)),
+        };
+        Ok(SwapDataspace {
+            file,
+            is_direct,
+            stored: (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+}
+
+impl Dataspace for SwapDataspace {
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<()> {
+        // Read runs of stored pages; pages never stored are zero already.
+        let mut p = 0;
+        while p < pages {
+            if !self.has_data(first + p) {
+                // Never stored: a zero page, allocated so it can be mapped.
+                sys::populate(dst as usize + p * PAGE, PAGE)?;
+                p += 1;
+                continue;
+            }
+            let start = p;
+            while p < pages && self.has_data(first + p) {
+                p += 1;
+            }
+            let off = ((first + start) * PAGE) as u64;
+            // SAFETY: `dst + start*PAGE .. dst + p*PAGE` lies inside the caller's buffer.
+            unsafe {
+                sys::pread_full(
+                    self.file.as_raw_fd(),
+                    dst.add(start * PAGE),
+                    (p - start) * PAGE,
+                    off,
+                )?
+            };
+        }
+        Ok(())
+    }
+
+    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
+        // SAFETY: the caller guarantees `src` covers `pages * PAGE` readable bytes.
+        unsafe {
+            sys::pwrite_all(
+                self.file.as_raw_fd(),
+                src,
+                pages * PAGE,
+                (first * PAGE) as u64,
+            )?
+        };
+        for p in first..first + pages {
+            self.stored[p / 64].fetch_or(1 << (p % 64), Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn direct(&self) -> bool {
+        self.is_direct
+    }
+
+    fn has_data(&self, page: usize) -> bool {
+        self.stored[page / 64].load(Ordering::Acquire) & (1 << (page % 64)) != 0
+    }
+
+    fn persistent(&self) -> bool {
+        false
+    }
+}

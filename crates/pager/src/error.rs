@@ -1,0 +1,112 @@
+//! Typed errors of mapping and flushing a region.
+
+use std::io;
+use std::path::PathBuf;
+
+use pagepilot_policy::registry::RegistryError;
+use thiserror::Error;
+
+/// Why a region could not be mapped. Nothing is mapped when this is returned.
+#[derive(Debug, Error)]
+pub enum MapError {
+    /// The backing file could not be opened.
+    #[error("cannot open backing file {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// The backing file does not exist.
+    #[error("backing file {0} does not exist")]
+    MissingFile(PathBuf),
+    /// The backing file is empty: there is nothing to map.
+    #[error("backing file {0} is empty")]
+    EmptyFile(PathBuf),
+    /// The backing file is shorter than the length asked for.
+    #[error("backing file {path} has {actual} bytes, {expected} were asked for")]
+    ShortFile {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        actual: u64,
+        /// The length asked for in [`crate::RegionOptions::len`].
+        expected: u64,
+    },
+    /// A writable mapping of a read-only file was asked for.
+    #[error("backing file {0} is read-only but a writable mapping was asked for")]
+    ReadOnly(PathBuf),
+    /// The backing is not a regular file.
+    #[error("backing {0} is not a regular file")]
+    NotAFile(PathBuf),
+    /// The length is zero or too large to page.
+    #[error("region length {0} is invalid (must be 1 byte .. 2^32 pages)")]
+    BadLength(usize),
+    /// The budget is smaller than one page.
+    #[error("budget of {budget} bytes is smaller than one page ({page} bytes)")]
+    BudgetTooSmall {
+        /// The budget given.
+        budget: usize,
+        /// The page size.
+        page: usize,
+    },
+    /// An option is out of range.
+    #[error("option `{name}`: {why}")]
+    BadOption {
+        /// The option.
+        name: &'static str,
+        /// What was wrong.
+        why: String,
+    },
+    /// The policy spec was refused (unknown name, bad parameter, simulator-only).
+    #[error("policy `{spec}`: {source}")]
+    Policy {
+        /// The spec given.
+        spec: String,
+        /// The registry's reason.
+        source: RegistryError,
+    },
+    /// The swap file for an anonymous region could not be created.
+    #[error("cannot create swap file in {dir}: {source}")]
+    Swap {
+        /// The directory.
+        dir: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// A system call of the userfaultfd set-up failed.
+    #[error("{call} failed: {source}")]
+    Sys {
+        /// The call.
+        call: &'static str,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// The kernel lacks a userfaultfd feature this pager needs.
+    #[error("userfaultfd lacks {0} (needs Linux >= 6.6 with shmem minor faults)")]
+    Unsupported(&'static str),
+}
+
+/// One page whose write-back failed; its data is still in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedPage {
+    /// Page index in the region.
+    pub page: u32,
+    /// The errno of the failed write.
+    pub errno: i32,
+}
+
+/// Why a flush (or an unmap's final flush) did not write everything back.
+#[derive(Debug, Error)]
+pub enum FlushError {
+    /// Some dirty pages could not be written back; they stay in memory and
+    /// dirty, and a later flush retries them.
+    #[error("write-back of {} page(s) failed (first: page {}, errno {}); the data stays in memory", .pages.len(), .pages[0].page, .pages[0].errno)]
+    WriteBack {
+        /// The pages that could not be written, with the error of each.
+        pages: Vec<FailedPage>,
+    },
+    /// Syncing the backing file failed.
+    #[error("sync of the backing store failed: {0}")]
+    Sync(io::Error),
+}

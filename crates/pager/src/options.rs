@@ -1,0 +1,125 @@
+//! How to map a region: backing, budget, policy and the pager's tuning.
+
+use std::path::PathBuf;
+
+use crate::backing::Backing;
+
+/// Who serves a region's faults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FaultService {
+    /// Handler threads read fault events from the userfaultfd; the faulting
+    /// thread sleeps until its page is mapped. Works for every access,
+    /// including the kernel's (a `read(2)` into region memory).
+    #[default]
+    HandlerThreads,
+    /// The faulting thread serves its own fault in a SIGBUS handler
+    /// (UFFD_FEATURE_SIGBUS): no thread hand-off. The kernel's own accesses
+    /// to an unmapped region page fail with EFAULT instead of waiting.
+    FaultingThread,
+}
+
+/// How to map a region. Build with [`RegionOptions::new`] and the `with_*`
+/// methods, or fill the fields over [`RegionOptions::default`].
+#[derive(Clone, Debug)]
+pub struct RegionOptions {
+    /// What the region is backed by.
+    pub backing: Backing,
+    /// The frame budget in bytes (rounded down to whole pages, at least one).
+    pub budget_bytes: usize,
+    /// A built-in policy spec (`lru`, `fifo`, `clock`, `mru`, `seq:L=20`, ...)
+    /// or a policy program path.
+    pub policy: String,
+    /// For a file: the length to map; the file must be at least this long.
+    /// `None` maps the whole file.
+    pub len: Option<usize>,
+    /// Pages read per missing fault outside a detected sequence (1: demand paging).
+    pub fault_around_pages: usize,
+    /// Largest read-ahead window along sequential faults, pages (1: off).
+    pub readahead_max_pages: usize,
+    /// Fault-handler threads reading the region's userfaultfd.
+    pub handler_threads: usize,
+    /// Directory for an anonymous region's swap file (default: the system temp dir).
+    pub swap_dir: Option<PathBuf>,
+    /// Whether a sequence of faults also starts reading the next window in
+    /// the background (a prefetcher thread), so that I/O overlaps the
+    /// application's use of the current one. Off by default: the window's
+    /// victims are chosen before the application reaches it, which suits
+    /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
+    /// the application is about to use.
+    pub async_readahead: bool,
+    /// Who serves faults: handler threads, or the faulting thread itself.
+    pub fault_service: FaultService,
+    /// Microseconds a handler thread keeps polling for the next fault after
+    /// serving one, before it sleeps (0: always sleep).
+    pub handler_spin_us: u64,
+}
+
+impl Default for RegionOptions {
+    fn default() -> Self {
+        RegionOptions {
+            backing: Backing::Anonymous { len: 0 },
+            budget_bytes: 0,
+            policy: "clock".into(),
+            len: None,
+            fault_around_pages: 1,
+            readahead_max_pages: 16,
+            handler_threads: 1,
+            swap_dir: None,
+            handler_spin_us: 0,
+            fault_service: FaultService::HandlerThreads,
+            async_readahead: false,
+        }
+    }
+}
+
+impl RegionOptions {
+    /// Options with defaults for everything but backing, budget and policy.
+    pub fn new(backing: Backing, budget_bytes: usize, policy: &str) -> Self {
+        RegionOptions {
+            backing,
+            budget_bytes,
+            policy: policy.into(),
+            ..RegionOptions::default()
+        }
+    }
+    /// Sets [`RegionOptions::fault_around_pages`].
+    pub fn with_fault_around(mut self, pages: usize) -> Self {
+        self.fault_around_pages = pages;
+        self
+    }
+    /// Sets [`RegionOptions::readahead_max_pages`].
+    pub fn with_readahead(mut self, pages: usize) -> Self {
+        self.readahead_max_pages = pages;
+        self
+    }
+    /// Sets [`RegionOptions::handler_threads`].
+    pub fn with_handler_threads(mut self, n: usize) -> Self {
+        self.handler_threads = n;
+        self
+    }
+    /// Sets [`RegionOptions::swap_dir`].
+    pub fn with_swap_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.swap_dir = Some(dir.into());
+        self
+    }
+    /// Sets [`RegionOptions::handler_spin_us`].
+    pub fn with_handler_spin(mut self, us: u64) -> Self {
+        self.handler_spin_us = us;
+        self
+    }
+    /// Sets [`RegionOptions::async_readahead`].
+    pub fn with_async_readahead(mut self, on: bool) -> Self {
+        self.async_readahead = on;
+        self
+    }
+    /// Sets [`RegionOptions::fault_service`].
+    pub fn with_fault_service(mut self, service: FaultService) -> Self {
+        self.fault_service = service;
+        self
+    }
+    /// Sets [`RegionOptions::len`].
+    pub fn with_len(mut self, len: usize) -> Self {
+        self.len = Some(len);
+        self
+    }
+}

@@ -1,0 +1,390 @@
+//! Regions: a file or anonymous memory mapped into the application and paged
+//! by pagepilot under a frame budget and a policy of the application's choice.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use pagepilot_policy::registry::{self, Setup};
+use pagepilot_policy::Policy;
+
+use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
+use crate::engine::{Inner, Shared, Tuning};
+use crate::error::{FlushError, MapError};
+use crate::guard::Guarded;
+pub use crate::options::{FaultService, RegionOptions};
+use crate::resident::Table;
+use crate::stats::{Counters, RegionStats};
+use crate::sys::{self, PAGE};
+use crate::{handler, sigbus};
+
+/// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
+/// bytes, usable from any thread with ordinary loads and stores. Dropping it
+/// writes back every dirty page (errors are printed; use [`Region::unmap`] to
+/// see them).
+pub struct Region {
+    shared: Arc<Shared>,
+    handlers: Vec<JoinHandle<()>>,
+    policy_name: String,
+    budget_frames: usize,
+    handler_threads: usize,
+    in_thread: bool,
+    closed: bool,
+}
+
+const MAX_PAGES: usize = u32::MAX as usize - 1;
+const MAX_HANDLERS: usize = 64;
+
+impl Region {
+    /// Maps a region. On error nothing is mapped.
+    pub fn map(opts: RegionOptions) -> Result<Region, MapError> {
+        Region::map_inner(opts, None)
+    }
+
+    /// Maps a region paged by `policy`, a policy object of the caller's
+    /// (`opts.policy` is ignored). Its answers are checked like any policy's:
+    /// a victim that is not a resident page is overruled.
+    pub fn map_with_policy(
+        opts: RegionOptions,
+        policy: Box<dyn Policy>,
+    ) -> Result<Region, MapError> {
+        Region::map_inner(opts, Some(policy))
+    }
+
+    fn map_inner(opts: RegionOptions, given: Option<Box<dyn Policy>>) -> Result<Region, MapError> {
+        if opts.budget_bytes < PAGE {
+            return Err(MapError::BudgetTooSmall {
+                budget: opts.budget_bytes,
+                page: PAGE,
+            });
+        }
+        if opts.handler_threads == 0 || opts.handler_threads > MAX_HANDLERS {
+            return Err(MapError::BadOption {
+                name: "handler_threads",
+                why: format!("{} is not in 1..={MAX_HANDLERS}", opts.handler_threads),
+            });
+        }
+        let (store, len, writable): (Box<dyn Dataspace>, usize, bool) = match &opts.backing {
+            Backing::File { path, writable } => {
+                let f = FileDataspace::open(path, *writable, opts.len)?;
+                let len = opts.len.unwrap_or(f.len() as usize);
+                check_len(len)?;
+                (Box::new(f), len, *writable)
+            }
+            Backing::Anonymous { len } => {
+                check_len(*len)?;
+                let dir = opts.swap_dir.clone().unwrap_or_else(std::env::temp_dir);
+                let s = SwapDataspace::create(&dir, len.div_ceil(PAGE))?;
+                (Box::new(s), *len, true)
+            }
+        };
+        let pages = len.div_ceil(PAGE);
+        let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
+        let policy = match given {
+            Some(p) => p,
+            None => registry::build_live(
+                &opts.policy,
+                &Setup {
+                    slots: pages,
+                    frames: budget_frames,
+                    future: None,
+                },
+            )
+            .map_err(|source| MapError::Policy {
+                spec: opts.policy.clone(),
+                source,
+            })?,
+        };
+        let policy: Box<dyn Policy> = Box::new(Guarded::new(policy));
+        let policy_name = policy.name();
+        let map_len = pages * PAGE;
+        let sys_err = |call| move |source| MapError::Sys { call, source };
+
+        let memfd = sys::memfd("pagepilot-region", map_len).map_err(sys_err("memfd_create"))?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
+        let app = sys::map_shared(fd, map_len, writable).map_err(sys_err("mmap"))?;
+        let pager = match sys::map_shared(fd, map_len, true) {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: `app` was just mapped and is not yet shared.
+                unsafe { sys::unmap(app, map_len) };
+                return Err(MapError::Sys {
+                    call: "mmap",
+                    source: e,
+                });
+            }
+        };
+        let guard = Views {
+            app,
+            pager,
+            map_len,
+        };
+        let in_thread = opts.fault_service == FaultService::FaultingThread;
+        if in_thread && !cfg!(target_arch = "x86_64") {
+            // The write bit of a fault is read from the x86-64 signal context.
+            return Err(MapError::Unsupported("SIGBUS mode outside x86-64"));
+        }
+        let want = if in_thread { sys::FEATURE_SIGBUS } else { 0 }
+            | sys::FEATURE_MINOR_SHMEM
+            | sys::FEATURE_POISON
+            | if writable { sys::FEATURE_WP_SHMEM } else { 0 };
+        let (uffd, got) = sys::Uffd::open(want).map_err(sys_err("userfaultfd"))?;
+        if in_thread && got & sys::FEATURE_SIGBUS == 0 {
+            return Err(MapError::Unsupported("SIGBUS mode"));
+        }
+        if got & sys::FEATURE_MINOR_SHMEM == 0 {
+            return Err(MapError::Unsupported("minor faults on shmem"));
+        }
+        if writable && got & sys::FEATURE_WP_SHMEM == 0 {
+            return Err(MapError::Unsupported("write-protect on shmem"));
+        }
+        let mode = sys::MODE_MISSING | sys::MODE_MINOR | if writable { sys::MODE_WP } else { 0 };
+        let ioctls = uffd
+            .register(app, map_len, mode)
+            .map_err(sys_err("UFFDIO_REGISTER"))?;
+        if ioctls & (1 << 7) == 0 {
+            return Err(MapError::Unsupported("UFFDIO_CONTINUE"));
+        }
+        let stop = sys::eventfd().map_err(sys_err("eventfd"))?;
+        std::mem::forget(guard);
+        let shared = Arc::new(Shared {
+            uffd,
+            memfd,
+            app,
+            pager,
+            map_len,
+            len,
+            writable,
+            store,
+            inner: Mutex::new(Inner {
+                table: Table::new(pages, budget_frames, app),
+                policy,
+                time: 0,
+                next_expected: u32::MAX,
+                window: 1,
+                marker: u32::MAX,
+                prefetcher: None,
+            }),
+            cv: Condvar::new(),
+            stats: Counters::default(),
+            tuning: Tuning {
+                fault_around: opts.fault_around_pages.max(1),
+                readahead_max: opts.readahead_max_pages.max(1),
+                spin_us: opts.handler_spin_us.min(1_000_000),
+                async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
+            },
+            poison: got & sys::FEATURE_POISON != 0,
+            stop,
+            evict_seq: std::sync::atomic::AtomicU64::new(0),
+        });
+        let mut region = Region {
+            shared: shared.clone(),
+            handlers: Vec::new(),
+            policy_name,
+            budget_frames,
+            handler_threads: if in_thread { 0 } else { opts.handler_threads },
+            in_thread,
+            closed: false,
+        };
+        if shared.tuning.async_readahead {
+            let (tx, rx) = std::sync::mpsc::channel();
+            shared.lock().prefetcher = Some(tx);
+            let sh = shared.clone();
+            let h = std::thread::Builder::new()
+                .name("pagepilot-prefetch".into())
+                .spawn(move || handler::run_prefetcher(sh, rx))
+                .map_err(sys_err("thread spawn"))?;
+            region.handlers.push(h);
+        }
+        if in_thread {
+            sigbus::register(shared).map_err(sys_err("sigaction"))?;
+            return Ok(region);
+        }
+        for i in 0..opts.handler_threads {
+            let sh = shared.clone();
+            let waiter = sys::Waiter::new(sh.uffd.raw(), std::os::fd::AsRawFd::as_raw_fd(&sh.stop))
+                .map_err(sys_err("epoll"))?;
+            let h = std::thread::Builder::new()
+                .name(format!("pagepilot-fault-{i}"))
+                .spawn(move || handler::run(sh, waiter))
+                .map_err(sys_err("thread spawn"))?;
+            region.handlers.push(h);
+        }
+        Ok(region)
+    }
+
+    /// Maps a file, read-only or read-write.
+    pub fn map_file(
+        path: &Path,
+        writable: bool,
+        budget_bytes: usize,
+        policy: &str,
+    ) -> Result<Region, MapError> {
+        Region::map(RegionOptions::new(
+            Backing::File {
+                path: path.into(),
+                writable,
+            },
+            budget_bytes,
+            policy,
+        ))
+    }
+
+    /// Maps `len` bytes of zero-filled memory spilled to a swap file.
+    pub fn map_anon(len: usize, budget_bytes: usize, policy: &str) -> Result<Region, MapError> {
+        Region::map(RegionOptions::new(
+            Backing::Anonymous { len },
+            budget_bytes,
+            policy,
+        ))
+    }
+
+    /// The region's first byte.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.shared.app as *mut u8
+    }
+
+    /// The region's length in bytes.
+    pub fn len(&self) -> usize {
+        self.shared.len
+    }
+
+    /// Whether the region is empty (never: mapping an empty region is refused).
+    pub fn is_empty(&self) -> bool {
+        self.shared.len == 0
+    }
+
+    /// Changes the frame budget (rounded down to pages, at least one). A
+    /// smaller budget reclaims frames at once (HiPEC's ReclaimFrame: the
+    /// policy's `reclaim` names the pages, `victim` the rest); dirty pages
+    /// are written back first, and those whose write-back fails stay.
+    pub fn set_budget(&mut self, budget_bytes: usize) -> Result<(), FlushError> {
+        let frames = (budget_bytes / PAGE).max(1);
+        let failed = self.shared.set_budget(frames);
+        self.budget_frames = self.shared.lock().table.capacity;
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(FlushError::WriteBack { pages: failed })
+        }
+    }
+
+    /// Writes back every dirty page (msync-like), then syncs the backing
+    /// file. Pages whose write-back fails stay in memory and dirty.
+    pub fn flush(&self) -> Result<(), FlushError> {
+        self.shared.flush(None)
+    }
+
+    /// A snapshot of the region's statistics.
+    pub fn stats(&self) -> RegionStats {
+        let mut s = self.shared.stats.snapshot();
+        let g = self.shared.lock();
+        s.frames_in_use = (g.table.held - g.table.evicting) as u64;
+        s.pinned_pages = g.table.pinned as u64;
+        s.incidents = g.policy.incidents();
+        drop(g);
+        s.budget_frames = self.budget_frames as u64;
+        s.pages = (self.shared.map_len / PAGE) as u64;
+        s.policy = self.policy_name.clone();
+        s.direct_io = self.shared.store.direct();
+        s.handler_threads = self.handler_threads as u64;
+        s
+    }
+
+    /// The statistics as JSON.
+    pub fn stats_json(&self) -> String {
+        serde_json::to_string(&self.stats()).unwrap_or_else(|_| "{}".into())
+    }
+
+    /// Bytes of memory the region's frames occupy now, as the kernel counts
+    /// them (the memfd's allocated blocks): the budget check from outside.
+    pub fn allocated_bytes(&self) -> u64 {
+        sys::allocated_bytes(std::os::fd::AsRawFd::as_raw_fd(&self.shared.memfd)).unwrap_or(0)
+    }
+
+    /// Writes back every dirty page and unmaps the region. If a write-back
+    /// fails the region is still unmapped and the error says which pages were
+    /// lost; use [`Region::try_unmap`] to keep the region instead.
+    pub fn unmap(self) -> Result<(), FlushError> {
+        match self.try_unmap() {
+            Ok(()) => Ok(()),
+            Err((mut region, e)) => {
+                region.close();
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes back every dirty page and unmaps the region; if a write-back
+    /// fails, hands the region back (still mapped, data in memory) with the error.
+    pub fn try_unmap(mut self) -> Result<(), (Region, FlushError)> {
+        if let Err(e) = self.flush() {
+            return Err((self, e));
+        }
+        self.close();
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        // Closing the channel stops the prefetcher.
+        self.shared.lock().prefetcher = None;
+        if self.in_thread {
+            sigbus::unregister(&self.shared);
+        }
+        let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
+        for h in self.handlers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("addr", &self.as_ptr())
+            .field("len", &self.len())
+            .field("policy", &self.policy_name)
+            .field("budget_frames", &self.budget_frames)
+            .finish()
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        if let Err(e) = self.flush() {
+            eprintln!("pagepilot: region dropped with unwritten pages: {e}");
+        }
+        self.close();
+    }
+}
+
+fn check_len(len: usize) -> Result<(), MapError> {
+    if len == 0 || len.div_ceil(PAGE) > MAX_PAGES {
+        return Err(MapError::BadLength(len));
+    }
+    Ok(())
+}
+
+/// Unmaps both views if mapping fails half way.
+struct Views {
+    app: usize,
+    pager: usize,
+    map_len: usize,
+}
+
+impl Drop for Views {
+    fn drop(&mut self) {
+        // SAFETY: both views were mapped by `Region::map` and were never handed out.
+        unsafe {
+            sys::unmap(self.app, self.map_len);
+            sys::unmap(self.pager, self.map_len);
+        }
+    }
+}

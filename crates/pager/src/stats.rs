@@ -1,0 +1,236 @@
+//! Per-region statistics: lock-free counters and a log-bucketed latency
+//! histogram of fault service.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::Serialize;
+
+/// Sub-buckets per power of two (2 bits: bucket bounds within 25%).
+const SUB_BITS: u32 = 2;
+/// Bucket 251 holds values up to u64::MAX.
+const BUCKETS: usize = (62 << SUB_BITS) + (1 << SUB_BITS);
+
+/// A histogram of durations in nanoseconds with buckets growing by 2^(1/4).
+pub struct Histogram {
+    buckets: Box<[AtomicU64]>,
+    max: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            max: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+}
+
+fn bucket_of(ns: u64) -> usize {
+    if ns < (1 << SUB_BITS) {
+        return ns as usize;
+    }
+    let log = 63 - ns.leading_zeros();
+    let sub = (ns >> (log - SUB_BITS)) & ((1 << SUB_BITS) - 1);
+    (((log - SUB_BITS + 1) << SUB_BITS) as u64 + sub) as usize
+}
+
+/// The largest value that falls in bucket `b`.
+fn upper_of(b: usize) -> u64 {
+    if b < (1 << SUB_BITS) {
+        return b as u64;
+    }
+    let log = (b >> SUB_BITS) as u32 + SUB_BITS - 1;
+    let sub = (b & ((1 << SUB_BITS) - 1)) as u64;
+    let base = 1u64 << log.min(63);
+    let step = base >> SUB_BITS;
+    base.saturating_add((sub + 1) * step - 1)
+}
+
+impl Histogram {
+    /// Records one duration.
+    pub fn record(&self, ns: u64) {
+        self.buckets[bucket_of(ns).min(BUCKETS - 1)].fetch_add(1, Relaxed);
+        self.max.fetch_max(ns, Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    /// p50, p99, max and count (quantiles are bucket upper bounds, capped at max).
+    pub fn summary(&self) -> LatencySummary {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        let max = self.max.load(Relaxed);
+        let quantile = |q: f64| {
+            if total == 0 {
+                return 0;
+            }
+            let rank = ((total as f64) * q).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            for (b, &c) in counts.iter().enumerate() {
+                seen += c;
+                if seen >= rank {
+                    return upper_of(b).min(max);
+                }
+            }
+            max
+        };
+        LatencySummary {
+            p50_ns: quantile(0.50),
+            p99_ns: quantile(0.99),
+            max_ns: max,
+            count: total,
+        }
+    }
+}
+
+/// Fault-service latency: from reading the fault to waking the faulting thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LatencySummary {
+    /// Median, nanoseconds.
+    pub p50_ns: u64,
+    /// 99th percentile, nanoseconds.
+    pub p99_ns: u64,
+    /// Largest, nanoseconds.
+    pub max_ns: u64,
+    /// Faults measured.
+    pub count: u64,
+}
+
+/// The live counters of one region.
+#[derive(Default)]
+pub struct Counters {
+    pub(crate) missing_faults: AtomicU64,
+    pub(crate) fault_events: AtomicU64,
+    pub(crate) readahead_pages: AtomicU64,
+    pub(crate) minor_faults: AtomicU64,
+    pub(crate) wp_faults: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) writebacks: AtomicU64,
+    pub(crate) writeback_errors: AtomicU64,
+    pub(crate) read_errors: AtomicU64,
+    pub(crate) overruled: AtomicU64,
+    pub(crate) retried_faults: AtomicU64,
+    pub(crate) over_budget: AtomicU64,
+    pub(crate) bytes_read: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) latency: Histogram,
+    pub(crate) read_latency: Histogram,
+}
+
+impl Counters {
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+}
+
+/// A snapshot of a region's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RegionStats {
+    /// Pages brought in from the backing store (demand and read-ahead), each
+    /// delivered to the policy as a missing fault.
+    pub missing_faults: u64,
+    /// Missing-fault events raised by the application (one per userfaultfd
+    /// message; a clustered read serves several pages per event).
+    pub fault_events: u64,
+    /// Of `missing_faults`, pages read ahead of the faulting page.
+    pub readahead_pages: u64,
+    /// Minor faults from reference-bit emulation.
+    pub minor_faults: u64,
+    /// Write-protect faults (first write to a clean page: dirty tracking).
+    pub wp_faults: u64,
+    /// Pages evicted.
+    pub evictions: u64,
+    /// Dirty pages written back (by eviction or flush).
+    pub writebacks: u64,
+    /// Write-backs that failed (the data stayed in memory).
+    pub writeback_errors: u64,
+    /// Reads from the backing store that failed (the page was poisoned).
+    pub read_errors: u64,
+    /// Victims the policy named that were not resident pages, overruled.
+    pub overruled: u64,
+    /// Fault events on pages evicted since they were raised: the thread was
+    /// woken to fault again rather than the page read (it may not need it).
+    pub retried_faults: u64,
+    /// Faults served above the budget because no frame could be freed.
+    pub over_budget: u64,
+    /// Bytes read from the backing store.
+    pub bytes_read: u64,
+    /// Bytes written to the backing store.
+    pub bytes_written: u64,
+    /// Frames holding pages now (resident, loading or pinned; frames being
+    /// evicted are freed before the pages that replace them are read).
+    pub frames_in_use: u64,
+    /// The budget, in frames.
+    pub budget_frames: u64,
+    /// Pages in the region.
+    pub pages: u64,
+    /// Pages held outside the policy because their write-back failed.
+    pub pinned_pages: u64,
+    /// Fault-service latency (from reading the fault to mapping the page).
+    pub latency: LatencySummary,
+    /// Backing-store read latency, per read (a cluster is one read): the
+    /// transfer part of a missing fault, as the Cache Kernel splits it.
+    pub read_latency: LatencySummary,
+    /// The policy's name.
+    pub policy: String,
+    /// Whether the backing store is read and written with O_DIRECT.
+    pub direct_io: bool,
+    /// Fault-handler threads.
+    pub handler_threads: u64,
+    /// Policy incidents (for example a program stopped by its budget).
+    pub incidents: Vec<String>,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> RegionStats {
+        let l = |c: &AtomicU64| c.load(Relaxed);
+        RegionStats {
+            missing_faults: l(&self.missing_faults),
+            fault_events: l(&self.fault_events),
+            readahead_pages: l(&self.readahead_pages),
+            minor_faults: l(&self.minor_faults),
+            wp_faults: l(&self.wp_faults),
+            evictions: l(&self.evictions),
+            writebacks: l(&self.writebacks),
+            writeback_errors: l(&self.writeback_errors),
+            read_errors: l(&self.read_errors),
+            overruled: l(&self.overruled),
+            retried_faults: l(&self.retried_faults),
+            over_budget: l(&self.over_budget),
+            bytes_read: l(&self.bytes_read),
+            bytes_written: l(&self.bytes_written),
+            latency: self.latency.summary(),
+            read_latency: self.read_latency.summary(),
+            ..RegionStats::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_histogram_quantiles_bound_the_recorded_values() {
+        let h = Histogram::default();
+        for ns in 1..=1000u64 {
+            h.record(ns * 1000);
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.max_ns, 1_000_000);
+        assert!(s.p50_ns >= 500_000 && s.p50_ns <= 500_000 * 5 / 4, "{s:?}");
+        assert!(s.p99_ns >= 990_000 && s.p99_ns <= 1_000_000, "{s:?}");
+    }
+
+    #[test]
+    fn test_bucket_upper_bounds_are_monotonic_and_contain_values() {
+        for ns in [0u64, 1, 3, 4, 5, 7, 8, 100, 4095, 4096, 1 << 40] {
+            assert!(upper_of(bucket_of(ns)) >= ns, "{ns}");
+        }
+        for b in 1..BUCKETS - 1 {
+            assert!(upper_of(b) < upper_of(b + 1));
+        }
+    }
+}

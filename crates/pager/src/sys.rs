@@ -1,0 +1,571 @@
+//! Every raw system call and ioctl the pager makes: userfaultfd, memfd,
+//! fallocate, madvise, mmap and positioned I/O. Nothing else in the crate
+//! calls `libc` directly.
+//!
+//! The userfaultfd ABI (`linux/userfaultfd.h`) is defined here because the
+//! `libc` crate does not carry it; the layouts below are checked against the
+//! kernel's sizes by the `_IOWR` numbers they are encoded into.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The page size this pager works in.
+pub const PAGE: usize = 4096;
+
+const UFFD_API: u64 = 0xAA;
+const UFFDIO: u64 = 0xAA;
+
+const fn iowr(nr: u64, size: usize) -> u64 {
+    (3 << 30) | ((size as u64) << 16) | (UFFDIO << 8) | nr
+}
+const fn ior(nr: u64, size: usize) -> u64 {
+    (2 << 30) | ((size as u64) << 16) | (UFFDIO << 8) | nr
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct UffdioApi {
+    api: u64,
+    features: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct UffdioRange {
+    start: u64,
+    len: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct UffdioRegister {
+    range: UffdioRange,
+    mode: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct UffdioWriteprotect {
+    range: UffdioRange,
+    mode: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct UffdioContinue {
+    range: UffdioRange,
+    mode: u64,
+    mapped: i64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct UffdioCopy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct UffdioPoison {
+    range: UffdioRange,
+    mode: u64,
+    updated: i64,
+}
+
+const UFFDIO_API: u64 = iowr(0x3F, std::mem::size_of::<UffdioApi>());
+const UFFDIO_REGISTER: u64 = iowr(0x00, std::mem::size_of::<UffdioRegister>());
+const UFFDIO_WAKE: u64 = ior(0x02, std::mem::size_of::<UffdioRange>());
+const UFFDIO_WRITEPROTECT: u64 = iowr(0x06, std::mem::size_of::<UffdioWriteprotect>());
+const UFFDIO_CONTINUE: u64 = iowr(0x07, std::mem::size_of::<UffdioContinue>());
+const UFFDIO_COPY: u64 = iowr(0x03, std::mem::size_of::<UffdioCopy>());
+const UFFDIO_POISON: u64 = iowr(0x08, std::mem::size_of::<UffdioPoison>());
+const USERFAULTFD_IOC_NEW: u64 = 0xAA00;
+
+/// Register mode: faults on pages absent from the page cache.
+pub const MODE_MISSING: u64 = 1 << 0;
+/// Register mode: write-protect faults.
+pub const MODE_WP: u64 = 1 << 1;
+/// Register mode: faults on pages present in the page cache but not mapped.
+pub const MODE_MINOR: u64 = 1 << 2;
+
+/// Feature: minor faults on shmem (memfd) mappings.
+pub const FEATURE_MINOR_SHMEM: u64 = 1 << 10;
+/// Feature: write-protect on shmem mappings.
+pub const FEATURE_WP_SHMEM: u64 = 1 << 12;
+/// Feature: faults raise SIGBUS in the faulting thread instead of an event.
+pub const FEATURE_SIGBUS: u64 = 1 << 7;
+/// Feature: poisoned ranges (an access raises SIGBUS).
+pub const FEATURE_POISON: u64 = 1 << 14;
+
+/// Fault flag: the access was a write.
+pub const FLAG_WRITE: u64 = 1 << 0;
+/// Fault flag: a write-protect fault.
+pub const FLAG_WP: u64 = 1 << 1;
+/// Fault flag: a minor fault (the page was in the memfd when it was raised).
+pub const FLAG_MINOR: u64 = 1 << 2;
+
+const EVENT_PAGEFAULT: u8 = 0x12;
+const CONTINUE_MODE_WP: u64 = 1 << 1;
+const COPY_MODE_WP: u64 = 1 << 1;
+const WRITEPROTECT_MODE_WP: u64 = 1 << 0;
+
+/// One userfaultfd message (`struct uffd_msg`, 32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct UffdMsg {
+    event: u8,
+    _r1: u8,
+    _r2: u16,
+    _r3: u32,
+    flags: u64,
+    address: u64,
+    _feat: u64,
+}
+
+impl UffdMsg {
+    /// The faulting address and flags, if this is a page fault.
+    pub fn pagefault(&self) -> Option<(usize, u64)> {
+        (self.event == EVENT_PAGEFAULT).then_some((self.address as usize, self.flags))
+    }
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// An open userfaultfd with the API handshake done.
+pub struct Uffd {
+    fd: OwnedFd,
+}
+
+impl Uffd {
+    /// Opens a non-blocking userfaultfd asking for `features`; returns the
+    /// features the kernel granted. Tries the syscall, then `/dev/userfaultfd`.
+    pub fn open(features: u64) -> io::Result<(Uffd, u64)> {
+        let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+        // SAFETY: userfaultfd takes one integer argument and returns a new fd or -1.
+        let mut raw = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) } as libc::c_int;
+        if raw < 0 {
+            let dev = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/userfaultfd")?;
+            // SAFETY: USERFAULTFD_IOC_NEW takes the open flags by value and returns a new fd.
+            raw = check(unsafe { libc::ioctl(dev.as_raw_fd(), USERFAULTFD_IOC_NEW as _, flags) })?;
+        }
+        // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mut api = UffdioApi {
+            api: UFFD_API,
+            features,
+            ioctls: 0,
+        };
+        // SAFETY: UFFDIO_API reads and writes one `UffdioApi`, which outlives the call.
+        check(unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API as _, &mut api) })?;
+        Ok((Uffd { fd }, api.features))
+    }
+
+    /// The raw descriptor (for poll).
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Registers `[start, start+len)` with `mode`; returns the ioctls allowed there.
+    pub fn register(&self, start: usize, len: usize, mode: u64) -> io::Result<u64> {
+        let mut reg = UffdioRegister {
+            range: UffdioRange {
+                start: start as u64,
+                len: len as u64,
+            },
+            mode,
+            ioctls: 0,
+        };
+        // SAFETY: UFFDIO_REGISTER reads and writes one `UffdioRegister` that outlives the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_REGISTER as _, &mut reg) })?;
+        Ok(reg.ioctls)
+    }
+
+    /// Maps the page-cache pages of `[start, start+len)` into the registered
+    /// range, write-protected if `wp`, and wakes the threads faulting there.
+    /// Returns `EEXIST` if a page was already mapped.
+    pub fn continue_range(&self, start: usize, len: usize, wp: bool) -> io::Result<()> {
+        let mut c = UffdioContinue {
+            range: UffdioRange {
+                start: start as u64,
+                len: len as u64,
+            },
+            mode: if wp { CONTINUE_MODE_WP } else { 0 },
+            mapped: 0,
+        };
+        // SAFETY: UFFDIO_CONTINUE reads and writes one `UffdioContinue` that outlives the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_CONTINUE as _, &mut c) })?;
+        Ok(())
+    }
+
+    /// Fills the absent page at `dst` with zeros and maps it (write-protected
+    /// if `wp`) in one call, waking the threads faulting there.
+    pub fn zero_page(&self, dst: usize, wp: bool) -> io::Result<()> {
+        #[repr(C, align(4096))]
+        struct Zeros([u8; PAGE]);
+        static ZEROS: Zeros = Zeros([0; PAGE]);
+        let mut c = UffdioCopy {
+            dst: dst as u64,
+            src: ZEROS.0.as_ptr() as u64,
+            len: PAGE as u64,
+            mode: if wp { COPY_MODE_WP } else { 0 },
+            copy: 0,
+        };
+        // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and PAGE bytes of the
+        // static zero page, and writes the `copy` field; all outlive the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) })?;
+        Ok(())
+    }
+
+    /// Write-protects (`wp`) or un-protects (and wakes) `[start, start+len)`.
+    pub fn writeprotect(&self, start: usize, len: usize, wp: bool) -> io::Result<()> {
+        let mut w = UffdioWriteprotect {
+            range: UffdioRange {
+                start: start as u64,
+                len: len as u64,
+            },
+            mode: if wp { WRITEPROTECT_MODE_WP } else { 0 },
+        };
+        // SAFETY: UFFDIO_WRITEPROTECT reads one `UffdioWriteprotect` that outlives the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_WRITEPROTECT as _, &mut w) })?;
+        Ok(())
+    }
+
+    /// Wakes the threads faulting in `[start, start+len)` so they retry.
+    pub fn wake(&self, start: usize, len: usize) -> io::Result<()> {
+        let mut r = UffdioRange {
+            start: start as u64,
+            len: len as u64,
+        };
+        // SAFETY: UFFDIO_WAKE reads one `UffdioRange` that outlives the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_WAKE as _, &mut r) })?;
+        Ok(())
+    }
+
+    /// Poisons `[start, start+len)`: the faulting threads get SIGBUS instead
+    /// of data the pager could not read.
+    pub fn poison(&self, start: usize, len: usize) -> io::Result<()> {
+        let mut p = UffdioPoison {
+            range: UffdioRange {
+                start: start as u64,
+                len: len as u64,
+            },
+            mode: 0,
+            updated: 0,
+        };
+        // SAFETY: UFFDIO_POISON reads and writes one `UffdioPoison` that outlives the call.
+        check(unsafe { libc::ioctl(self.raw(), UFFDIO_POISON as _, &mut p) })?;
+        Ok(())
+    }
+
+    /// Reads pending messages into `buf` without blocking; returns how many.
+    pub fn read_msgs(&self, buf: &mut [UffdMsg]) -> io::Result<usize> {
+        let bytes = std::mem::size_of_val(buf);
+        // SAFETY: `buf` is valid for `bytes` bytes of writes and `UffdMsg` is plain data.
+        let n = unsafe { libc::read(self.raw(), buf.as_mut_ptr().cast(), bytes) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize / std::mem::size_of::<UffdMsg>())
+    }
+}
+
+/// An epoll instance waiting on a userfaultfd (exclusively: of several
+/// handlers waiting on the same userfaultfd, one is woken per event, not all)
+/// and on a stop eventfd.
+pub struct Waiter {
+    ep: OwnedFd,
+    uffd: RawFd,
+}
+
+impl Waiter {
+    /// Waits on `uffd` (exclusive wake-up) and `stop`.
+    pub fn new(uffd: RawFd, stop: RawFd) -> io::Result<Waiter> {
+        // SAFETY: epoll_create1 takes a flag and returns a new fd or -1.
+        let raw = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: `raw` is freshly created and owned by nobody else.
+        let ep = unsafe { OwnedFd::from_raw_fd(raw) };
+        for (fd, extra) in [(uffd, libc::EPOLLEXCLUSIVE), (stop, 0)] {
+            let mut ev = libc::epoll_event {
+                events: (libc::EPOLLIN | extra) as u32,
+                u64: fd as u64,
+            };
+            // SAFETY: `ev` is a valid epoll_event for the call; both fds are open.
+            check(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        }
+        Ok(Waiter { ep, uffd })
+    }
+
+    /// Blocks until the userfaultfd or the stop fd is readable: (fault, stop).
+    pub fn wait(&self) -> io::Result<(bool, bool)> {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 2];
+        // SAFETY: `evs` has room for the 2 events asked for.
+        let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), evs.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok((false, false));
+            }
+            return Err(e);
+        }
+        let mut out = (false, false);
+        for ev in &evs[..n as usize] {
+            let fd = ev.u64 as RawFd;
+            if fd == self.uffd {
+                out.0 = true;
+            } else {
+                out.1 = true;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A new eventfd (used to stop handler threads).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd takes two integers and returns a new fd or -1.
+    let fd = check(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
+    // SAFETY: `fd` is freshly created and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Signals an eventfd.
+pub fn eventfd_signal(fd: RawFd) -> io::Result<()> {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64.
+    let n = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A sealed-size memfd of `len` bytes: the region's frames.
+pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let cname = std::ffi::CString::new(name).unwrap_or_default();
+    // SAFETY: `cname` is a valid NUL-terminated string for the call.
+    let raw = check(unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) })?;
+    // SAFETY: `raw` is freshly created and owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ftruncate on a descriptor we own.
+    check(unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) })?;
+    Ok(fd)
+}
+
+/// Maps `len` bytes of `fd` shared; `write` decides PROT_WRITE.
+pub fn map_shared(fd: RawFd, len: usize, write: bool) -> io::Result<usize> {
+    let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
+    // SAFETY: a fresh mapping chosen by the kernel; it aliases no Rust object.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p as usize)
+}
+
+/// Unmaps a mapping made by [`map_shared`].
+///
+/// # Safety
+/// `[addr, addr+len)` must be a mapping this crate made and nothing may use it afterwards.
+pub unsafe fn unmap(addr: usize, len: usize) {
+    // SAFETY: the caller guarantees the range is ours and unused from now on.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+}
+
+/// Zaps the PTEs of `[addr, addr+len)` (MADV_DONTNEED). On a shared memfd
+/// mapping the pages stay in the memfd; the next access faults again.
+pub fn zap(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: MADV_DONTNEED on a shared file mapping drops PTEs only; no data is lost
+    // and no Rust reference points into the region.
+    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) })?;
+    Ok(())
+}
+
+/// Frees the memfd's frames in `[off, off+len)` and unmaps them everywhere.
+pub fn punch_hole(fd: RawFd, off: usize, len: usize) -> io::Result<()> {
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: fallocate on a descriptor we own; no memory is passed.
+    check(unsafe { libc::fallocate(fd, mode, off as libc::off_t, len as libc::off_t) })?;
+    Ok(())
+}
+
+/// Bytes of `fd` actually allocated (st_blocks * 512).
+pub fn allocated_bytes(fd: RawFd) -> io::Result<u64> {
+    // SAFETY: an all-zero stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes one stat struct we own.
+    check(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(st.st_blocks as u64 * 512)
+}
+
+/// Opens `path` for direct I/O. Falls back to buffered I/O where the file
+/// system refuses O_DIRECT; the second value says which one it got.
+pub fn open_direct(
+    path: &std::path::Path,
+    write: bool,
+    create: bool,
+) -> io::Result<(std::fs::File, bool)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = |direct: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create(create)
+            .custom_flags(if direct { libc::O_DIRECT } else { 0 })
+            .open(path)
+    };
+    match open(true) {
+        Ok(f) => Ok((f, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(false).map(|f| (f, false)),
+        Err(e) => Err(e),
+    }
+}
+
+/// An unnamed file in `dir` (O_TMPFILE), direct I/O if the file system allows.
+pub fn tmpfile_direct(dir: &std::path::Path) -> io::Result<(std::fs::File, bool)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = |direct: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE | if direct { libc::O_DIRECT } else { 0 })
+            .open(dir)
+    };
+    match open(true) {
+        Ok(f) => Ok((f, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(false).map(|f| (f, false)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads up to `len` bytes at `off` into `dst`, looping over short reads;
+/// returns the bytes read (less than `len` only at end of file).
+///
+/// # Safety
+/// `dst` must be valid for `len` bytes of writes and not aliased by a Rust reference.
+pub unsafe fn pread_full(fd: RawFd, dst: *mut u8, len: usize, off: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < len {
+        // SAFETY: the caller guarantees `dst..dst+len` is writable; we stay inside it.
+        let n = unsafe {
+            libc::pread(
+                fd,
+                dst.add(done).cast(),
+                len - done,
+                (off + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        done += n as usize;
+    }
+    Ok(done)
+}
+
+/// Writes all `len` bytes from `src` at `off`.
+///
+/// # Safety
+/// `src` must be valid for `len` bytes of reads.
+pub unsafe fn pwrite_all(fd: RawFd, src: *const u8, len: usize, off: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        // SAFETY: the caller guarantees `src..src+len` is readable; we stay inside it.
+        let n = unsafe {
+            libc::pwrite(
+                fd,
+                src.add(done).cast(),
+                len - done,
+                (off + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Allocates the frames behind `[addr, addr+len)` of a shared mapping
+/// (MADV_POPULATE_WRITE): zero pages for a memfd hole.
+pub fn populate(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: populating a shared memfd mapping allocates zeroed frames in
+    // holes and leaves existing data untouched.
+    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) })?;
+    Ok(())
+}
+
+/// The signature of a SA_SIGINFO handler.
+pub type SigHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+/// Installs `handler` for SIGBUS (SA_SIGINFO | SA_NODEFER); returns the previous action.
+pub fn install_sigbus(handler: SigHandler) -> io::Result<libc::sigaction> {
+    // SAFETY: all-zero sigaction structs are valid; sigaction reads `new` and
+    // writes `old`, both live for the call.
+    unsafe {
+        let mut new: libc::sigaction = std::mem::zeroed();
+        new.sa_sigaction = handler as usize;
+        new.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+        libc::sigemptyset(&mut new.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        check(libc::sigaction(libc::SIGBUS, &new, &mut old))?;
+        Ok(old)
+    }
+}
+
+/// Restores a SIGBUS action saved by [`install_sigbus`].
+pub fn restore_sigbus(old: &libc::sigaction) {
+    // SAFETY: `old` is a valid sigaction returned by the kernel.
+    unsafe { libc::sigaction(libc::SIGBUS, old, std::ptr::null_mut()) };
+}
+
+/// The faulting address and whether the access was a write (x86-64: bit 1 of
+/// the page-fault error code; elsewhere unknown, reported as a read).
+///
+/// # Safety
+/// `info` and `ctx` must be the arguments of a SA_SIGINFO handler invocation.
+pub unsafe fn fault_of(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> (usize, bool) {
+    // SAFETY: the kernel passes a valid siginfo for SIGBUS.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    #[cfg(target_arch = "x86_64")]
+    let write = {
+        let uc = ctx as *const libc::ucontext_t;
+        // SAFETY: the kernel passes a valid ucontext for SA_SIGINFO handlers.
+        unsafe { (*uc).uc_mcontext.gregs[libc::REG_ERR as usize] & 2 != 0 }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let write = {
+        let _ = ctx;
+        false
+    };
+    (addr, write)
+}

@@ -1,0 +1,187 @@
+//! Helpers shared by the pager's integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// A scratch directory removed on drop (unmounting it first if a test mounted it).
+pub struct Scratch {
+    pub path: PathBuf,
+    mounted: bool,
+}
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "pagepilot-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        Scratch {
+            path,
+            mounted: false,
+        }
+    }
+
+    /// A scratch directory on a fresh tmpfs of `bytes` bytes (needs root).
+    pub fn tmpfs(tag: &str, bytes: usize) -> Scratch {
+        let mut s = Scratch::new(tag);
+        let st = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={bytes}"),
+                "pagepilot-test",
+            ])
+            .arg(&s.path)
+            .status()
+            .expect("run mount");
+        assert!(st.success(), "mount tmpfs (tests need root)");
+        s.mounted = true;
+        s
+    }
+
+    /// Grows the tmpfs to `bytes`.
+    pub fn resize(&self, bytes: usize) {
+        let st = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={bytes}")])
+            .arg(&self.path)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.path)
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// xorshift64*: a small deterministic generator.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Writes `len` pseudo-random bytes to `path`; returns them.
+pub fn random_file(path: &Path, len: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed | 1);
+    let data: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+    std::fs::write(path, &data).unwrap();
+    data
+}
+
+/// Threads doing random reads and writes of 8-byte words over `base..base+len`,
+/// checked against `shadow` (one word per slot). Thread `t` of `threads` owns
+/// the words `w` with `w % threads == t`, so every page is shared by all
+/// threads while each word has one writer. Accesses come in bursts within a
+/// random page so that the test stays fast while faulting all the time.
+/// Returns the number of mismatches seen by reads.
+pub fn hammer(base: *mut u8, len: usize, shadow: &[AtomicU64], threads: usize, ops: usize) -> u64 {
+    hammer_with(base, len, shadow, threads, ops, (64, 256))
+}
+
+/// [`hammer`] with bursts of `burst.0..burst.1` accesses per page visit.
+pub fn hammer_with(
+    base: *mut u8,
+    len: usize,
+    shadow: &[AtomicU64],
+    threads: usize,
+    ops: usize,
+    burst: (usize, usize),
+) -> u64 {
+    let words = len / 8;
+    assert_eq!(shadow.len(), words);
+    let base = base as usize;
+    let mismatches = AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            let mismatches = &mismatches;
+            sc.spawn(move || {
+                let mut r = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0x1234_5678_9ABC));
+                let per_page = 4096 / 8;
+                let pages = words.div_ceil(per_page);
+                let mut done = 0;
+                while done < ops / threads {
+                    let page = r.below(pages);
+                    let burst = burst.0 + r.below(burst.1 - burst.0);
+                    for _ in 0..burst {
+                        let mut w = page * per_page + r.below(per_page);
+                        w = w - w % threads + t;
+                        if w >= words {
+                            continue;
+                        }
+                        // SAFETY: `w < words`, inside the mapped region; the
+                        // word is 8-aligned and only this thread writes it.
+                        let cell = unsafe { &*((base + w * 8) as *const AtomicU64) };
+                        if r.next().is_multiple_of(3) {
+                            let v = r.next();
+                            cell.store(v, Ordering::Relaxed);
+                            shadow[w].store(v, Ordering::Relaxed);
+                        } else {
+                            let got = cell.load(Ordering::Relaxed);
+                            let want = shadow[w].load(Ordering::Relaxed);
+                            if got != want {
+                                let n = mismatches.fetch_add(1, Ordering::Relaxed);
+                                if n < 5 && std::env::var("PP_DEBUG").is_ok() {
+                                    let again = cell.load(Ordering::Relaxed);
+                                    eprintln!("mismatch t{t} word {w} page {} got {got:x} want {want:x} again {again:x}", w / 512);
+                                }
+                            }
+                        }
+                        done += 1;
+                    }
+                }
+            });
+        }
+    });
+    mismatches.into_inner()
+}
+
+/// The shadow of `data` as words.
+pub fn shadow_of(data: &[u8]) -> Vec<AtomicU64> {
+    data.chunks_exact(8)
+        .map(|c| AtomicU64::new(u64::from_ne_bytes(c.try_into().unwrap())))
+        .collect()
+}
+
+/// Bytes of `shadow` followed by the tail of `data` beyond the last word.
+pub fn image(shadow: &[AtomicU64], data: &[u8]) -> Vec<u8> {
+    let mut out: Vec<u8> = shadow
+        .iter()
+        .flat_map(|w| w.load(Ordering::Relaxed).to_ne_bytes())
+        .collect();
+    out.extend_from_slice(&data[out.len()..]);
+    out
+}
+
+/// Count of differing bytes.
+pub fn diff(a: &[u8], b: &[u8]) -> usize {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).filter(|(x, y)| x != y).count()
+}
