@@ -346,10 +346,17 @@ impl<'t> Machine<'t> {
 
 /// Runs a whole trace through a policy with `frames` frames.
 pub fn simulate(trace: &Trace, policy: Built, frames: usize) -> Counters {
+    simulate_reporting(trace, policy, frames).0
+}
+
+/// As [`simulate`], with the policy's incidents (for example a policy
+/// program stopped by its budget) for the run's report.
+pub fn simulate_reporting(trace: &Trace, policy: Built, frames: usize) -> (Counters, Vec<String>) {
     let mut m = Machine::new(trace, policy, frames, 0);
     let writes = trace.has_writes();
     for (i, &slot) in trace.refs.iter().enumerate() {
         m.access(slot, writes && trace.is_write(i), i as u64);
     }
-    m.finish()
+    let incidents = m.incidents();
+    (m.finish(), incidents)
 }
