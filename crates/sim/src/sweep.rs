@@ -8,7 +8,7 @@ use thiserror::Error;
 use crate::curve::StackPolicy;
 use crate::engine::simulate_reporting;
 use crate::report::Row;
-use crate::{simulate, Trace};
+use crate::Trace;
 
 /// Errors setting up a sweep.
 #[derive(Debug, Error)]
@@ -138,6 +138,7 @@ fn setup(trace: &Trace, frames: usize) -> Setup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simulate;
 
     fn mixed_trace() -> Trace {
         let mut x = 7u64;
