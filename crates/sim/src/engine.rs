@@ -346,7 +346,12 @@ impl<'t> Machine<'t> {
 
 /// Runs a whole trace through a policy with `frames` frames.
 pub fn simulate(trace: &Trace, policy: Built, frames: usize) -> Counters {
-    simulate_reporting(trace, policy, frames).0
+    let mut m = Machine::new(trace, policy, frames, 0);
+    let writes = trace.has_writes();
+    for (i, &slot) in trace.refs.iter().enumerate() {
+        m.access(slot, writes && trace.is_write(i), i as u64);
+    }
+    m.finish()
 }
 
 /// As [`simulate`], with the policy's incidents (for example a policy
