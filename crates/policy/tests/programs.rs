@@ -7,7 +7,7 @@ use pagepilot_policy::program::disasm::disassemble;
 use pagepilot_policy::program::translator::{translate, ErrorKind};
 use pagepilot_policy::program::watchdog::{Periods, Watchdog};
 use pagepilot_policy::program::{verify, OnOverrun, Program, ProgramPolicy, RunConfig};
-use pagepilot_policy::{Memory, Page, Policy};
+use pagepilot_policy::{Fault, FaultKind, Memory, Page, Policy};
 
 fn library() -> Vec<(String, String)> {
     let dir = format!("{}/../../policies", env!("CARGO_MANIFEST_DIR"));
@@ -249,4 +249,72 @@ fn test_deeply_nested_source_is_refused_not_overflowing_the_stack() {
         translate(&blocks).unwrap_err().kind,
         ErrorKind::TooDeep(_)
     ));
+}
+
+/// `fifo2.hp` on memory whose pages stay referenced: its scan loop, which the
+/// optimiser runs as one instruction, never finds a victim.
+fn endless_scan(config: RunConfig, dog: &Watchdog) -> ProgramPolicy {
+    let src = include_str!("../../../policies/fifo2.hp");
+    let v = verify(translate(src).unwrap()).unwrap();
+    let mut policy = ProgramPolicy::with_watchdog("fifo2.hp", &v, config, 10, 8, dog);
+    for slot in 0..8 {
+        let fault = Fault {
+            page: Page {
+                slot,
+                vpn: slot.into(),
+            },
+            kind: FaultKind::Missing,
+            write: false,
+            time: 0,
+        };
+        policy.on_fault(fault, &mut Full);
+    }
+    policy
+}
+
+#[test]
+fn test_watchdog_stops_an_endless_fused_scan_loop() {
+    let dog = Watchdog::start(Periods {
+        initial: Duration::from_millis(20),
+        min: Duration::from_millis(10),
+        max: Duration::from_millis(80),
+    });
+    let config = RunConfig {
+        budget: Some(u64::MAX),
+        timeout: Duration::from_millis(30),
+        on_overrun: OnOverrun::Fallback("clock".into()),
+    };
+    let mut policy = endless_scan(config, &dog);
+    let t = Instant::now();
+    let victim = policy.victim(Page { slot: 9, vpn: 9 }, &mut Full);
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert!(
+        victim.is_some_and(|p| p.slot < 8),
+        "the fallback serves the fault"
+    );
+    assert!(
+        policy.incidents()[0].contains("watchdog"),
+        "{:?}",
+        policy.incidents()
+    );
+    assert_eq!(dog.timeouts(), 1);
+}
+
+#[test]
+fn test_budget_stops_an_endless_fused_scan_loop() {
+    let config = RunConfig {
+        budget: Some(10_001),
+        ..RunConfig::default()
+    };
+    let mut policy = endless_scan(config, Watchdog::global());
+    let victim = policy.victim(Page { slot: 9, vpn: 9 }, &mut Full);
+    assert!(
+        victim.is_some_and(|p| p.slot < 8),
+        "the fallback serves the fault"
+    );
+    assert!(
+        policy.incidents()[0].contains("budget (10001 commands)"),
+        "{:?}",
+        policy.incidents()
+    );
 }

@@ -353,3 +353,15 @@ pub fn simulate(trace: &Trace, policy: Built, frames: usize) -> Counters {
     }
     m.finish()
 }
+
+/// As [`simulate`], with the policy's incidents (for example a policy
+/// program stopped by its budget) for the run's report.
+pub fn simulate_reporting(trace: &Trace, policy: Built, frames: usize) -> (Counters, Vec<String>) {
+    let mut m = Machine::new(trace, policy, frames, 0);
+    let writes = trace.has_writes();
+    for (i, &slot) in trace.refs.iter().enumerate() {
+        m.access(slot, writes && trace.is_write(i), i as u64);
+    }
+    let incidents = m.incidents();
+    (m.finish(), incidents)
+}

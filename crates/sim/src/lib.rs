@@ -9,5 +9,5 @@ pub mod sweep;
 pub mod synthetic;
 pub mod trace;
 
-pub use engine::{simulate, Access, Counters, Machine};
+pub use engine::{simulate, simulate_reporting, Access, Counters, Machine};
 pub use trace::Trace;

@@ -31,6 +31,10 @@ pub struct Row {
     /// idle time waiting for faults included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed: Option<u64>,
+    /// What the policy reported (a policy program stopped by its budget or
+    /// the watchdog, victims rejected); empty for most runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<String>,
 }
 
 impl Row {
@@ -59,6 +63,7 @@ impl Row {
             faults_per_million,
             mean_inter_fault: (faults > 0).then(|| references as f64 / faults as f64),
             elapsed: None,
+            incidents: Vec::new(),
         }
     }
 }

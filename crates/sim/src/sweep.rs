@@ -6,8 +6,9 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use crate::curve::StackPolicy;
+use crate::engine::simulate_reporting;
 use crate::report::Row;
-use crate::{simulate, Trace};
+use crate::Trace;
 
 /// Errors setting up a sweep.
 #[derive(Debug, Error)]
@@ -101,8 +102,8 @@ pub fn sweep(
             }
             Job::Single(p, spec, f) => {
                 let policy = registry::build(spec, &setup(trace, frames[f]))?;
-                let c = simulate(trace, policy, frames[f]);
-                let row = Row::new(
+                let (c, incidents) = simulate_reporting(trace, policy, frames[f]);
+                let mut row = Row::new(
                     spec,
                     frames[f],
                     c.references,
@@ -110,6 +111,7 @@ pub fn sweep(
                     c.cold_faults,
                     c.minor_faults,
                 );
+                row.incidents = incidents;
                 vec![(p, f, row)]
             }
         };
@@ -136,6 +138,7 @@ fn setup(trace: &Trace, frames: usize) -> Setup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simulate;
 
     fn mixed_trace() -> Trace {
         let mut x = 7u64;

@@ -259,3 +259,43 @@ fn test_program_requesting_frames_from_the_pool_grows_before_it_evicts() {
     assert_eq!(grown.overruled, 0);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn test_sweep_report_rows_carry_a_runaway_programs_incident() {
+    let dir = std::env::temp_dir().join(format!("pp-runaway-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runaway.hp");
+    std::fs::write(
+        &path,
+        "queue q;\nint n;\nevent PageFault() {\n  if (free == 0) { while (true) { n += 1; } }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n",
+    )
+    .unwrap();
+    let trace = random_trace(9, 2_000, 40, 0.1);
+    let specs = vec![
+        format!("{}:budget=3000", path.display()),
+        "clock".to_string(),
+    ];
+    let rows = pagepilot_sim::sweep::sweep(
+        &trace,
+        &specs,
+        &[8, 100],
+        pagepilot_sim::sweep::Parallelism::Serial,
+        &|_| {},
+    )
+    .unwrap();
+    let noted: Vec<(&str, usize)> = rows
+        .iter()
+        .filter(|r| !r.incidents.is_empty())
+        .map(|r| (r.policy.as_str(), r.frames))
+        .collect();
+    // Only the program, and only where memory fills up (8 of 40 pages).
+    assert_eq!(noted, vec![(specs[0].as_str(), 8)], "{rows:?}");
+    assert!(
+        rows[0].incidents[0].contains("budget"),
+        "{:?}",
+        rows[0].incidents
+    );
+    let json = serde_json::to_string(&rows).unwrap();
+    assert!(json.contains("\"incidents\""));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -116,6 +116,12 @@ pub fn run(args: Args) -> CmdResult {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
+    // Incidents go to stderr too, so a table or CSV reader sees them.
+    for row in rows.iter().filter(|r| !r.incidents.is_empty()) {
+        for incident in &row.incidents {
+            eprintln!("{} at {} frames: {incident}", row.policy, row.frames);
+        }
+    }
     if let Some(path) = &args.plot {
         let names: Vec<String> = args
             .traces

@@ -2,15 +2,20 @@
 //!
 //! At load the command stream is decoded once into [`Insn`]s whose operands
 //! index typed slot arrays (integers, pages, queues) and whose jump targets
-//! are absolute, so the loop neither decodes words nor checks types. Common
-//! pairs and triples (test-and-jump, enqueue-and-jump, dequeue-test-and-jump)
-//! are fused into one instruction; the originals stay in place as jump
-//! targets. Every command costs one unit of the event's instruction budget,
-//! fused or not (complex commands one per page they pass over); at zero the
-//! event stops. Every 4096 units
-//! the loop also reads the watchdog's stop flag. The verifier guarantees
-//! every index is in range, so the loop cannot panic; nothing allocates per
-//! event (the call stack is reserved for the deepest Activate chain).
+//! are absolute, so the loop neither decodes words nor checks types. The
+//! [`super::optimise`] pass then replaces common pairs, triples and whole
+//! loop idioms (the second-chance scan) with fused instructions; the
+//! originals stay in place as jump targets. Every command costs one unit of
+//! the event's instruction budget, fused or not (complex commands one per
+//! page they pass over); at zero the event stops. A fused instruction that
+//! finds less budget left than its commands need switches the event to the
+//! plain (unfused) code at the same command, so a budget stop happens after
+//! exactly the same commands, with the same effects, as without the
+//! optimiser. Every 4096 units the loop also reads the watchdog's stop flag
+//! (fused loops read it whenever they cross a multiple of 4096). The
+//! verifier guarantees every index is in range, so the loop cannot panic;
+//! nothing allocates per event (the call stack is reserved for the deepest
+//! Activate chain).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -255,6 +260,130 @@ pub enum Insn {
         /// Queue.
         q: u16,
     },
+    /// The whole second-chance loop `L: dequeue q, p; ref p, v; jump R, #1;
+    /// ...; R: enqueue q, p; jump L`, run natively: pages are taken from the
+    /// front while referenced (bit cleared if `ints[v] == 0`) and put at the
+    /// back; the first unreferenced one (or nil) is left in `pages[p]`, and
+    /// execution continues after the conditional jump (`exit`). Five units
+    /// per page passed over, three for the last, as unfused.
+    Scan {
+        /// Queue.
+        q: u16,
+        /// Page variable.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// Where the loop leaves (the command after the conditional jump).
+        exit: u16,
+    },
+    /// `activate E` where E starts with an [`Insn::Scan`] whose exit is a
+    /// Return: the scan runs in place, without a call; charged as the
+    /// activate, the scan and the return.
+    CallScan {
+        /// Absolute start of the event.
+        start: u16,
+        /// Queue.
+        q: u16,
+        /// Page variable.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// The event's Return after the loop.
+        exit: u16,
+    },
+    /// A whole guarded-choice event body, see [`Idiom`].
+    Idiom {
+        /// Index into the program's idiom table.
+        index: u16,
+    },
+    /// Fused `enqueue q, p` (back) + `return`.
+    EnQueueReturn {
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+    },
+    /// Fused `set dst, src` (pages) + `enqueue q, p` (back) + `return`.
+    SetPageEnQueueReturn {
+        /// Destination.
+        dst: u16,
+        /// Source.
+        src: u16,
+        /// Queue.
+        q: u16,
+        /// Page.
+        p: u16,
+    },
+}
+
+/// The victim choice inside an [`Idiom`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// `fifo q, dst`.
+    Fifo {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// `mru q, dst`.
+    Mru {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// `lru q, dst`.
+    Lru {
+        /// Queue.
+        q: u16,
+        /// Destination.
+        dst: u16,
+    },
+    /// [`Insn::CallScan`] then `set dst, src` (pages).
+    Scan {
+        /// Absolute start of the scan event.
+        start: u16,
+        /// Queue.
+        q: u16,
+        /// Page variable.
+        p: u16,
+        /// New bit value.
+        v: u16,
+        /// The scan event's Return.
+        exit: u16,
+        /// Set destination.
+        dst: u16,
+        /// Set source.
+        src: u16,
+    },
+}
+
+/// The shape of a PageFault that names a victim only when memory is full
+/// and then files the faulting page: `comp a, b, rel; jump T, when; CHOICE;
+/// T: enqueue q, p; return`, where CHOICE is `fifo`, `mru` or `lru` into a
+/// page, or a call of a scan event followed by `set victim, p`. Run as one
+/// instruction, with the budget charged command by command as unfused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Idiom {
+    /// Guard relation.
+    pub rel: Rel,
+    /// Guard left.
+    pub a: u16,
+    /// Guard right.
+    pub b: u16,
+    /// Guard value that skips the choice.
+    pub when: bool,
+    /// The choice.
+    pub choice: Choice,
+    /// Index of the choice's first command.
+    pub at: u16,
+    /// Index of the tail `enqueue; return` the guard jumps to.
+    pub tail: u16,
+    /// Tail queue.
+    pub q: u16,
+    /// Tail page.
+    pub p: u16,
 }
 
 /// How an event execution ended.
@@ -299,6 +428,8 @@ pub struct EventInput {
 #[derive(Clone, Debug)]
 pub struct Vm {
     code: Vec<Insn>,
+    plain: Vec<Insn>,
+    idioms: Vec<Idiom>,
     starts: Vec<u16>,
     ints: Vec<i64>,
     pages: Vec<u32>,
@@ -309,8 +440,15 @@ pub struct Vm {
 }
 
 impl Vm {
-    /// Decodes a verified program for a region of `slots` page slots.
+    /// Decodes and optimises a verified program for a region of `slots` page
+    /// slots.
     pub fn new(verified: &Verified, slots: usize) -> Vm {
+        Self::with_optimiser(verified, slots, true)
+    }
+
+    /// As [`Vm::new`]; `optimise` false runs the plain decoded commands
+    /// (the reference the optimiser is tested against).
+    pub fn with_optimiser(verified: &Verified, slots: usize, optimise: bool) -> Vm {
         let p = verified.program();
         let mut ints = vec![0i64; SYS_INTS];
         let mut pages = vec![NIL; SYS_PAGES];
@@ -357,9 +495,16 @@ impl Vm {
                 code[i] = decode(p.code[i], &p.operands, &slot, ev.start);
             }
         }
-        fuse(&mut code);
+        let plain = code.clone();
+        let idioms = if optimise {
+            super::optimise::optimise(&mut code)
+        } else {
+            Vec::new()
+        };
         Vm {
             code,
+            plain,
+            idioms,
             starts: p.events.iter().map(|e| e.start).collect(),
             ints,
             pages,
@@ -396,6 +541,17 @@ impl Vm {
             .collect()
     }
 
+    /// The integer and page variables (system values first), for comparing
+    /// executions.
+    pub fn variables(&self) -> (&[i64], &[u32]) {
+        (&self.ints, &self.pages)
+    }
+
+    /// The instructions the interpreter runs, after the optimiser.
+    pub fn code(&self) -> &[Insn] {
+        &self.code
+    }
+
     /// Operand indexes of the queues, in declaration order.
     pub fn queue_operands(&self) -> &[usize] {
         &self.queue_names
@@ -417,20 +573,71 @@ impl Vm {
         self.ints[WRITE] = i64::from(input.write);
         self.pages[FAULT] = input.fault;
         self.pages[VICTIM] = NIL;
-        let mut pc = self.starts[event] as usize;
+        self.stack.clear();
+        let pc = self.starts[event] as usize;
+        // The usual PageFault is one idiom: run it here, outside the
+        // dispatch loop, when the loop's first test would pass anyway.
+        if let Insn::Idiom { index } = self.code[pc] {
+            if budget != 0 && (budget & 0xfff != 0 || !stop.load(Ordering::Relaxed)) {
+                let (mut left, mut flag) = (budget - 1, false);
+                let regs = (
+                    &mut self.ints[..],
+                    &mut self.pages[..],
+                    &mut self.queues,
+                    &mut self.stack,
+                );
+                let d = &self.idioms[index as usize];
+                return match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
+                    Next::Return => Outcome::Returned {
+                        steps: budget - left,
+                    },
+                    Next::Goto { to, plain } => self.exec(to, plain, left, flag, budget, mem, stop),
+                    Next::Budget => Outcome::Budget { steps: budget },
+                    Next::Refund => self.exec(pc, true, left + 1, flag, budget, mem, stop),
+                };
+            }
+        }
+        self.exec(pc, false, budget, false, budget, mem, stop)
+    }
+
+    /// The dispatch loop, from `pc` (uncharged) on the optimised code or the
+    /// plain one, with `left` of `budget` units.
+    #[allow(clippy::too_many_arguments)]
+    fn exec(
+        &mut self,
+        mut pc: usize,
+        on_plain: bool,
+        mut left: u64,
+        mut flag: bool,
+        budget: u64,
+        mem: &mut dyn Memory,
+        stop: &AtomicBool,
+    ) -> Outcome {
         // Locals, so the loop keeps the arrays in registers across the
-        // engine calls. The flag starts false in every event.
-        let (code, ints, pages, queues, stack) = (
+        // engine calls.
+        let (mut code, plain, idioms, ints, pages, queues, stack) = (
             &self.code[..],
+            &self.plain[..],
+            &self.idioms[..],
             &mut self.ints[..],
             &mut self.pages[..],
             &mut self.queues,
             &mut self.stack,
         );
-        stack.clear();
-        let mut flag = false;
-        let mut left = budget;
-        loop {
+        if on_plain {
+            code = plain;
+        }
+        // A fused instruction short of budget: refund its first unit and run
+        // the plain commands from the same index, so the stop is exact.
+        macro_rules! exact {
+            ($run:lifetime) => {{
+                code = plain;
+                pc -= 1;
+                left += 1;
+                continue $run;
+            }};
+        }
+        'run: loop {
             // One test per command: zero is a multiple of 4096 too.
             if left & 0xfff == 0 {
                 if left == 0 {
@@ -539,19 +746,9 @@ impl Vm {
                     flag = s != NIL;
                 }
                 Insn::Lru { q, dst } => {
-                    let q = q as usize;
-                    let mut passes = queues.len(q) + 1;
-                    let mut s = queues.front(q);
-                    while s != NIL && passes > 0 && mem.is_referenced(s) {
-                        if left == 0 {
-                            return Outcome::Budget { steps: budget };
-                        }
-                        left -= 1;
-                        passes -= 1;
-                        mem.clear_referenced(s);
-                        queues.push(q, s, false);
-                        s = queues.front(q);
-                    }
+                    let Some(s) = lru(queues, mem, q as usize, &mut left) else {
+                        return Outcome::Budget { steps: budget };
+                    };
                     pages[dst as usize] = s;
                     flag = s != NIL;
                 }
@@ -566,7 +763,7 @@ impl Vm {
                 Insn::Count { dst, q } => ints[dst as usize] = queues.len(q as usize) as i64,
                 Insn::RefSetJump { p, v, to, when } => {
                     if left == 0 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 1;
                     let s = pages[p as usize];
@@ -584,7 +781,7 @@ impl Vm {
                     when,
                 } => {
                     if left == 0 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 1;
                     flag = rel.holds(ints[a as usize], ints[b as usize]);
@@ -593,7 +790,7 @@ impl Vm {
                 Insn::DeQueueRefJump { q, p, v, to, when } => {
                     // Three commands' worth of budget, as unfused.
                     if left < 2 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 2;
                     let s = queues.pop(q as usize, false);
@@ -606,7 +803,7 @@ impl Vm {
                 }
                 Insn::EnQueueJump { q, p, to } => {
                     if left == 0 {
-                        return Outcome::Budget { steps: budget };
+                        exact!('run);
                     }
                     left -= 1;
                     let s = pages[p as usize];
@@ -616,41 +813,273 @@ impl Vm {
                     }
                     pc = to as usize;
                 }
+                Insn::Scan { q, p, v, exit } => {
+                    // Loop state: about to run the dequeue at `pc - 1`, its
+                    // unit not yet charged.
+                    left += 1;
+                    pc -= 1;
+                    let clear = ints[v as usize] == 0;
+                    if !scan(queues, pages, mem, (q, p, clear), &mut left, stop) {
+                        code = plain;
+                        continue 'run;
+                    }
+                    flag = false;
+                    pc = exit as usize;
+                }
+                Insn::CallScan {
+                    start,
+                    q,
+                    p,
+                    v,
+                    exit,
+                } => {
+                    // Activate's unit is charged; the callee's state is
+                    // "about to run its first command", the return address
+                    // pushed only if the plain code has to take over.
+                    let clear = ints[v as usize] == 0;
+                    if !scan(queues, pages, mem, (q, p, clear), &mut left, stop) {
+                        stack.push(pc as u16);
+                        pc = start as usize;
+                        code = plain;
+                        continue 'run;
+                    }
+                    flag = false;
+                    // The callee's Return.
+                    if left == 0 {
+                        stack.push(pc as u16);
+                        pc = exit as usize;
+                        code = plain;
+                        continue 'run;
+                    }
+                    left -= 1;
+                }
+                Insn::Idiom { index } => {
+                    let d = &idioms[index as usize];
+                    let regs = (&mut *ints, &mut *pages, &mut *queues, &mut *stack);
+                    match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
+                        Next::Return => match stack.pop() {
+                            Some(back) => pc = back as usize,
+                            None => {
+                                return Outcome::Returned {
+                                    steps: budget - left,
+                                }
+                            }
+                        },
+                        Next::Goto { to, plain: p } => {
+                            if p {
+                                code = plain;
+                            }
+                            pc = to;
+                        }
+                        Next::Budget => return Outcome::Budget { steps: budget },
+                        Next::Refund => exact!('run),
+                    }
+                }
+                Insn::EnQueueReturn { q, p } => {
+                    if left == 0 {
+                        exact!('run);
+                    }
+                    left -= 1;
+                    let s = pages[p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(q as usize, s, false);
+                    }
+                    match stack.pop() {
+                        Some(back) => pc = back as usize,
+                        None => {
+                            return Outcome::Returned {
+                                steps: budget - left,
+                            }
+                        }
+                    }
+                }
+                Insn::SetPageEnQueueReturn { dst, src, q, p } => {
+                    if left < 2 {
+                        exact!('run);
+                    }
+                    left -= 2;
+                    pages[dst as usize] = pages[src as usize];
+                    let s = pages[p as usize];
+                    flag = s != NIL;
+                    if s != NIL {
+                        queues.push(q as usize, s, false);
+                    }
+                    match stack.pop() {
+                        Some(back) => pc = back as usize,
+                        None => {
+                            return Outcome::Returned {
+                                steps: budget - left,
+                            }
+                        }
+                    }
+                }
             }
         }
     }
 }
 
-/// Fuses common pairs into one instruction that does both and skips the
-/// second. The second stays in place, so jumps to it still work.
-fn fuse(code: &mut [Insn]) {
-    // Back to front, so a pair's second half is already fused.
-    for i in (0..code.len().saturating_sub(1)).rev() {
-        let fused = match (code[i], code[i + 1]) {
-            (Insn::RefSet { p, v }, Insn::JumpIf { to, when }) => {
-                Insn::RefSetJump { p, v, to, when }
+/// Where an [`Insn::Idiom`] leaves the interpreter.
+enum Next {
+    /// The tail's Return ran.
+    Return,
+    /// Continue at `to` (uncharged), on the plain code if `plain`.
+    Goto { to: usize, plain: bool },
+    /// The budget ran out inside LRU's loop.
+    Budget,
+    /// Too little budget for the guard's jump: rerun the guard unfused.
+    Refund,
+}
+
+/// Runs an [`Idiom`] whose guard's first unit is charged. Each step short of
+/// budget resumes the dispatcher at that step's command, uncharged.
+#[inline(always)]
+fn run_idiom(
+    d: &Idiom,
+    (ints, pages, queues, stack): (&mut [i64], &mut [u32], &mut Queues, &mut Vec<u16>),
+    mem: &mut dyn Memory,
+    left: &mut u64,
+    flag: &mut bool,
+    stop: &AtomicBool,
+) -> Next {
+    if *left == 0 {
+        return Next::Refund;
+    }
+    *left -= 1;
+    *flag = d.rel.holds(ints[d.a as usize], ints[d.b as usize]);
+    let at = Next::Goto {
+        to: d.at as usize,
+        plain: false,
+    };
+    if *flag != d.when {
+        match d.choice {
+            Choice::Fifo { q, dst } | Choice::Mru { q, dst } => {
+                if *left < 3 {
+                    return at;
+                }
+                *left -= 1;
+                pages[dst as usize] = match d.choice {
+                    Choice::Fifo { .. } => queues.front(q as usize),
+                    _ => queues.back(q as usize),
+                };
             }
-            (Insn::CompInt { rel, a, b }, Insn::JumpIf { to, when }) => Insn::CompIntJump {
-                rel,
-                a,
-                b,
-                to,
-                when,
-            },
-            (Insn::EnQueue { q, p, front: false }, Insn::Jump { to }) => {
-                Insn::EnQueueJump { q, p, to }
+            Choice::Lru { q, dst } => {
+                if *left == 0 {
+                    return at;
+                }
+                *left -= 1;
+                let Some(s) = lru(queues, mem, q as usize, left) else {
+                    return Next::Budget;
+                };
+                pages[dst as usize] = s;
+                if *left < 2 {
+                    *flag = s != NIL;
+                    return Next::Goto {
+                        to: d.tail as usize,
+                        plain: false,
+                    };
+                }
             }
-            (
-                Insn::DeQueue {
-                    q,
-                    dst,
-                    back: false,
-                },
-                Insn::RefSetJump { p, v, to, when },
-            ) if p == dst => Insn::DeQueueRefJump { q, p, v, to, when },
-            _ => continue,
+            Choice::Scan {
+                start,
+                q,
+                p,
+                v,
+                exit,
+                dst,
+                src,
+            } => {
+                if *left == 0 {
+                    return at;
+                }
+                *left -= 1;
+                let clear = ints[v as usize] == 0;
+                if !scan(queues, pages, mem, (q, p, clear), left, stop) {
+                    stack.push(d.at + 1);
+                    return Next::Goto {
+                        to: start as usize,
+                        plain: true,
+                    };
+                }
+                *flag = false;
+                if *left < 4 {
+                    stack.push(d.at + 1);
+                    return Next::Goto {
+                        to: exit as usize,
+                        plain: true,
+                    };
+                }
+                // The callee's Return and the set.
+                *left -= 2;
+                pages[dst as usize] = pages[src as usize];
+            }
+        }
+    } else if *left < 2 {
+        return Next::Goto {
+            to: d.tail as usize,
+            plain: false,
         };
-        code[i] = fused;
+    }
+    // The tail's enqueue and return.
+    *left -= 2;
+    let s = pages[d.p as usize];
+    *flag = s != NIL;
+    if s != NIL {
+        queues.push(d.q as usize, s, false);
+    }
+    Next::Return
+}
+
+/// LRU's second chance over `q`, one unit per page passed over; `None` when
+/// the budget ran out.
+#[inline(always)]
+fn lru(queues: &mut Queues, mem: &mut dyn Memory, q: usize, left: &mut u64) -> Option<u32> {
+    let mut passes = queues.len(q) + 1;
+    let mut s = queues.front(q);
+    while s != NIL && passes > 0 && mem.is_referenced(s) {
+        if *left == 0 {
+            return None;
+        }
+        *left -= 1;
+        passes -= 1;
+        mem.clear_referenced(s);
+        queues.push(q, s, false);
+        s = queues.front(q);
+    }
+    Some(s)
+}
+
+/// The second-chance loop of [`Insn::Scan`], from "about to dequeue" with
+/// `left` units: returns `true` with the unreferenced page (or nil) in
+/// `pages[p]`, or `false` in the loop state, at a turn boundary, when fewer
+/// than a whole turn's units are left (or the watchdog's flag is up near a
+/// multiple of 4096), so the plain commands finish exactly.
+#[inline(always)]
+fn scan(
+    queues: &mut Queues,
+    pages: &mut [u32],
+    mem: &mut dyn Memory,
+    (q, p, clear): (u16, u16, bool),
+    left: &mut u64,
+    stop: &AtomicBool,
+) -> bool {
+    let (q, p) = (q as usize, p as usize);
+    loop {
+        // A full turn is five commands.
+        if *left < 5 || (*left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
+            return false;
+        }
+        let s = queues.pop(q, false);
+        pages[p] = s;
+        if s == NIL || !mem.is_referenced(s) {
+            *left -= 3;
+            return true;
+        }
+        if clear {
+            mem.clear_referenced(s);
+        }
+        queues.push(q, s, false);
+        *left -= 5;
     }
 }
 

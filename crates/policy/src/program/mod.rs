@@ -6,7 +6,8 @@
 //! - [`opcode`], [`command`], [`operand`]: the command set, the 32-bit
 //!   command word, the typed operand array.
 //! - [`program`]: events, the command stream and the binary container.
-//! - [`verifier`]: the checker. [`interp`]: the metered executor.
+//! - [`verifier`]: the checker. [`optimise`]: the load-time rewrite of
+//!   verified code into fused instructions. [`interp`]: the metered executor.
 //!   [`watchdog`]: the timeout thread. [`policy`]: the [`crate::Policy`]
 //!   implementation with victim validation and fallback.
 //! - [`translator`]: the C-like pseudo-code compiler; [`asm`] and [`disasm`]:
@@ -18,6 +19,7 @@ pub mod disasm;
 pub mod interp;
 pub mod opcode;
 pub mod operand;
+pub mod optimise;
 pub mod policy;
 #[allow(clippy::module_inception)]
 pub mod program;

@@ -155,6 +155,13 @@ impl ProgramPolicy {
         }
     }
 
+    /// The same program run without the load-time optimiser (the plain
+    /// decoded commands), for measuring what the optimiser gains.
+    pub fn without_optimiser(mut self, program: &Verified) -> Self {
+        self.vm = Vm::with_optimiser(program, self.slots, false);
+        self
+    }
+
     /// Typed incidents so far.
     pub fn incident_log(&self) -> &[Incident] {
         &self.incidents

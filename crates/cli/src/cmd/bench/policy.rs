@@ -1,19 +1,20 @@
-//! `pagepilot bench policy`: the cost of one PageFault event for the
-//! interpreted `fifo2.hp` against the native CLOCK decision, measured side by
-//! side in one run.
+//! `pagepilot bench policy`: the cost of one PageFault event for an
+//! interpreted policy program (`fifo2.hp` unless `--program`) against the
+//! native built-in making the same decisions (CLOCK unless `--native`),
+//! measured side by side in one run.
 //!
-//! Both policies make the same decisions (the test suite checks it), so one
+//! Both policies make the same decisions (checked before timing), so one
 //! trace gives both the same sequence of events. Each run simulates the whole
-//! trace three ways: with native CLOCK, with the interpreted program, and with
-//! a replay policy that returns CLOCK's recorded victims at almost no cost.
-//! The replay run's time is the engine's share; subtracting it leaves the
-//! policy's, which is divided by the number of PageFault events that chose a
-//! victim. Runs alternate the order of the three; times are the thread's CPU
-//! time; medians are reported.
+//! trace four ways: with the native policy, with the interpreted program,
+//! with the same program without the load-time optimiser, and with a replay
+//! policy that returns the native policy's recorded victims at almost no
+//! cost. The replay run's time is the engine's share; subtracting it leaves
+//! the policy's, which is divided by the number of PageFault events that
+//! chose a victim. Runs rotate the order of the four; times are the thread's
+//! CPU time; medians are reported.
 
-use pagepilot_policy::builtin::Clock;
 use pagepilot_policy::program::{self, verify, ProgramPolicy, RunConfig};
-use pagepilot_policy::registry::Built;
+use pagepilot_policy::registry::{self, Built, Setup};
 use pagepilot_policy::{Fault, Memory, Page, Policy};
 use pagepilot_sim::{simulate, Trace};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -44,11 +45,17 @@ pub struct Args {
     /// Program to measure instead of the built-in copy of policies/fifo2.hp.
     #[arg(long)]
     program: Option<std::path::PathBuf>,
+    /// Native built-in that makes the program's decisions (`clock` for
+    /// fifo2.hp and lru.hp, `mru-live` for mru.hp).
+    #[arg(long, default_value = "clock")]
+    native: String,
 }
 
 /// What `pagepilot bench policy` reports.
 #[derive(Serialize)]
 struct Report {
+    program: String,
+    native: String,
     pages: u64,
     frames: usize,
     refs: usize,
@@ -61,23 +68,28 @@ struct Report {
     ratio: f64,
     /// Percent the interpreter adds to the native decision.
     added_percent: f64,
+    /// The program without the load-time optimiser.
+    unoptimised_ns_per_event: f64,
+    /// unoptimised / native.
+    unoptimised_ratio: f64,
     /// The engine's own share per event (replay run), subtracted from both.
     engine_ns_per_event: f64,
     /// Median whole-run thread CPU times, ms.
     native_run_ms: f64,
     interpreted_run_ms: f64,
+    unoptimised_run_ms: f64,
     replay_run_ms: f64,
 }
 
-/// CLOCK that records its victims.
+/// The native policy, recording its victims.
 struct Recording {
-    inner: Clock,
+    inner: Box<dyn Policy>,
     victims: std::sync::Arc<std::sync::Mutex<Vec<Page>>>,
 }
 
 impl Policy for Recording {
     fn name(&self) -> String {
-        "clock-recording".into()
+        format!("{}-recording", self.inner.name())
     }
     fn on_fault(&mut self, fault: Fault, mem: &mut dyn Memory) {
         self.inner.on_fault(fault, mem);
@@ -139,10 +151,13 @@ pub fn run(args: Args) -> CmdResult {
     if !matches!(args.format.as_str(), "table" | "json") {
         return Err(format!("--format {}: expected `table` or `json`", args.format).into());
     }
-    let program = match &args.program {
-        Some(path) => program::load(path)?,
-        None => verify(program::translator::translate(FIFO2).map_err(|e| format!("fifo2.hp:{e}"))?)
-            .map_err(|e| format!("fifo2.hp: {e}"))?,
+    let (name, program) = match &args.program {
+        Some(path) => (path.display().to_string(), program::load(path)?),
+        None => (
+            "fifo2.hp".to_string(),
+            verify(program::translator::translate(FIFO2).map_err(|e| format!("fifo2.hp:{e}"))?)
+                .map_err(|e| format!("fifo2.hp: {e}"))?,
+        ),
     };
     let mut rng = StdRng::seed_from_u64(42);
     // Uniform references: most are faults, and CLOCK's hand passes over a
@@ -150,13 +165,27 @@ pub fn run(args: Args) -> CmdResult {
     let trace = Trace::from_pages((0..args.refs).map(|_| rng.gen_range(0..args.pages.max(2))));
     let frames = args.frames.max(1);
     let slots = trace.distinct();
+    let setup = Setup {
+        slots,
+        frames,
+        future: None,
+    };
+    let native_policy = || registry::build_live(&args.native, &setup);
+    let interpreted = |optimise: bool| -> Box<dyn Policy> {
+        let p = ProgramPolicy::new(&name, &program, RunConfig::default(), slots, frames);
+        Box::new(if optimise {
+            p
+        } else {
+            p.without_optimiser(&program)
+        })
+    };
 
-    let native_counters = simulate(&trace, Built::Live(Box::new(Clock::new())), frames);
+    let native_counters = simulate(&trace, Built::Live(native_policy()?), frames);
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     simulate(
         &trace,
         Built::Live(Box::new(Recording {
-            inner: Clock::new(),
+            inner: native_policy()?,
             victims: log.clone(),
         })),
         frames,
@@ -167,39 +196,27 @@ pub fn run(args: Args) -> CmdResult {
     if events == 0 {
         return Err("no PageFault event had to choose a victim: use more --refs or --pages, or fewer --frames".into());
     }
-    let interp_counters = simulate(
-        &trace,
-        Built::Live(Box::new(ProgramPolicy::new(
-            "fifo2.hp",
-            &program,
-            RunConfig::default(),
-            slots,
-            frames,
-        ))),
-        frames,
-    );
-    if interp_counters.faults != native_counters.faults {
-        return Err(format!(
-            "the program's faults ({}) differ from CLOCK's ({}); not a like-for-like comparison",
-            interp_counters.faults, native_counters.faults
-        )
-        .into());
+    for optimise in [true, false] {
+        let c = simulate(&trace, Built::Live(interpreted(optimise)), frames);
+        if c != native_counters {
+            return Err(format!(
+                "{name} (optimiser {}) counts {c:?}, native `{}` {native_counters:?}: not a like-for-like comparison",
+                if optimise { "on" } else { "off" },
+                args.native
+            )
+            .into());
+        }
     }
 
     let runs = args.runs.max(1);
-    let (mut native, mut interp, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+    let mut times: [Vec<f64>; 4] = Default::default();
     for r in 0..runs {
-        for k in 0..3 {
-            let which = (k + r) % 3;
+        for k in 0..4 {
+            let which = (k + r) % 4;
             let policy: Box<dyn Policy> = match which {
-                0 => Box::new(Clock::new()),
-                1 => Box::new(ProgramPolicy::new(
-                    "fifo2.hp",
-                    &program,
-                    RunConfig::default(),
-                    slots,
-                    frames,
-                )),
+                0 => native_policy()?,
+                1 => interpreted(true),
+                2 => interpreted(false),
                 _ => Box::new(Replay {
                     victims: victims.clone(),
                     next: 0,
@@ -209,13 +226,18 @@ pub fn run(args: Args) -> CmdResult {
             let c = simulate(&trace, Built::Live(policy), frames);
             let ms = thread_cpu_ns().saturating_sub(t) as f64 / 1e6;
             std::hint::black_box(c);
-            [&mut native, &mut interp, &mut replay][which].push(ms);
+            times[which].push(ms);
         }
     }
+    let [native, interp, plain, replay] = times;
+    let u = median(plain);
     let (n, i, e) = (median(native), median(interp), median(replay));
     let per = |ms: f64| (ms - e).max(0.0) * 1e6 / events.max(1) as f64;
     let (native_ns, interp_ns) = (per(n), per(i));
+    let plain_ns = per(u);
     let report = Report {
+        program: name.clone(),
+        native: args.native.clone(),
         pages: args.pages,
         frames,
         refs: args.refs,
@@ -225,26 +247,32 @@ pub fn run(args: Args) -> CmdResult {
         interpreted_ns_per_event: interp_ns,
         ratio: interp_ns / native_ns.max(1e-9),
         added_percent: (interp_ns / native_ns.max(1e-9) - 1.0) * 100.0,
+        unoptimised_ns_per_event: plain_ns,
+        unoptimised_ratio: plain_ns / native_ns.max(1e-9),
         engine_ns_per_event: e * 1e6 / events.max(1) as f64,
         native_run_ms: n,
         interpreted_run_ms: i,
+        unoptimised_run_ms: u,
         replay_run_ms: e,
     };
     if args.format == "json" {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("PageFault event cost, fifo2.hp interpreted vs native CLOCK ({} events/run, median of {runs} runs)", events);
         println!(
-            "  native CLOCK      {:8.1} ns/event",
-            report.native_ns_per_event
+            "PageFault event cost, {name} interpreted vs native `{}` ({events} events/run, median of {runs} runs)",
+            args.native
         );
         println!(
-            "  fifo2.hp          {:8.1} ns/event",
-            report.interpreted_ns_per_event
+            "  native {:<12} {:8.1} ns/event",
+            args.native, report.native_ns_per_event
         );
         println!(
-            "  ratio             {:8.2}x  (adds {:.0}%)",
-            report.ratio, report.added_percent
+            "  interpreted         {:8.1} ns/event  ratio {:.2}x  (adds {:.0}%)",
+            report.interpreted_ns_per_event, report.ratio, report.added_percent
+        );
+        println!(
+            "  optimiser off       {:8.1} ns/event  ratio {:.2}x",
+            report.unoptimised_ns_per_event, report.unoptimised_ratio
         );
         println!(
             "  engine share      {:8.1} ns/event (subtracted)",
