@@ -1,391 +1,246 @@
-//! OPT stack distances in one pass (Mattson et al. 1970, with Belady's
-//! priority: of two pages, the one referenced sooner is kept).
+//! OPT stack distances in one pass: the Critical Stack Algorithm of Bilardi,
+//! Ekanadham and Pattnaik ("Optimal on-line computation of stack distances
+//! for MIN and OPT", Computing Frontiers 2017).
 //!
-//! The OPT stack orders the seen pages so that the top `c` are exactly what
-//! OPT keeps with `c` frames. When the page at depth `d` is referenced it
-//! moves to the top, and repairing depths `1..d` only moves the *records*:
-//! pages whose next reference is later than that of every page above them.
-//! Each record takes the next record's place and the last one drops to depth
-//! `d`. Consecutive records form runs of increasing next-reference times; a
-//! run moves down one place as a block, which in sequence terms is just its
-//! last page jumping over the non-records that follow it. The stack is an
-//! implicit treap (balanced by random priorities) whose nodes keep the
-//! subtree's size, latest next reference and whether it is increasing, so
-//! a reference costs O((runs + 1) log pages). OPT stacks are close to sorted
-//! by next reference, so runs are few even where records are many.
+//! The OPT stack distance of a reference depends only on the past, so it is
+//! computed on-line from the LRU order of the pages and one *critical marker*
+//! per capacity `c >= 2` (the paper's `M(c)`, an LRU depth). Here both are
+//! kept as times: a page is its last reference, and a marker is the time `T`
+//! whose LRU depth is the number of pages referenced at or after `T`, so
+//! moving a page to the top of the LRU order shifts every marker for free.
+//! The paper's `beta(i) = #{c : M(c) <= i} - (i - 1)` becomes, for the page
+//! last referenced at `tau`,
+//! `beta(tau) = #{markers later than tau} - #{pages referenced after tau}`
+//! (always >= 0). A reference to a page last referenced at `p` (LRU depth `D > 0`):
+//! 1. finds `z`, the oldest page referenced after `p` with `beta = 0` (the
+//!    top page always qualifies);
+//! 2. finds the smallest capacity `c` whose marker is at or before `z`'s
+//!    time: the OPT stack distance is `c + 1` (0-based marker indices);
+//! 3. moves that marker to now and the page to now.
+//!
+//! `beta` lives in a min segment tree over times with range add (dead times
+//! hold a large value), the markers in a min segment tree over capacities.
+//! Each step is O(log n) for `n` references, so a reference costs
+//! O(log n) and the whole curve O(n log n), whatever the trace.
 
 use super::Curve;
 
-const NIL: u32 = u32::MAX;
+/// `beta` of a dead time: never the minimum.
+const DEAD: i32 = 1 << 29;
+/// Marker time of an unused capacity: never at or before anything.
+const UNSET: u32 = u32::MAX;
 
 /// The whole OPT curve of `refs` (slots below `slots`).
 pub fn opt(refs: &[u32], slots: usize) -> Curve {
     opt_upto(refs, slots, slots)
 }
 
-/// The OPT curve of `refs` for memory sizes up to `limit` frames. Only the
-/// top `limit` pages of the stack are kept: they are OPT's memory of that
-/// size, which evolves on its own, so the smaller the limit the faster.
+/// The OPT curve of `refs` for memory sizes up to `limit` frames; distances
+/// beyond `limit` are counted as misses at every kept size.
 pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
     let limit = limit.clamp(1, slots.max(1));
-    // Times of pages never referenced again are `len + slot`: later than any
-    // reference and distinct, so the stack order is total.
-    if refs.len() as u64 + slots as u64 + 1 < u64::from(u32::MAX) {
-        run::<u32>(refs, slots, limit)
-    } else {
-        run::<u64>(refs, slots, limit)
-    }
-}
-
-/// Where a referenced page was in the stack.
-enum Depth {
-    /// Never referenced before.
-    Cold,
-    /// At this depth (0-based).
-    At(usize),
-    /// Below the kept part of the stack.
-    Beyond,
-}
-
-/// A next-reference time.
-trait Time: Copy + Ord + Default {
-    fn of(t: u64) -> Self;
-}
-
-impl Time for u32 {
-    #[inline]
-    fn of(t: u64) -> Self {
-        t as u32
-    }
-}
-
-impl Time for u64 {
-    #[inline]
-    fn of(t: u64) -> Self {
-        t
-    }
-}
-
-fn run<T: Time>(refs: &[u32], slots: usize, limit: usize) -> Curve {
-    let n = refs.len() as u64;
-    let next = next_references::<T>(refs, slots);
-    let mut stack = Stack::<T>::new(slots, limit);
+    let n = refs.len();
     let mut hist = vec![0u64; limit + 2];
     let mut cold = 0u64;
-    for (&x, &key) in refs.iter().zip(&next) {
-        match stack.reference(x, key) {
-            Depth::At(d) => hist[d + 1] += 1,
-            Depth::Beyond => hist[limit + 1] += 1,
-            Depth::Cold => cold += 1,
+    if n == 0 {
+        return Curve::from_histogram(0, 0, &hist, limit);
+    }
+    assert!(
+        n < (u32::MAX - 1) as usize,
+        "OPT curve: trace of {n} references is too long for 32-bit times"
+    );
+    // Last reference of each slot, NONE if untouched.
+    const NONE: u32 = u32::MAX;
+    let mut last = vec![NONE; slots];
+    let mut beta = Beta::new(n);
+    let mut markers = Markers::new(slots.max(1));
+    let mut seen = 0usize;
+    for (now, &x) in refs.iter().enumerate() {
+        let now = now as u32;
+        let p = last[x as usize];
+        last[x as usize] = now;
+        if p == NONE {
+            // A new page at the LRU top: every marker gets one deeper on its
+            // own, the new capacity's marker is the top (now). The marker's
+            // +1 and the page's -1 on older `beta` cancel, except for the
+            // first capacity, which has no marker in `beta`.
+            if seen > 0 {
+                markers.set(seen, now);
+            } else {
+                beta.add_below(now, -1);
+            }
+            beta.set(now, 0);
+            seen += 1;
+            cold += 1;
+            continue;
         }
+        if p + 1 == now {
+            // Already on top: nothing but its time changes.
+            beta.set(p, DEAD);
+            beta.set(now, 0);
+            hist[1] += 1;
+            continue;
+        }
+        let z = beta.first_zero_after(p);
+        let c = markers.first_at_or_before(z);
+        let moved = markers.time(c);
+        markers.set(c, now);
+        // Marker leaves `moved`, page leaves `p`; the marker's and the page's
+        // arrival at `now` cancel on older `beta`.
+        beta.add_between(moved, p);
+        beta.set(p, DEAD);
+        beta.set(now, 0);
+        hist[(c + 1).min(limit + 1)] += 1;
     }
-    Curve::from_histogram(n, cold, &hist, limit)
+    Curve::from_histogram(n as u64, cold, &hist, limit)
 }
 
-/// For each reference, the time of the next reference to the same page, or
-/// `len + slot` if there is none.
-fn next_references<T: Time>(refs: &[u32], slots: usize) -> Vec<T> {
-    let n = refs.len() as u64;
-    let mut upcoming: Vec<T> = (0..slots as u64).map(|s| T::of(n + s)).collect();
-    let mut next = vec![T::default(); refs.len()];
-    for (i, &s) in refs.iter().enumerate().rev() {
-        next[i] = upcoming[s as usize];
-        upcoming[s as usize] = T::of(i as u64);
-    }
-    next
+/// `beta` over times: a min segment tree with range add. A node holds the
+/// minimum of its subtree including the adds at and below it.
+struct Beta {
+    size: usize,
+    min: Vec<i32>,
+    add: Vec<i32>,
 }
 
-/// A page in the stack: a treap node with its subtree's summary.
-#[derive(Clone, Copy, Default)]
-struct Node<T> {
-    left: u32,
-    right: u32,
-    parent: u32,
-    size: u32,
-    priority: u32,
-    /// The page's next reference.
-    key: T,
-    /// Latest next reference in the subtree.
-    max: T,
-    /// Next references of the subtree's first and last pages.
-    first: T,
-    last: T,
-    /// Whether the subtree's next references increase strictly in stack order.
-    increasing: bool,
-    /// Whether the page is in the kept part of the stack.
-    seen: bool,
-    /// Whether the page has been referenced.
-    touched: bool,
-}
-
-/// The OPT stack: an implicit treap over the seen pages, top first.
-struct Stack<T> {
-    node: Vec<Node<T>>,
-    root: u32,
-    /// Pages kept at most.
-    limit: usize,
-}
-
-impl<T: Time> Stack<T> {
-    fn new(slots: usize, limit: usize) -> Self {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let node = (0..slots)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                Node {
-                    left: NIL,
-                    right: NIL,
-                    parent: NIL,
-                    size: 1,
-                    priority: (seed >> 32) as u32,
-                    ..Node::default()
-                }
-            })
-            .collect();
-        Stack {
-            node,
-            root: NIL,
-            limit,
+impl Beta {
+    fn new(n: usize) -> Self {
+        let size = n.next_power_of_two();
+        Beta {
+            size,
+            min: vec![DEAD; 2 * size],
+            add: vec![0; size],
         }
     }
 
     #[inline]
-    fn size(&self, t: u32) -> usize {
-        if t == NIL {
-            0
-        } else {
-            self.node[t as usize].size as usize
-        }
-    }
-
-    /// Recomputes `t`'s summary from its children.
-    #[inline]
-    fn pull(&mut self, t: u32) {
-        let n = self.node[t as usize];
-        let (mut size, mut max, mut first, mut last, mut inc) = (1, n.key, n.key, n.key, true);
-        if n.left != NIL {
-            let l = &self.node[n.left as usize];
-            size += l.size;
-            max = max.max(l.max);
-            first = l.first;
-            inc &= l.increasing && l.last < n.key;
-        }
-        if n.right != NIL {
-            let r = &self.node[n.right as usize];
-            size += r.size;
-            max = max.max(r.max);
-            last = r.last;
-            inc &= r.increasing && n.key < r.first;
-        }
-        let m = &mut self.node[t as usize];
-        m.size = size;
-        m.max = max;
-        m.first = first;
-        m.last = last;
-        m.increasing = inc;
-    }
-
-    #[inline]
-    fn set_left(&mut self, t: u32, c: u32) {
-        self.node[t as usize].left = c;
-        if c != NIL {
-            self.node[c as usize].parent = t;
+    fn apply(&mut self, v: usize, delta: i32) {
+        self.min[v] += delta;
+        if v < self.size {
+            self.add[v] += delta;
         }
     }
 
     #[inline]
-    fn set_right(&mut self, t: u32, c: u32) {
-        self.node[t as usize].right = c;
-        if c != NIL {
-            self.node[c as usize].parent = t;
+    fn rebuild(&mut self, mut v: usize) {
+        while v > 1 {
+            v >>= 1;
+            self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]) + self.add[v];
         }
     }
 
-    /// Splits `t` into its first `k` pages and the rest; both roots have no parent.
-    fn split(&mut self, t: u32, k: usize) -> (u32, u32) {
-        if t == NIL {
-            return (NIL, NIL);
+    /// Adds `delta` to the times in `lo..hi`.
+    fn add_range(&mut self, lo: usize, hi: usize, delta: i32) {
+        if lo >= hi {
+            return;
         }
-        let left = self.node[t as usize].left;
-        let ls = self.size(left);
-        let (a, b) = if k <= ls {
-            let (a, b) = self.split(left, k);
-            self.set_left(t, b);
-            self.pull(t);
-            (a, t)
+        let (mut l, mut r) = (lo + self.size, hi + self.size);
+        let (l0, r0) = (l, r - 1);
+        while l < r {
+            if l & 1 == 1 {
+                self.apply(l, delta);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                self.apply(r, delta);
+            }
+            l >>= 1;
+            r >>= 1;
+        }
+        self.rebuild(l0);
+        self.rebuild(r0);
+    }
+
+    /// Adds `delta` to every time before `t`.
+    fn add_below(&mut self, t: u32, delta: i32) {
+        self.add_range(0, t as usize, delta);
+    }
+
+    /// `beta` below `a` loses a marker (-1), below `b` gains a page (+1).
+    fn add_between(&mut self, a: u32, b: u32) {
+        if a < b {
+            self.add_range(a as usize, b as usize, 1);
         } else {
-            let right = self.node[t as usize].right;
-            let (a, b) = self.split(right, k - ls - 1);
-            self.set_right(t, a);
-            self.pull(t);
-            (t, b)
-        };
-        for r in [a, b] {
-            if r != NIL {
-                self.node[r as usize].parent = NIL;
-            }
-        }
-        (a, b)
-    }
-
-    /// Concatenates `a` then `b`.
-    fn merge(&mut self, a: u32, b: u32) -> u32 {
-        if a == NIL {
-            return b;
-        }
-        if b == NIL {
-            return a;
-        }
-        if self.node[a as usize].priority > self.node[b as usize].priority {
-            let r = self.node[a as usize].right;
-            let m = self.merge(r, b);
-            self.set_right(a, m);
-            self.pull(a);
-            self.node[a as usize].parent = NIL;
-            a
-        } else {
-            let l = self.node[b as usize].left;
-            let m = self.merge(a, l);
-            self.set_left(b, m);
-            self.pull(b);
-            self.node[b as usize].parent = NIL;
-            b
+            self.add_range(b as usize, a as usize, -1);
         }
     }
 
-    /// Depth of page `x` in the stack.
-    fn rank(&self, x: u32) -> usize {
-        let mut pos = self.size(self.node[x as usize].left);
-        let mut n = x;
-        loop {
-            let p = self.node[n as usize].parent;
-            if p == NIL {
-                return pos;
-            }
-            if self.node[p as usize].right == n {
-                pos += self.size(self.node[p as usize].left) + 1;
-            }
-            n = p;
+    /// Sets the value at time `t` (dead times: `DEAD`).
+    fn set(&mut self, t: u32, value: i32) {
+        let leaf = t as usize + self.size;
+        let mut above = 0;
+        let mut v = leaf >> 1;
+        while v >= 1 {
+            above += self.add[v];
+            v >>= 1;
+        }
+        self.min[leaf] = if value >= DEAD { DEAD } else { value - above };
+        self.rebuild(leaf);
+    }
+
+    /// The earliest time after `p` whose value is 0. The top page (the
+    /// latest time) always has 0 and every live time has at least 0.
+    fn first_zero_after(&self, p: u32) -> u32 {
+        let lo = p as usize + 1;
+        self.find(1, 0, self.size, lo, 0)
+            .expect("the top page has beta 0") as u32
+    }
+
+    fn find(&self, v: usize, nl: usize, nr: usize, lo: usize, acc: i32) -> Option<usize> {
+        if nr <= lo || self.min[v] + acc > 0 {
+            return None;
+        }
+        if v >= self.size {
+            return Some(nl);
+        }
+        let acc = acc + self.add[v];
+        let mid = (nl + nr) / 2;
+        self.find(2 * v, nl, mid, lo, acc)
+            .or_else(|| self.find(2 * v + 1, mid, nr, lo, acc))
+    }
+}
+
+/// Critical markers by capacity index: a min segment tree of their times.
+struct Markers {
+    size: usize,
+    min: Vec<u32>,
+}
+
+impl Markers {
+    fn new(n: usize) -> Self {
+        let size = n.next_power_of_two();
+        Markers {
+            size,
+            min: vec![UNSET; 2 * size],
         }
     }
 
-    /// Length of the longest prefix of `t` with strictly increasing next
-    /// references.
-    fn increasing_prefix(&self, t: u32) -> usize {
-        let mut len = 0;
-        let mut prev: Option<T> = None;
-        let mut n = t;
-        let after = |prev: Option<T>, k: T| !matches!(prev, Some(p) if p >= k);
-        while n != NIL {
-            let node = &self.node[n as usize];
-            if node.left != NIL {
-                let l = &self.node[node.left as usize];
-                if !(l.increasing && after(prev, l.first)) {
-                    n = node.left;
-                    continue;
-                }
-                len += l.size as usize;
-                prev = Some(l.last);
-            }
-            if !after(prev, node.key) {
-                return len;
-            }
-            len += 1;
-            prev = Some(node.key);
-            n = node.right;
-        }
-        len
+    #[inline]
+    fn time(&self, c: usize) -> u32 {
+        self.min[c + self.size]
     }
 
-    /// Position of the first page of `t` whose next reference is later than
-    /// `bound`, or the size of `t`.
-    fn first_later(&self, t: u32, bound: T) -> usize {
-        if t == NIL || self.node[t as usize].max <= bound {
-            return self.size(t);
-        }
-        let mut pos = 0;
-        let mut n = t;
-        loop {
-            let node = &self.node[n as usize];
-            if node.left != NIL && self.node[node.left as usize].max > bound {
-                n = node.left;
-                continue;
-            }
-            pos += self.size(node.left);
-            if node.key > bound {
-                return pos;
-            }
-            pos += 1;
-            n = node.right;
+    fn set(&mut self, c: usize, t: u32) {
+        let mut v = c + self.size;
+        self.min[v] = t;
+        while v > 1 {
+            v >>= 1;
+            self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]);
         }
     }
 
-    /// References page `x`, whose next reference is at `key`; returns its
-    /// depth before the reference.
-    fn reference(&mut self, x: u32, key: T) -> Depth {
-        let seen = self.node[x as usize].seen;
-        let d = if seen { self.rank(x) } else { 0 };
-        if seen && d == 0 {
-            // Already on top: only its time changes.
-            self.node[x as usize].key = key;
-            let mut n = x;
-            while n != NIL {
-                self.pull(n);
-                n = self.node[n as usize].parent;
-            }
-            return Depth::At(0);
+    /// The smallest capacity index whose marker is at or before `t`.
+    fn first_at_or_before(&self, t: u32) -> usize {
+        debug_assert!(self.min[1] <= t, "some marker is at or before the top");
+        let mut v = 1;
+        while v < self.size {
+            v = if self.min[2 * v] <= t {
+                2 * v
+            } else {
+                2 * v + 1
+            };
         }
-        let (above, below, depth) = if seen {
-            let (above, rest) = self.split(self.root, d);
-            let (_, below) = self.split(rest, 1);
-            (above, below, Depth::At(d))
-        } else if self.node[x as usize].touched {
-            (self.root, NIL, Depth::Beyond)
-        } else {
-            (self.root, NIL, Depth::Cold)
-        };
-        let node = &mut self.node[x as usize];
-        node.seen = true;
-        node.touched = true;
-        node.key = key;
-        node.left = NIL;
-        node.right = NIL;
-        node.parent = NIL;
-        self.pull(x);
-        let mut out = x;
-        let mut rest = above;
-        while rest != NIL {
-            let len = self.increasing_prefix(rest);
-            if len == self.size(rest) {
-                // One increasing run to the end moves down as a whole.
-                out = self.merge(out, rest);
-                break;
-            }
-            let (run, after) = self.split(rest, len);
-            let carry = self.node[run as usize].last;
-            let gap = self.first_later(after, carry);
-            let (head, last) = self.split(run, len - 1);
-            out = self.merge(out, head);
-            if gap == self.size(after) {
-                // No record below: the run's last page drops to depth `d`.
-                out = self.merge(out, after);
-                out = self.merge(out, last);
-                break;
-            }
-            let (between, next) = self.split(after, gap);
-            out = self.merge(out, between);
-            out = self.merge(out, last);
-            rest = next;
-        }
-        self.root = self.merge(out, below);
-        if self.size(self.root) > self.limit {
-            // The last carry left the kept part.
-            let (kept, dropped) = self.split(self.root, self.limit);
-            self.node[dropped as usize].seen = false;
-            self.root = kept;
-        }
-        depth
+        v - self.size
     }
 }
