@@ -20,8 +20,10 @@
 //!
 //! `beta` lives in a min segment tree over times with range add (dead times
 //! hold a large value), the markers in a min segment tree over capacities.
-//! Each step is O(log n) for `n` references, so a reference costs
-//! O(log n) and the whole curve O(n log n), whatever the trace.
+//! Times are renumbered (order kept) whenever they fill a window of a few
+//! times the footprint `V`, which keeps both trees at O(V) and in cache; the
+//! renumbering costs O(V) once per O(V) references. Each step is O(log V),
+//! so the whole curve costs O(n log V) for `n` references, whatever the trace.
 
 use super::Curve;
 
@@ -29,6 +31,8 @@ use super::Curve;
 const DEAD: i32 = 1 << 29;
 /// Marker time of an unused capacity: never at or before anything.
 const UNSET: u32 = u32::MAX;
+/// Last reference of an untouched slot.
+const NONE: u32 = u32::MAX;
 
 /// The whole OPT curve of `refs` (slots below `slots`).
 pub fn opt(refs: &[u32], slots: usize) -> Curve {
@@ -50,13 +54,20 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
         "OPT curve: trace of {n} references is too long for 32-bit times"
     );
     // Last reference of each slot, NONE if untouched.
-    const NONE: u32 = u32::MAX;
     let mut last = vec![NONE; slots];
-    let mut beta = Beta::new(n);
+    // Times live in a window of a few times the footprint, renumbered when
+    // full: keeps the trees small (cache-resident) whatever the trace length.
+    let window = n
+        .next_power_of_two()
+        .min((4 * slots).next_power_of_two().max(64));
+    let mut beta = Beta::new(window);
     let mut markers = Markers::new(slots.max(1));
     let mut seen = 0usize;
-    for (now, &x) in refs.iter().enumerate() {
-        let now = now as u32;
+    let mut now = 0u32;
+    for &x in refs {
+        if now as usize == window {
+            now = renumber(&mut last, &mut markers, &mut beta, seen);
+        }
         let p = last[x as usize];
         last[x as usize] = now;
         if p == NONE {
@@ -72,27 +83,75 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
             beta.set(now, 0);
             seen += 1;
             cold += 1;
-            continue;
-        }
-        if p + 1 == now {
+        } else if p + 1 == now {
             // Already on top: nothing but its time changes.
             beta.set(p, DEAD);
             beta.set(now, 0);
             hist[1] += 1;
-            continue;
+        } else {
+            let z = beta.first_zero_after(p);
+            let c = markers.first_at_or_before(z);
+            let moved = markers.time(c);
+            markers.set(c, now);
+            // Marker leaves `moved`, page leaves `p`; the marker's and the
+            // page's arrival at `now` cancel on older `beta`.
+            beta.add_between(moved, p);
+            beta.set(p, DEAD);
+            beta.set(now, 0);
+            hist[(c + 1).min(limit + 1)] += 1;
         }
-        let z = beta.first_zero_after(p);
-        let c = markers.first_at_or_before(z);
-        let moved = markers.time(c);
-        markers.set(c, now);
-        // Marker leaves `moved`, page leaves `p`; the marker's and the page's
-        // arrival at `now` cancel on older `beta`.
-        beta.add_between(moved, p);
-        beta.set(p, DEAD);
-        beta.set(now, 0);
-        hist[(c + 1).min(limit + 1)] += 1;
+        now += 1;
     }
     Curve::from_histogram(n as u64, cold, &hist, limit)
+}
+
+/// Renumbers the times that matter (pages' last references and markers) to
+/// `0..m` in order, rebuilds `beta` from scratch and returns `m`, the next
+/// time. Order is all the algorithm looks at, so results do not change.
+fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usize) -> u32 {
+    let window = beta.size;
+    let mut live = vec![false; window];
+    let mut marks = vec![0u32; window];
+    for &t in last.iter().filter(|&&t| t != NONE) {
+        live[t as usize] = true;
+    }
+    // Capacity 0's marker is never set (the paper counts from capacity 2).
+    for c in 1..seen {
+        marks[markers.time(c) as usize] += 1;
+    }
+    let mut map = vec![0u32; window];
+    let mut m = 0u32;
+    for t in 0..window {
+        if live[t] || marks[t] > 0 {
+            map[t] = m;
+            live[m as usize] = live[t];
+            marks[m as usize] = marks[t];
+            m += 1;
+        }
+    }
+    for t in last.iter_mut().filter(|t| **t != NONE) {
+        *t = map[*t as usize];
+    }
+    for c in 1..seen {
+        let t = markers.time(c);
+        markers.min[c + markers.size] = map[t as usize];
+    }
+    markers.rebuild_all();
+    // beta(tau) = markers later than tau - pages later than tau.
+    beta.min.fill(DEAD);
+    beta.add.fill(0);
+    let mut acc = 0i32;
+    for k in (0..m as usize).rev() {
+        if live[k] {
+            beta.min[k + window] = acc;
+            acc -= 1;
+        }
+        acc += marks[k] as i32;
+    }
+    for v in (1..window).rev() {
+        beta.min[v] = beta.min[2 * v].min(beta.min[2 * v + 1]);
+    }
+    m
 }
 
 /// `beta` over times: a min segment tree with range add. A node holds the
@@ -226,6 +285,12 @@ impl Markers {
         self.min[v] = t;
         while v > 1 {
             v >>= 1;
+            self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]);
+        }
+    }
+
+    fn rebuild_all(&mut self) {
+        for v in (1..self.size).rev() {
             self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]);
         }
     }
