@@ -18,8 +18,10 @@
 //!    time: the OPT stack distance is `c + 1` (0-based marker indices);
 //! 3. moves that marker to now and the page to now.
 //!
-//! `beta` lives in a min segment tree over times with range add (dead times
-//! hold a large value), the markers in a min segment tree over capacities.
+//! `beta` is a suffix sum over times of +1 per marker and -1 per page; it
+//! lives in a segment tree of those weights that also keeps, per node, the
+//! least suffix sum at a live time, so every update is a point update. The
+//! markers live in a min segment tree of their times over capacities.
 //! Times are renumbered (order kept) whenever they fill a window of a few
 //! times the footprint `V`, which keeps both trees at O(V) and in cache; the
 //! renumbering costs O(V) once per O(V) references. Each step is O(log V),
@@ -72,32 +74,28 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
         last[x as usize] = now;
         if p == NONE {
             // A new page at the LRU top: every marker gets one deeper on its
-            // own, the new capacity's marker is the top (now). The marker's
-            // +1 and the page's -1 on older `beta` cancel, except for the
-            // first capacity, which has no marker in `beta`.
-            if seen > 0 {
+            // own, the new capacity's marker is the top (now); the first
+            // capacity has none.
+            let marked = seen > 0;
+            if marked {
                 markers.set(seen, now);
-            } else {
-                beta.add_below(now, -1);
             }
-            beta.set(now, 0);
+            beta.arrive(now, marked);
             seen += 1;
             cold += 1;
         } else if p + 1 == now {
             // Already on top: nothing but its time changes.
-            beta.set(p, DEAD);
-            beta.set(now, 0);
+            beta.leave(p);
+            beta.arrive(now, false);
             hist[1] += 1;
         } else {
             let z = beta.first_zero_after(p);
             let c = markers.first_at_or_before(z);
             let moved = markers.time(c);
             markers.set(c, now);
-            // Marker leaves `moved`, page leaves `p`; the marker's and the
-            // page's arrival at `now` cancel on older `beta`.
-            beta.add_between(moved, p);
-            beta.set(p, DEAD);
-            beta.set(now, 0);
+            beta.unmark(moved);
+            beta.leave(p);
+            beta.arrive(now, true);
             hist[(c + 1).min(limit + 1)] += 1;
         }
         now += 1;
@@ -137,29 +135,18 @@ fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usiz
         markers.min[c + markers.size] = map[t as usize];
     }
     markers.rebuild_all();
-    // beta(tau) = markers later than tau - pages later than tau.
-    beta.min.fill(DEAD);
-    beta.add.fill(0);
-    let mut acc = 0i32;
-    for k in (0..m as usize).rev() {
-        if live[k] {
-            beta.min[k + window] = acc;
-            acc -= 1;
-        }
-        acc += marks[k] as i32;
-    }
-    for v in (1..window).rev() {
-        beta.min[v] = beta.min[2 * v].min(beta.min[2 * v + 1]);
-    }
+    beta.rebuild(&live[..m as usize], &marks[..m as usize]);
     m
 }
 
-/// `beta` over times: a min segment tree with range add. A node holds the
-/// minimum of its subtree including the adds at and below it.
+/// `beta` over times: each time holds a weight (its markers minus 1 if a
+/// page was last referenced then), so `beta(tau)` is the sum of the weights
+/// after `tau`. A node of the segment tree keeps its weights' sum and the
+/// least sum after a live time inside it (counted to the node's end).
 struct Beta {
     size: usize,
-    min: Vec<i32>,
-    add: Vec<i32>,
+    sum: Vec<i32>,
+    least: Vec<i32>,
 }
 
 impl Beta {
@@ -167,78 +154,64 @@ impl Beta {
         let size = n.next_power_of_two();
         Beta {
             size,
-            min: vec![DEAD; 2 * size],
-            add: vec![0; size],
+            sum: vec![0; 2 * size],
+            least: vec![DEAD; 2 * size],
         }
     }
 
+    /// Recomputes the nodes above leaf `v`.
     #[inline]
-    fn apply(&mut self, v: usize, delta: i32) {
-        self.min[v] += delta;
-        if v < self.size {
-            self.add[v] += delta;
-        }
-    }
-
-    #[inline]
-    fn rebuild(&mut self, mut v: usize) {
+    fn pull_up(&mut self, mut v: usize) {
         while v > 1 {
             v >>= 1;
-            self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]) + self.add[v];
+            let (l, r) = (2 * v, 2 * v + 1);
+            self.sum[v] = self.sum[l] + self.sum[r];
+            self.least[v] = self.least[r].min(self.least[l] + self.sum[r]);
         }
     }
 
-    /// Adds `delta` to the times in `lo..hi`.
-    fn add_range(&mut self, lo: usize, hi: usize, delta: i32) {
-        if lo >= hi {
-            return;
-        }
-        let (mut l, mut r) = (lo + self.size, hi + self.size);
-        let (l0, r0) = (l, r - 1);
-        while l < r {
-            if l & 1 == 1 {
-                self.apply(l, delta);
-                l += 1;
+    /// A page is referenced at `t` (with a marker if `marked`).
+    fn arrive(&mut self, t: u32, marked: bool) {
+        let v = t as usize + self.size;
+        self.sum[v] = i32::from(marked) - 1;
+        self.least[v] = 0;
+        self.pull_up(v);
+    }
+
+    /// The page last referenced at `t` has been referenced again.
+    fn leave(&mut self, t: u32) {
+        let v = t as usize + self.size;
+        self.sum[v] += 1;
+        self.least[v] = DEAD;
+        self.pull_up(v);
+    }
+
+    /// A marker leaves time `t`.
+    fn unmark(&mut self, t: u32) {
+        let v = t as usize + self.size;
+        self.sum[v] -= 1;
+        self.pull_up(v);
+    }
+
+    /// Rebuilds from scratch: `live[t]` and `marks[t]` for the first times.
+    fn rebuild(&mut self, live: &[bool], marks: &[u32]) {
+        self.sum.fill(0);
+        self.least.fill(DEAD);
+        for (t, (&l, &m)) in live.iter().zip(marks).enumerate() {
+            let v = t + self.size;
+            self.sum[v] = m as i32 - i32::from(l);
+            if l {
+                self.least[v] = 0;
             }
-            if r & 1 == 1 {
-                r -= 1;
-                self.apply(r, delta);
-            }
-            l >>= 1;
-            r >>= 1;
         }
-        self.rebuild(l0);
-        self.rebuild(r0);
-    }
-
-    /// Adds `delta` to every time before `t`.
-    fn add_below(&mut self, t: u32, delta: i32) {
-        self.add_range(0, t as usize, delta);
-    }
-
-    /// `beta` below `a` loses a marker (-1), below `b` gains a page (+1).
-    fn add_between(&mut self, a: u32, b: u32) {
-        if a < b {
-            self.add_range(a as usize, b as usize, 1);
-        } else {
-            self.add_range(b as usize, a as usize, -1);
+        for v in (1..self.size).rev() {
+            let (l, r) = (2 * v, 2 * v + 1);
+            self.sum[v] = self.sum[l] + self.sum[r];
+            self.least[v] = self.least[r].min(self.least[l] + self.sum[r]);
         }
     }
 
-    /// Sets the value at time `t` (dead times: `DEAD`).
-    fn set(&mut self, t: u32, value: i32) {
-        let leaf = t as usize + self.size;
-        let mut above = 0;
-        let mut v = leaf >> 1;
-        while v >= 1 {
-            above += self.add[v];
-            v >>= 1;
-        }
-        self.min[leaf] = if value >= DEAD { DEAD } else { value - above };
-        self.rebuild(leaf);
-    }
-
-    /// The earliest time after `p` whose value is 0. The top page (the
+    /// The earliest live time after `p` whose `beta` is 0. The top page (the
     /// latest time) always has 0 and every live time has at least 0.
     fn first_zero_after(&self, p: u32) -> u32 {
         let lo = p as usize + 1;
@@ -246,17 +219,17 @@ impl Beta {
             .expect("the top page has beta 0") as u32
     }
 
-    fn find(&self, v: usize, nl: usize, nr: usize, lo: usize, acc: i32) -> Option<usize> {
-        if nr <= lo || self.min[v] + acc > 0 {
+    /// In node `v` (times `nl..nr`, weights after it summing to `after`).
+    fn find(&self, v: usize, nl: usize, nr: usize, lo: usize, after: i32) -> Option<usize> {
+        if nr <= lo || self.least[v] + after > 0 {
             return None;
         }
         if v >= self.size {
             return Some(nl);
         }
-        let acc = acc + self.add[v];
         let mid = (nl + nr) / 2;
-        self.find(2 * v, nl, mid, lo, acc)
-            .or_else(|| self.find(2 * v + 1, mid, nr, lo, acc))
+        self.find(2 * v, nl, mid, lo, after + self.sum[2 * v + 1])
+            .or_else(|| self.find(2 * v + 1, mid, nr, lo, after))
     }
 }
 
