@@ -145,8 +145,9 @@ fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usiz
 /// least sum after a live time inside it (counted to the node's end).
 struct Beta {
     size: usize,
-    sum: Vec<i32>,
-    least: Vec<i32>,
+    /// Per node: the sum of its weights and the least sum after a live time
+    /// in it. Siblings are adjacent, so a step up reads one cache line.
+    node: Vec<[i32; 2]>,
 }
 
 impl Beta {
@@ -154,60 +155,57 @@ impl Beta {
         let size = n.next_power_of_two();
         Beta {
             size,
-            sum: vec![0; 2 * size],
-            least: vec![DEAD; 2 * size],
+            node: vec![[0, DEAD]; 2 * size],
         }
     }
 
-    /// Recomputes the nodes above leaf `v`.
+    #[inline]
+    fn combine(l: [i32; 2], r: [i32; 2]) -> [i32; 2] {
+        [l[0] + r[0], r[1].min(l[1] + r[0])]
+    }
+
+    /// Recomputes the nodes above leaf `v`, up to the first that does not change.
     #[inline]
     fn pull_up(&mut self, mut v: usize) {
         while v > 1 {
             v >>= 1;
-            let (l, r) = (2 * v, 2 * v + 1);
-            self.sum[v] = self.sum[l] + self.sum[r];
-            self.least[v] = self.least[r].min(self.least[l] + self.sum[r]);
+            let next = Self::combine(self.node[2 * v], self.node[2 * v + 1]);
+            if self.node[v] == next {
+                return;
+            }
+            self.node[v] = next;
         }
     }
 
     /// A page is referenced at `t` (with a marker if `marked`).
     fn arrive(&mut self, t: u32, marked: bool) {
         let v = t as usize + self.size;
-        self.sum[v] = i32::from(marked) - 1;
-        self.least[v] = 0;
+        self.node[v] = [i32::from(marked) - 1, 0];
         self.pull_up(v);
     }
 
     /// The page last referenced at `t` has been referenced again.
     fn leave(&mut self, t: u32) {
         let v = t as usize + self.size;
-        self.sum[v] += 1;
-        self.least[v] = DEAD;
+        self.node[v] = [self.node[v][0] + 1, DEAD];
         self.pull_up(v);
     }
 
     /// A marker leaves time `t`.
     fn unmark(&mut self, t: u32) {
         let v = t as usize + self.size;
-        self.sum[v] -= 1;
+        self.node[v][0] -= 1;
         self.pull_up(v);
     }
 
     /// Rebuilds from scratch: `live[t]` and `marks[t]` for the first times.
     fn rebuild(&mut self, live: &[bool], marks: &[u32]) {
-        self.sum.fill(0);
-        self.least.fill(DEAD);
+        self.node.fill([0, DEAD]);
         for (t, (&l, &m)) in live.iter().zip(marks).enumerate() {
-            let v = t + self.size;
-            self.sum[v] = m as i32 - i32::from(l);
-            if l {
-                self.least[v] = 0;
-            }
+            self.node[t + self.size] = [m as i32 - i32::from(l), if l { 0 } else { DEAD }];
         }
         for v in (1..self.size).rev() {
-            let (l, r) = (2 * v, 2 * v + 1);
-            self.sum[v] = self.sum[l] + self.sum[r];
-            self.least[v] = self.least[r].min(self.least[l] + self.sum[r]);
+            self.node[v] = Self::combine(self.node[2 * v], self.node[2 * v + 1]);
         }
     }
 
@@ -221,14 +219,14 @@ impl Beta {
 
     /// In node `v` (times `nl..nr`, weights after it summing to `after`).
     fn find(&self, v: usize, nl: usize, nr: usize, lo: usize, after: i32) -> Option<usize> {
-        if nr <= lo || self.least[v] + after > 0 {
+        if nr <= lo || self.node[v][1] + after > 0 {
             return None;
         }
         if v >= self.size {
             return Some(nl);
         }
         let mid = (nl + nr) / 2;
-        self.find(2 * v, nl, mid, lo, after + self.sum[2 * v + 1])
+        self.find(2 * v, nl, mid, lo, after + self.node[2 * v + 1][0])
             .or_else(|| self.find(2 * v + 1, mid, nr, lo, after))
     }
 }
@@ -258,7 +256,11 @@ impl Markers {
         self.min[v] = t;
         while v > 1 {
             v >>= 1;
-            self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]);
+            let next = self.min[2 * v].min(self.min[2 * v + 1]);
+            if self.min[v] == next {
+                return;
+            }
+            self.min[v] = next;
         }
     }
 
