@@ -71,6 +71,12 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
             now = renumber(&mut last, &mut markers, &mut beta, seen);
         }
         let p = last[x as usize];
+        if p != NONE && p + 1 == now {
+            // Already on top: the LRU order and the markers stay as they are,
+            // so the page keeps its time and no time is spent.
+            hist[1] += 1;
+            continue;
+        }
         last[x as usize] = now;
         if p == NONE {
             // A new page at the LRU top: every marker gets one deeper on its
@@ -83,19 +89,12 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
             beta.arrive(now, marked);
             seen += 1;
             cold += 1;
-        } else if p + 1 == now {
-            // Already on top: nothing but its time changes.
-            beta.leave(p);
-            beta.arrive(now, false);
-            hist[1] += 1;
         } else {
             let z = beta.first_zero_after(p);
             let c = markers.first_at_or_before(z);
             let moved = markers.time(c);
             markers.set(c, now);
-            beta.unmark(moved);
-            beta.leave(p);
-            beta.arrive(now, true);
+            beta.reference(moved, p, now);
             hist[(c + 1).min(limit + 1)] += 1;
         }
         now += 1;
@@ -184,18 +183,34 @@ impl Beta {
         self.pull_up(v);
     }
 
-    /// The page last referenced at `t` has been referenced again.
-    fn leave(&mut self, t: u32) {
-        let v = t as usize + self.size;
-        self.node[v] = [self.node[v][0] + 1, DEAD];
-        self.pull_up(v);
-    }
-
-    /// A marker leaves time `t`.
-    fn unmark(&mut self, t: u32) {
-        let v = t as usize + self.size;
-        self.node[v][0] -= 1;
-        self.pull_up(v);
+    /// The page last referenced at `p` is referenced at `now`, and the
+    /// marker at `moved` moves to `now`.
+    fn reference(&mut self, moved: u32, p: u32, now: u32) {
+        let leaves = [moved, p, now].map(|t| t as usize + self.size);
+        self.node[leaves[0]][0] -= 1;
+        self.node[leaves[1]] = [self.node[leaves[1]][0] + 1, DEAD];
+        self.node[leaves[2]] = [0, 0];
+        // The sums' changes cancel above the paths' meeting points, so the
+        // walk up usually stops there.
+        let mut level = leaves;
+        while level[2] > 1 {
+            let mut changed = false;
+            for i in 0..3 {
+                let v = level[i] >> 1;
+                level[i] = v;
+                if level[..i].contains(&v) {
+                    continue;
+                }
+                let next = Self::combine(self.node[2 * v], self.node[2 * v + 1]);
+                if self.node[v] != next {
+                    self.node[v] = next;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
     }
 
     /// Rebuilds from scratch: `live[t]` and `marks[t]` for the first times.
