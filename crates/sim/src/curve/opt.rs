@@ -131,7 +131,7 @@ fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usiz
     }
     for c in 1..seen {
         let t = markers.time(c);
-        markers.min[c + markers.size] = map[t as usize];
+        markers.level[0][c] = map[t as usize];
     }
     markers.rebuild_all();
     beta.rebuild(&live[..m as usize], &marks[..m as usize]);
@@ -246,56 +246,69 @@ impl Beta {
     }
 }
 
-/// Critical markers by capacity index: a min segment tree of their times.
+/// Children of a node of the markers' tree: one cache line of times.
+const FANOUT: usize = 16;
+
+/// Critical markers by capacity index: a 16-ary min tree of their times,
+/// shallow so that the search down it waits on few cache misses.
 struct Markers {
-    size: usize,
-    min: Vec<u32>,
+    /// `level[0]` holds the markers, each level above the minima of groups
+    /// of `FANOUT` below it; the last level is the root alone.
+    level: Vec<Vec<u32>>,
 }
 
 impl Markers {
     fn new(n: usize) -> Self {
-        let size = n.next_power_of_two();
-        Markers {
-            size,
-            min: vec![UNSET; 2 * size],
+        let mut width = 1;
+        while width < n {
+            width *= FANOUT;
         }
+        let mut level = vec![vec![UNSET; width]];
+        while width > 1 {
+            width /= FANOUT;
+            level.push(vec![UNSET; width]);
+        }
+        Markers { level }
     }
 
     #[inline]
     fn time(&self, c: usize) -> u32 {
-        self.min[c + self.size]
+        self.level[0][c]
     }
 
     fn set(&mut self, c: usize, t: u32) {
-        let mut v = c + self.size;
-        self.min[v] = t;
-        while v > 1 {
-            v >>= 1;
-            let next = self.min[2 * v].min(self.min[2 * v + 1]);
-            if self.min[v] == next {
+        self.level[0][c] = t;
+        let mut i = c;
+        for h in 1..self.level.len() {
+            i /= FANOUT;
+            let group = &self.level[h - 1][i * FANOUT..(i + 1) * FANOUT];
+            let next = group.iter().copied().min().unwrap_or(UNSET);
+            if self.level[h][i] == next {
                 return;
             }
-            self.min[v] = next;
+            self.level[h][i] = next;
         }
     }
 
     fn rebuild_all(&mut self) {
-        for v in (1..self.size).rev() {
-            self.min[v] = self.min[2 * v].min(self.min[2 * v + 1]);
+        for h in 1..self.level.len() {
+            let (below, above) = self.level.split_at_mut(h);
+            for (i, m) in above[0].iter_mut().enumerate() {
+                let group = &below[h - 1][i * FANOUT..(i + 1) * FANOUT];
+                *m = group.iter().copied().min().unwrap_or(UNSET);
+            }
         }
     }
 
     /// The smallest capacity index whose marker is at or before `t`.
     fn first_at_or_before(&self, t: u32) -> usize {
-        debug_assert!(self.min[1] <= t, "some marker is at or before the top");
-        let mut v = 1;
-        while v < self.size {
-            v = if self.min[2 * v] <= t {
-                2 * v
-            } else {
-                2 * v + 1
-            };
+        debug_assert!(self.level.last().is_some_and(|r| r[0] <= t));
+        let mut i = 0;
+        for h in (0..self.level.len() - 1).rev() {
+            let group = &self.level[h][i * FANOUT..(i + 1) * FANOUT];
+            let k = group.iter().position(|&m| m <= t).unwrap_or(0);
+            i = i * FANOUT + k;
         }
-        v - self.size
+        i
     }
 }
