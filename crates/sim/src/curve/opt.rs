@@ -227,48 +227,22 @@ impl Beta {
     /// The earliest live time after `p` whose `beta` is 0. The top page (the
     /// latest time) always has 0 and every live time has at least 0.
     fn first_zero_after(&self, p: u32) -> u32 {
-        let first = p as usize + 1 + self.size;
-        // Weights before `first`, to know the weights after each candidate.
-        let mut before = 0;
-        let mut v = first;
-        while v > 1 {
-            if v & 1 == 1 {
-                before += self.node[v - 1][0];
-            }
-            v >>= 1;
-        }
-        let total = self.node[1][0];
-        // Candidates cover the times from `first` on, left to right.
-        let mut v = first;
-        loop {
-            let [sum, least] = self.node[v];
-            let after = total - before - sum;
-            if least + after <= 0 {
-                return self.descend(v, after);
-            }
-            before += sum;
-            while v & 1 == 1 {
-                v >>= 1;
-            }
-            assert!(v > 0, "the top page has beta 0");
-            v += 1;
-        }
+        let lo = p as usize + 1;
+        self.find(1, 0, self.size, lo, 0)
+            .expect("the top page has beta 0") as u32
     }
 
-    /// The first live leaf under `v` with `beta` 0, `after` summing the
-    /// weights after `v`.
-    fn descend(&self, mut v: usize, mut after: i32) -> u32 {
-        while v < self.size {
-            let [_, least] = self.node[2 * v];
-            let [right, _] = self.node[2 * v + 1];
-            if least + after + right <= 0 {
-                after += right;
-                v *= 2;
-            } else {
-                v = 2 * v + 1;
-            }
+    /// In node `v` (times `nl..nr`, weights after it summing to `after`).
+    fn find(&self, v: usize, nl: usize, nr: usize, lo: usize, after: i32) -> Option<usize> {
+        if nr <= lo || self.node[v][1] + after > 0 {
+            return None;
         }
-        (v - self.size) as u32
+        if v >= self.size {
+            return Some(nl);
+        }
+        let mid = (nl + nr) / 2;
+        self.find(2 * v, nl, mid, lo, after + self.node[2 * v + 1][0])
+            .or_else(|| self.find(2 * v + 1, mid, nr, lo, after))
     }
 }
 
