@@ -19,8 +19,9 @@
 //! 3. moves that marker to now and the page to now.
 //!
 //! `beta` is a suffix sum over times of +1 per marker and -1 per page; it
-//! lives in a segment tree of those weights that also keeps, per node, the
-//! least suffix sum at a live time, so every update is a point update. The
+//! lives in an 8-ary segment tree of those weights that also keeps, per
+//! node, the least suffix sum at a live time, so every update is a point
+//! update and the tree is shallow. The
 //! markers live in a min segment tree of their times over capacities.
 //! Times are renumbered (order kept) whenever they fill a window of a few
 //! times the footprint `V`, which keeps both trees at O(V) and in cache; the
@@ -106,7 +107,7 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
 /// `0..m` in order, rebuilds `beta` from scratch and returns `m`, the next
 /// time. Order is all the algorithm looks at, so results do not change.
 fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usize) -> u32 {
-    let window = beta.size;
+    let window = beta.window;
     let mut live = vec![false; window];
     let mut marks = vec![0u32; window];
     for &t in last.iter().filter(|&&t| t != NONE) {
@@ -138,74 +139,68 @@ fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usiz
     m
 }
 
+/// Children of a node of `beta`'s tree: one cache line of nodes.
+const BRANCH: usize = 8;
+
 /// `beta` over times: each time holds a weight (its markers minus 1 if a
 /// page was last referenced then), so `beta(tau)` is the sum of the weights
-/// after `tau`. A node of the segment tree keeps its weights' sum and the
-/// least sum after a live time inside it (counted to the node's end).
+/// after `tau`. A node of the 8-ary segment tree keeps its weights' sum and
+/// the least sum after a live time inside it (counted to the node's end).
 struct Beta {
-    size: usize,
-    /// Per node: the sum of its weights and the least sum after a live time
-    /// in it. Siblings are adjacent, so a step up reads one cache line.
-    node: Vec<[i32; 2]>,
+    /// Times kept (the window).
+    window: usize,
+    /// `level[0]` holds the times, each level above one node per `BRANCH`
+    /// nodes below; the last level is the root alone.
+    level: Vec<Vec<[i32; 2]>>,
 }
 
 impl Beta {
-    fn new(n: usize) -> Self {
-        let size = n.next_power_of_two();
-        Beta {
-            size,
-            node: vec![[0, DEAD]; 2 * size],
+    fn new(window: usize) -> Self {
+        let mut width = 1;
+        while width < window {
+            width *= BRANCH;
         }
-    }
-
-    #[inline]
-    fn combine(l: [i32; 2], r: [i32; 2]) -> [i32; 2] {
-        [l[0] + r[0], r[1].min(l[1] + r[0])]
-    }
-
-    /// Recomputes the nodes above leaf `v`, up to the first that does not change.
-    #[inline]
-    fn pull_up(&mut self, mut v: usize) {
-        while v > 1 {
-            v >>= 1;
-            let next = Self::combine(self.node[2 * v], self.node[2 * v + 1]);
-            if self.node[v] == next {
-                return;
-            }
-            self.node[v] = next;
+        let mut level = vec![vec![[0, DEAD]; width]];
+        while width > 1 {
+            width /= BRANCH;
+            level.push(vec![[0, DEAD]; width]);
         }
+        Beta { window, level }
     }
 
-    /// A page is referenced at `t` (with a marker if `marked`).
-    fn arrive(&mut self, t: u32, marked: bool) {
-        let v = t as usize + self.size;
-        self.node[v] = [i32::from(marked) - 1, 0];
-        self.pull_up(v);
+    /// The node for the `BRANCH` nodes of `group`.
+    #[inline]
+    fn combine(group: &[[i32; 2]]) -> [i32; 2] {
+        let (mut sum, mut least) = (0, DEAD);
+        for &[s, l] in group.iter().rev() {
+            least = least.min(l + sum);
+            sum += s;
+        }
+        [sum, least]
     }
 
-    /// The page last referenced at `p` is referenced at `now`, and the
-    /// marker at `moved` moves to `now`.
-    fn reference(&mut self, moved: u32, p: u32, now: u32) {
-        let leaves = [moved, p, now].map(|t| t as usize + self.size);
-        self.node[leaves[0]][0] -= 1;
-        self.node[leaves[1]] = [self.node[leaves[1]][0] + 1, DEAD];
-        self.node[leaves[2]] = [0, 0];
-        // The sums' changes cancel above the paths' meeting points, so the
-        // walk up usually stops there.
-        let mut level = leaves;
-        while level[2] > 1 {
+    /// Recomputes node `i` of level `h` from its children.
+    #[inline]
+    fn pull(&mut self, h: usize, i: usize) -> bool {
+        let next = Self::combine(&self.level[h - 1][i * BRANCH..(i + 1) * BRANCH]);
+        if self.level[h][i] == next {
+            return false;
+        }
+        self.level[h][i] = next;
+        true
+    }
+
+    /// Recomputes the nodes above the given leaves, up to the first level
+    /// where none changes.
+    fn pull_up<const K: usize>(&mut self, mut at: [usize; K]) {
+        for h in 1..self.level.len() {
             let mut changed = false;
-            for i in 0..3 {
-                let v = level[i] >> 1;
-                level[i] = v;
-                if level[..i].contains(&v) {
+            for k in 0..K {
+                at[k] /= BRANCH;
+                if at[..k].contains(&at[k]) {
                     continue;
                 }
-                let next = Self::combine(self.node[2 * v], self.node[2 * v + 1]);
-                if self.node[v] != next {
-                    self.node[v] = next;
-                    changed = true;
-                }
+                changed |= self.pull(h, at[k]);
             }
             if !changed {
                 return;
@@ -213,36 +208,71 @@ impl Beta {
         }
     }
 
+    /// A page is referenced at `t` (with a marker if `marked`).
+    fn arrive(&mut self, t: u32, marked: bool) {
+        let t = t as usize;
+        self.level[0][t] = [i32::from(marked) - 1, 0];
+        self.pull_up([t]);
+    }
+
+    /// The page last referenced at `p` is referenced at `now`, and the
+    /// marker at `moved` moves to `now`.
+    fn reference(&mut self, moved: u32, p: u32, now: u32) {
+        let [moved, p, now] = [moved, p, now].map(|t| t as usize);
+        let leaf = &mut self.level[0];
+        leaf[moved][0] -= 1;
+        leaf[p] = [leaf[p][0] + 1, DEAD];
+        leaf[now] = [0, 0];
+        // The sums' changes cancel above the paths' meeting points, so the
+        // walk up usually stops there.
+        self.pull_up([moved, p, now]);
+    }
+
     /// Rebuilds from scratch: `live[t]` and `marks[t]` for the first times.
     fn rebuild(&mut self, live: &[bool], marks: &[u32]) {
-        self.node.fill([0, DEAD]);
-        for (t, (&l, &m)) in live.iter().zip(marks).enumerate() {
-            self.node[t + self.size] = [m as i32 - i32::from(l), if l { 0 } else { DEAD }];
+        for level in &mut self.level {
+            level.fill([0, DEAD]);
         }
-        for v in (1..self.size).rev() {
-            self.node[v] = Self::combine(self.node[2 * v], self.node[2 * v + 1]);
+        for (t, (&l, &m)) in live.iter().zip(marks).enumerate() {
+            self.level[0][t] = [m as i32 - i32::from(l), if l { 0 } else { DEAD }];
+        }
+        for h in 1..self.level.len() {
+            for i in 0..self.level[h].len() {
+                self.pull(h, i);
+            }
         }
     }
 
     /// The earliest live time after `p` whose `beta` is 0. The top page (the
     /// latest time) always has 0 and every live time has at least 0.
     fn first_zero_after(&self, p: u32) -> u32 {
-        let lo = p as usize + 1;
-        self.find(1, 0, self.size, lo, 0)
+        let top = self.level.len() - 1;
+        self.find(top, 0, p as usize + 1, 0)
             .expect("the top page has beta 0") as u32
     }
 
-    /// In node `v` (times `nl..nr`, weights after it summing to `after`).
-    fn find(&self, v: usize, nl: usize, nr: usize, lo: usize, after: i32) -> Option<usize> {
-        if nr <= lo || self.node[v][1] + after > 0 {
+    /// In node `i` of level `h`, with the weights after it summing to
+    /// `after`: the first time at or after `lo` with `beta` 0.
+    fn find(&self, h: usize, i: usize, lo: usize, after: i32) -> Option<usize> {
+        let span = BRANCH.pow(h as u32);
+        let [_, least] = self.level[h][i];
+        if (i + 1) * span <= lo || least + after > 0 {
             return None;
         }
-        if v >= self.size {
-            return Some(nl);
+        if h == 0 {
+            return Some(i);
         }
-        let mid = (nl + nr) / 2;
-        self.find(2 * v, nl, mid, lo, after + self.node[2 * v + 1][0])
-            .or_else(|| self.find(2 * v + 1, mid, nr, lo, after))
+        let group = &self.level[h - 1][i * BRANCH..(i + 1) * BRANCH];
+        let mut afters = [0; BRANCH];
+        let mut acc = after;
+        for j in (0..BRANCH).rev() {
+            afters[j] = acc;
+            acc += group[j][0];
+        }
+        let first = (lo / (span / BRANCH))
+            .saturating_sub(i * BRANCH)
+            .min(BRANCH);
+        (first..BRANCH).find_map(|j| self.find(h - 1, i * BRANCH + j, lo, afters[j]))
     }
 }
 
