@@ -140,7 +140,8 @@ fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usiz
 }
 
 /// Children of a node of `beta`'s tree: one cache line of nodes.
-const BRANCH: usize = 8;
+const BRANCH: usize = 1 << BRANCH_BITS;
+const BRANCH_BITS: usize = 3;
 
 /// `beta` over times: each time holds a weight (its markers minus 1 if a
 /// page was last referenced then), so `beta(tau)` is the sum of the weights
@@ -251,14 +252,10 @@ impl Beta {
             .expect("the top page has beta 0") as u32
     }
 
-    /// In node `i` of level `h`, with the weights after it summing to
-    /// `after`: the first time at or after `lo` with `beta` 0.
+    /// In node `i` of level `h`, which reaches `lo` and has some time with
+    /// `beta` 0 given the weights after it sum to `after`: the first such
+    /// time at or after `lo`. Only the node holding `lo` can come back empty.
     fn find(&self, h: usize, i: usize, lo: usize, after: i32) -> Option<usize> {
-        let span = BRANCH.pow(h as u32);
-        let [_, least] = self.level[h][i];
-        if (i + 1) * span <= lo || least + after > 0 {
-            return None;
-        }
         if h == 0 {
             return Some(i);
         }
@@ -269,10 +266,11 @@ impl Beta {
             afters[j] = acc;
             acc += group[j][0];
         }
-        let first = (lo / (span / BRANCH))
-            .saturating_sub(i * BRANCH)
-            .min(BRANCH);
-        (first..BRANCH).find_map(|j| self.find(h - 1, i * BRANCH + j, lo, afters[j]))
+        let child_span_bits = BRANCH_BITS * (h - 1);
+        let first = ((lo >> child_span_bits).saturating_sub(i * BRANCH)).min(BRANCH);
+        (first..BRANCH)
+            .filter(|&j| group[j][1] + afters[j] <= 0)
+            .find_map(|j| self.find(h - 1, i * BRANCH + j, lo, afters[j]))
     }
 }
 
@@ -307,13 +305,21 @@ impl Markers {
     }
 
     fn set(&mut self, c: usize, t: u32) {
-        self.level[0][c] = t;
+        let old = std::mem::replace(&mut self.level[0][c], t);
         let mut i = c;
         for h in 1..self.level.len() {
             i /= FANOUT;
-            let group = &self.level[h - 1][i * FANOUT..(i + 1) * FANOUT];
-            let next = group.iter().copied().min().unwrap_or(UNSET);
-            if self.level[h][i] == next {
+            let node = self.level[h][i];
+            let next = if t <= old {
+                node.min(t)
+            } else if node == old {
+                // The raised marker was this group's least: look again.
+                let group = &self.level[h - 1][i * FANOUT..(i + 1) * FANOUT];
+                group.iter().copied().min().unwrap_or(UNSET)
+            } else {
+                return;
+            };
+            if next == node {
                 return;
             }
             self.level[h][i] = next;
