@@ -21,8 +21,9 @@
 //! `beta` is a suffix sum over times of +1 per marker and -1 per page; it
 //! lives in an 8-ary segment tree of those weights that also keeps, per
 //! node, the least suffix sum at a live time, so every update is a point
-//! update and the tree is shallow. The
-//! markers live in a min segment tree of their times over capacities.
+//! update and the tree is shallow. The markers live in a 16-ary min tree of
+//! their times over capacities. A reference to the top page changes nothing
+//! (not even its time), which makes the frequent repeated references free.
 //! Times are renumbered (order kept) whenever they fill a window of a few
 //! times the footprint `V`, which keeps both trees at O(V) and in cache; the
 //! renumbering costs O(V) once per O(V) references. Each step is O(log V),
@@ -52,10 +53,6 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
     if n == 0 {
         return Curve::from_histogram(0, 0, &hist, limit);
     }
-    assert!(
-        n < (u32::MAX - 1) as usize,
-        "OPT curve: trace of {n} references is too long for 32-bit times"
-    );
     // Last reference of each slot, NONE if untouched.
     let mut last = vec![NONE; slots];
     // Times live in a window of a few times the footprint, renumbered when
@@ -63,6 +60,10 @@ pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
     let window = n
         .next_power_of_two()
         .min((4 * slots).next_power_of_two().max(64));
+    assert!(
+        window < NONE as usize,
+        "OPT curve: {slots} slots need 64-bit times"
+    );
     let mut beta = Beta::new(window);
     let mut markers = Markers::new(slots.max(1));
     let mut seen = 0usize;
