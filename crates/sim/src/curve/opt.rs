@@ -1,391 +1,351 @@
-//! OPT stack distances in one pass (Mattson et al. 1970, with Belady's
-//! priority: of two pages, the one referenced sooner is kept).
+//! OPT stack distances in one pass: the Critical Stack Algorithm of Bilardi,
+//! Ekanadham and Pattnaik ("Optimal on-line computation of stack distances
+//! for MIN and OPT", Computing Frontiers 2017).
 //!
-//! The OPT stack orders the seen pages so that the top `c` are exactly what
-//! OPT keeps with `c` frames. When the page at depth `d` is referenced it
-//! moves to the top, and repairing depths `1..d` only moves the *records*:
-//! pages whose next reference is later than that of every page above them.
-//! Each record takes the next record's place and the last one drops to depth
-//! `d`. Consecutive records form runs of increasing next-reference times; a
-//! run moves down one place as a block, which in sequence terms is just its
-//! last page jumping over the non-records that follow it. The stack is an
-//! implicit treap (balanced by random priorities) whose nodes keep the
-//! subtree's size, latest next reference and whether it is increasing, so
-//! a reference costs O((runs + 1) log pages). OPT stacks are close to sorted
-//! by next reference, so runs are few even where records are many.
+//! The OPT stack distance of a reference depends only on the past, so it is
+//! computed on-line from the LRU order of the pages and one *critical marker*
+//! per capacity `c >= 2` (the paper's `M(c)`, an LRU depth). Here both are
+//! kept as times: a page is its last reference, and a marker is the time `T`
+//! whose LRU depth is the number of pages referenced at or after `T`, so
+//! moving a page to the top of the LRU order shifts every marker for free.
+//! The paper's `beta(i) = #{c : M(c) <= i} - (i - 1)` becomes, for the page
+//! last referenced at `tau`,
+//! `beta(tau) = #{markers later than tau} - #{pages referenced after tau}`
+//! (always >= 0). A reference to a page last referenced at `p` (LRU depth `D > 0`):
+//! 1. finds `z`, the oldest page referenced after `p` with `beta = 0` (the
+//!    top page always qualifies);
+//! 2. finds the smallest capacity `c` whose marker is at or before `z`'s
+//!    time: the OPT stack distance is `c + 1` (0-based marker indices);
+//! 3. moves that marker to now and the page to now.
+//!
+//! `beta` is a suffix sum over times of +1 per marker and -1 per page; it
+//! lives in an 8-ary segment tree of those weights that also keeps, per
+//! node, the least suffix sum at a live time, so every update is a point
+//! update and the tree is shallow. The markers live in a 16-ary min tree of
+//! their times over capacities. A reference to the top page changes nothing
+//! (not even its time), which makes the frequent repeated references free.
+//! Times are renumbered (order kept) whenever they fill a window of a few
+//! times the footprint `V`, which keeps both trees at O(V) and in cache; the
+//! renumbering costs O(V) once per O(V) references. Each step is O(log V),
+//! so the whole curve costs O(n log V) for `n` references, whatever the trace.
 
 use super::Curve;
 
-const NIL: u32 = u32::MAX;
+/// `beta` of a dead time: never the minimum.
+const DEAD: i32 = 1 << 29;
+/// Marker time of an unused capacity: never at or before anything.
+const UNSET: u32 = u32::MAX;
+/// Last reference of an untouched slot.
+const NONE: u32 = u32::MAX;
 
 /// The whole OPT curve of `refs` (slots below `slots`).
 pub fn opt(refs: &[u32], slots: usize) -> Curve {
     opt_upto(refs, slots, slots)
 }
 
-/// The OPT curve of `refs` for memory sizes up to `limit` frames. Only the
-/// top `limit` pages of the stack are kept: they are OPT's memory of that
-/// size, which evolves on its own, so the smaller the limit the faster.
+/// The OPT curve of `refs` for memory sizes up to `limit` frames; distances
+/// beyond `limit` are counted as misses at every kept size.
 pub fn opt_upto(refs: &[u32], slots: usize, limit: usize) -> Curve {
     let limit = limit.clamp(1, slots.max(1));
-    // Times of pages never referenced again are `len + slot`: later than any
-    // reference and distinct, so the stack order is total.
-    if refs.len() as u64 + slots as u64 + 1 < u64::from(u32::MAX) {
-        run::<u32>(refs, slots, limit)
-    } else {
-        run::<u64>(refs, slots, limit)
-    }
-}
-
-/// Where a referenced page was in the stack.
-enum Depth {
-    /// Never referenced before.
-    Cold,
-    /// At this depth (0-based).
-    At(usize),
-    /// Below the kept part of the stack.
-    Beyond,
-}
-
-/// A next-reference time.
-trait Time: Copy + Ord + Default {
-    fn of(t: u64) -> Self;
-}
-
-impl Time for u32 {
-    #[inline]
-    fn of(t: u64) -> Self {
-        t as u32
-    }
-}
-
-impl Time for u64 {
-    #[inline]
-    fn of(t: u64) -> Self {
-        t
-    }
-}
-
-fn run<T: Time>(refs: &[u32], slots: usize, limit: usize) -> Curve {
-    let n = refs.len() as u64;
-    let next = next_references::<T>(refs, slots);
-    let mut stack = Stack::<T>::new(slots, limit);
+    let n = refs.len();
     let mut hist = vec![0u64; limit + 2];
     let mut cold = 0u64;
-    for (&x, &key) in refs.iter().zip(&next) {
-        match stack.reference(x, key) {
-            Depth::At(d) => hist[d + 1] += 1,
-            Depth::Beyond => hist[limit + 1] += 1,
-            Depth::Cold => cold += 1,
-        }
+    if n == 0 {
+        return Curve::from_histogram(0, 0, &hist, limit);
     }
-    Curve::from_histogram(n, cold, &hist, limit)
-}
-
-/// For each reference, the time of the next reference to the same page, or
-/// `len + slot` if there is none.
-fn next_references<T: Time>(refs: &[u32], slots: usize) -> Vec<T> {
-    let n = refs.len() as u64;
-    let mut upcoming: Vec<T> = (0..slots as u64).map(|s| T::of(n + s)).collect();
-    let mut next = vec![T::default(); refs.len()];
-    for (i, &s) in refs.iter().enumerate().rev() {
-        next[i] = upcoming[s as usize];
-        upcoming[s as usize] = T::of(i as u64);
-    }
-    next
-}
-
-/// A page in the stack: a treap node with its subtree's summary.
-#[derive(Clone, Copy, Default)]
-struct Node<T> {
-    left: u32,
-    right: u32,
-    parent: u32,
-    size: u32,
-    priority: u32,
-    /// The page's next reference.
-    key: T,
-    /// Latest next reference in the subtree.
-    max: T,
-    /// Next references of the subtree's first and last pages.
-    first: T,
-    last: T,
-    /// Whether the subtree's next references increase strictly in stack order.
-    increasing: bool,
-    /// Whether the page is in the kept part of the stack.
-    seen: bool,
-    /// Whether the page has been referenced.
-    touched: bool,
-}
-
-/// The OPT stack: an implicit treap over the seen pages, top first.
-struct Stack<T> {
-    node: Vec<Node<T>>,
-    root: u32,
-    /// Pages kept at most.
-    limit: usize,
-}
-
-impl<T: Time> Stack<T> {
-    fn new(slots: usize, limit: usize) -> Self {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let node = (0..slots)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                Node {
-                    left: NIL,
-                    right: NIL,
-                    parent: NIL,
-                    size: 1,
-                    priority: (seed >> 32) as u32,
-                    ..Node::default()
-                }
-            })
-            .collect();
-        Stack {
-            node,
-            root: NIL,
-            limit,
+    // Last reference of each slot, NONE if untouched.
+    let mut last = vec![NONE; slots];
+    // Times live in a window of a few times the footprint, renumbered when
+    // full: keeps the trees small (cache-resident) whatever the trace length.
+    let window = n
+        .next_power_of_two()
+        .min((4 * slots).next_power_of_two().max(64));
+    assert!(
+        window < NONE as usize,
+        "OPT curve: {slots} slots need 64-bit times"
+    );
+    let mut beta = Beta::new(window);
+    let mut markers = Markers::new(slots.max(1));
+    let mut seen = 0usize;
+    let mut now = 0u32;
+    for &x in refs {
+        if now as usize == window {
+            now = renumber(&mut last, &mut markers, &mut beta, seen);
         }
-    }
-
-    #[inline]
-    fn size(&self, t: u32) -> usize {
-        if t == NIL {
-            0
-        } else {
-            self.node[t as usize].size as usize
+        let p = last[x as usize];
+        if p != NONE && p + 1 == now {
+            // Already on top: the LRU order and the markers stay as they are,
+            // so the page keeps its time and no time is spent.
+            hist[1] += 1;
+            continue;
         }
-    }
-
-    /// Recomputes `t`'s summary from its children.
-    #[inline]
-    fn pull(&mut self, t: u32) {
-        let n = self.node[t as usize];
-        let (mut size, mut max, mut first, mut last, mut inc) = (1, n.key, n.key, n.key, true);
-        if n.left != NIL {
-            let l = &self.node[n.left as usize];
-            size += l.size;
-            max = max.max(l.max);
-            first = l.first;
-            inc &= l.increasing && l.last < n.key;
-        }
-        if n.right != NIL {
-            let r = &self.node[n.right as usize];
-            size += r.size;
-            max = max.max(r.max);
-            last = r.last;
-            inc &= r.increasing && n.key < r.first;
-        }
-        let m = &mut self.node[t as usize];
-        m.size = size;
-        m.max = max;
-        m.first = first;
-        m.last = last;
-        m.increasing = inc;
-    }
-
-    #[inline]
-    fn set_left(&mut self, t: u32, c: u32) {
-        self.node[t as usize].left = c;
-        if c != NIL {
-            self.node[c as usize].parent = t;
-        }
-    }
-
-    #[inline]
-    fn set_right(&mut self, t: u32, c: u32) {
-        self.node[t as usize].right = c;
-        if c != NIL {
-            self.node[c as usize].parent = t;
-        }
-    }
-
-    /// Splits `t` into its first `k` pages and the rest; both roots have no parent.
-    fn split(&mut self, t: u32, k: usize) -> (u32, u32) {
-        if t == NIL {
-            return (NIL, NIL);
-        }
-        let left = self.node[t as usize].left;
-        let ls = self.size(left);
-        let (a, b) = if k <= ls {
-            let (a, b) = self.split(left, k);
-            self.set_left(t, b);
-            self.pull(t);
-            (a, t)
-        } else {
-            let right = self.node[t as usize].right;
-            let (a, b) = self.split(right, k - ls - 1);
-            self.set_right(t, a);
-            self.pull(t);
-            (t, b)
-        };
-        for r in [a, b] {
-            if r != NIL {
-                self.node[r as usize].parent = NIL;
+        last[x as usize] = now;
+        if p == NONE {
+            // A new page at the LRU top: every marker gets one deeper on its
+            // own, the new capacity's marker is the top (now); the first
+            // capacity has none.
+            let marked = seen > 0;
+            if marked {
+                markers.set(seen, now);
             }
-        }
-        (a, b)
-    }
-
-    /// Concatenates `a` then `b`.
-    fn merge(&mut self, a: u32, b: u32) -> u32 {
-        if a == NIL {
-            return b;
-        }
-        if b == NIL {
-            return a;
-        }
-        if self.node[a as usize].priority > self.node[b as usize].priority {
-            let r = self.node[a as usize].right;
-            let m = self.merge(r, b);
-            self.set_right(a, m);
-            self.pull(a);
-            self.node[a as usize].parent = NIL;
-            a
+            beta.arrive(now, marked);
+            seen += 1;
+            cold += 1;
         } else {
-            let l = self.node[b as usize].left;
-            let m = self.merge(a, l);
-            self.set_left(b, m);
-            self.pull(b);
-            self.node[b as usize].parent = NIL;
-            b
+            let z = beta.first_zero_after(p);
+            let c = markers.first_at_or_before(z);
+            let moved = markers.time(c);
+            markers.set(c, now);
+            beta.reference(moved, p, now);
+            hist[(c + 1).min(limit + 1)] += 1;
+        }
+        now += 1;
+    }
+    Curve::from_histogram(n as u64, cold, &hist, limit)
+}
+
+/// Renumbers the times that matter (pages' last references and markers) to
+/// `0..m` in order, rebuilds `beta` from scratch and returns `m`, the next
+/// time. Order is all the algorithm looks at, so results do not change.
+fn renumber(last: &mut [u32], markers: &mut Markers, beta: &mut Beta, seen: usize) -> u32 {
+    let window = beta.window;
+    let mut live = vec![false; window];
+    let mut marks = vec![0u32; window];
+    for &t in last.iter().filter(|&&t| t != NONE) {
+        live[t as usize] = true;
+    }
+    // Capacity 0's marker is never set (the paper counts from capacity 2).
+    for c in 1..seen {
+        marks[markers.time(c) as usize] += 1;
+    }
+    let mut map = vec![0u32; window];
+    let mut m = 0u32;
+    for t in 0..window {
+        if live[t] || marks[t] > 0 {
+            map[t] = m;
+            live[m as usize] = live[t];
+            marks[m as usize] = marks[t];
+            m += 1;
         }
     }
+    for t in last.iter_mut().filter(|t| **t != NONE) {
+        *t = map[*t as usize];
+    }
+    for c in 1..seen {
+        let t = markers.time(c);
+        markers.level[0][c] = map[t as usize];
+    }
+    markers.rebuild_all();
+    beta.rebuild(&live[..m as usize], &marks[..m as usize]);
+    m
+}
 
-    /// Depth of page `x` in the stack.
-    fn rank(&self, x: u32) -> usize {
-        let mut pos = self.size(self.node[x as usize].left);
-        let mut n = x;
-        loop {
-            let p = self.node[n as usize].parent;
-            if p == NIL {
-                return pos;
-            }
-            if self.node[p as usize].right == n {
-                pos += self.size(self.node[p as usize].left) + 1;
-            }
-            n = p;
+/// Children of a node of `beta`'s tree: one cache line of nodes.
+const BRANCH: usize = 1 << BRANCH_BITS;
+const BRANCH_BITS: usize = 3;
+
+/// `beta` over times: each time holds a weight (its markers minus 1 if a
+/// page was last referenced then), so `beta(tau)` is the sum of the weights
+/// after `tau`. A node of the 8-ary segment tree keeps its weights' sum and
+/// the least sum after a live time inside it (counted to the node's end).
+struct Beta {
+    /// Times kept (the window).
+    window: usize,
+    /// `level[0]` holds the times, each level above one node per `BRANCH`
+    /// nodes below; the last level is the root alone.
+    level: Vec<Vec<[i32; 2]>>,
+}
+
+impl Beta {
+    fn new(window: usize) -> Self {
+        let mut width = 1;
+        while width < window {
+            width *= BRANCH;
         }
+        let mut level = vec![vec![[0, DEAD]; width]];
+        while width > 1 {
+            width /= BRANCH;
+            level.push(vec![[0, DEAD]; width]);
+        }
+        Beta { window, level }
     }
 
-    /// Length of the longest prefix of `t` with strictly increasing next
-    /// references.
-    fn increasing_prefix(&self, t: u32) -> usize {
-        let mut len = 0;
-        let mut prev: Option<T> = None;
-        let mut n = t;
-        let after = |prev: Option<T>, k: T| !matches!(prev, Some(p) if p >= k);
-        while n != NIL {
-            let node = &self.node[n as usize];
-            if node.left != NIL {
-                let l = &self.node[node.left as usize];
-                if !(l.increasing && after(prev, l.first)) {
-                    n = node.left;
+    /// The node for the `BRANCH` nodes of `group`.
+    #[inline]
+    fn combine(group: &[[i32; 2]]) -> [i32; 2] {
+        let (mut sum, mut least) = (0, DEAD);
+        for &[s, l] in group.iter().rev() {
+            least = least.min(l + sum);
+            sum += s;
+        }
+        [sum, least]
+    }
+
+    /// Recomputes node `i` of level `h` from its children.
+    #[inline]
+    fn pull(&mut self, h: usize, i: usize) -> bool {
+        let next = Self::combine(&self.level[h - 1][i * BRANCH..(i + 1) * BRANCH]);
+        if self.level[h][i] == next {
+            return false;
+        }
+        self.level[h][i] = next;
+        true
+    }
+
+    /// Recomputes the nodes above the given leaves, up to the first level
+    /// where none changes.
+    fn pull_up<const K: usize>(&mut self, mut at: [usize; K]) {
+        for h in 1..self.level.len() {
+            let mut changed = false;
+            for k in 0..K {
+                at[k] /= BRANCH;
+                if at[..k].contains(&at[k]) {
                     continue;
                 }
-                len += l.size as usize;
-                prev = Some(l.last);
+                changed |= self.pull(h, at[k]);
             }
-            if !after(prev, node.key) {
-                return len;
+            if !changed {
+                return;
             }
-            len += 1;
-            prev = Some(node.key);
-            n = node.right;
-        }
-        len
-    }
-
-    /// Position of the first page of `t` whose next reference is later than
-    /// `bound`, or the size of `t`.
-    fn first_later(&self, t: u32, bound: T) -> usize {
-        if t == NIL || self.node[t as usize].max <= bound {
-            return self.size(t);
-        }
-        let mut pos = 0;
-        let mut n = t;
-        loop {
-            let node = &self.node[n as usize];
-            if node.left != NIL && self.node[node.left as usize].max > bound {
-                n = node.left;
-                continue;
-            }
-            pos += self.size(node.left);
-            if node.key > bound {
-                return pos;
-            }
-            pos += 1;
-            n = node.right;
         }
     }
 
-    /// References page `x`, whose next reference is at `key`; returns its
-    /// depth before the reference.
-    fn reference(&mut self, x: u32, key: T) -> Depth {
-        let seen = self.node[x as usize].seen;
-        let d = if seen { self.rank(x) } else { 0 };
-        if seen && d == 0 {
-            // Already on top: only its time changes.
-            self.node[x as usize].key = key;
-            let mut n = x;
-            while n != NIL {
-                self.pull(n);
-                n = self.node[n as usize].parent;
-            }
-            return Depth::At(0);
+    /// A page is referenced at `t` (with a marker if `marked`).
+    fn arrive(&mut self, t: u32, marked: bool) {
+        let t = t as usize;
+        self.level[0][t] = [i32::from(marked) - 1, 0];
+        self.pull_up([t]);
+    }
+
+    /// The page last referenced at `p` is referenced at `now`, and the
+    /// marker at `moved` moves to `now`.
+    fn reference(&mut self, moved: u32, p: u32, now: u32) {
+        let [moved, p, now] = [moved, p, now].map(|t| t as usize);
+        let leaf = &mut self.level[0];
+        leaf[moved][0] -= 1;
+        leaf[p] = [leaf[p][0] + 1, DEAD];
+        leaf[now] = [0, 0];
+        // The sums' changes cancel above the paths' meeting points, so the
+        // walk up usually stops there.
+        self.pull_up([moved, p, now]);
+    }
+
+    /// Rebuilds from scratch: `live[t]` and `marks[t]` for the first times.
+    fn rebuild(&mut self, live: &[bool], marks: &[u32]) {
+        for level in &mut self.level {
+            level.fill([0, DEAD]);
         }
-        let (above, below, depth) = if seen {
-            let (above, rest) = self.split(self.root, d);
-            let (_, below) = self.split(rest, 1);
-            (above, below, Depth::At(d))
-        } else if self.node[x as usize].touched {
-            (self.root, NIL, Depth::Beyond)
-        } else {
-            (self.root, NIL, Depth::Cold)
-        };
-        let node = &mut self.node[x as usize];
-        node.seen = true;
-        node.touched = true;
-        node.key = key;
-        node.left = NIL;
-        node.right = NIL;
-        node.parent = NIL;
-        self.pull(x);
-        let mut out = x;
-        let mut rest = above;
-        while rest != NIL {
-            let len = self.increasing_prefix(rest);
-            if len == self.size(rest) {
-                // One increasing run to the end moves down as a whole.
-                out = self.merge(out, rest);
-                break;
-            }
-            let (run, after) = self.split(rest, len);
-            let carry = self.node[run as usize].last;
-            let gap = self.first_later(after, carry);
-            let (head, last) = self.split(run, len - 1);
-            out = self.merge(out, head);
-            if gap == self.size(after) {
-                // No record below: the run's last page drops to depth `d`.
-                out = self.merge(out, after);
-                out = self.merge(out, last);
-                break;
-            }
-            let (between, next) = self.split(after, gap);
-            out = self.merge(out, between);
-            out = self.merge(out, last);
-            rest = next;
+        for (t, (&l, &m)) in live.iter().zip(marks).enumerate() {
+            self.level[0][t] = [m as i32 - i32::from(l), if l { 0 } else { DEAD }];
         }
-        self.root = self.merge(out, below);
-        if self.size(self.root) > self.limit {
-            // The last carry left the kept part.
-            let (kept, dropped) = self.split(self.root, self.limit);
-            self.node[dropped as usize].seen = false;
-            self.root = kept;
+        for h in 1..self.level.len() {
+            for i in 0..self.level[h].len() {
+                self.pull(h, i);
+            }
         }
-        depth
+    }
+
+    /// The earliest live time after `p` whose `beta` is 0. The top page (the
+    /// latest time) always has 0 and every live time has at least 0.
+    fn first_zero_after(&self, p: u32) -> u32 {
+        let top = self.level.len() - 1;
+        self.find(top, 0, p as usize + 1, 0)
+            .expect("the top page has beta 0") as u32
+    }
+
+    /// In node `i` of level `h`, which reaches `lo` and has some time with
+    /// `beta` 0 given the weights after it sum to `after`: the first such
+    /// time at or after `lo`. Only the node holding `lo` can come back empty.
+    fn find(&self, h: usize, i: usize, lo: usize, after: i32) -> Option<usize> {
+        if h == 0 {
+            return Some(i);
+        }
+        let group = &self.level[h - 1][i * BRANCH..(i + 1) * BRANCH];
+        let mut afters = [0; BRANCH];
+        let mut acc = after;
+        for j in (0..BRANCH).rev() {
+            afters[j] = acc;
+            acc += group[j][0];
+        }
+        let child_span_bits = BRANCH_BITS * (h - 1);
+        let first = ((lo >> child_span_bits).saturating_sub(i * BRANCH)).min(BRANCH);
+        (first..BRANCH)
+            .filter(|&j| group[j][1] + afters[j] <= 0)
+            .find_map(|j| self.find(h - 1, i * BRANCH + j, lo, afters[j]))
+    }
+}
+
+/// Children of a node of the markers' tree: one cache line of times.
+const FANOUT: usize = 16;
+
+/// Critical markers by capacity index: a 16-ary min tree of their times,
+/// shallow so that the search down it waits on few cache misses.
+struct Markers {
+    /// `level[0]` holds the markers, each level above the minima of groups
+    /// of `FANOUT` below it; the last level is the root alone.
+    level: Vec<Vec<u32>>,
+}
+
+impl Markers {
+    fn new(n: usize) -> Self {
+        let mut width = 1;
+        while width < n {
+            width *= FANOUT;
+        }
+        let mut level = vec![vec![UNSET; width]];
+        while width > 1 {
+            width /= FANOUT;
+            level.push(vec![UNSET; width]);
+        }
+        Markers { level }
+    }
+
+    #[inline]
+    fn time(&self, c: usize) -> u32 {
+        self.level[0][c]
+    }
+
+    fn set(&mut self, c: usize, t: u32) {
+        let old = std::mem::replace(&mut self.level[0][c], t);
+        let mut i = c;
+        for h in 1..self.level.len() {
+            i /= FANOUT;
+            let node = self.level[h][i];
+            let next = if t <= old {
+                node.min(t)
+            } else if node == old {
+                // The raised marker was this group's least: look again.
+                let group = &self.level[h - 1][i * FANOUT..(i + 1) * FANOUT];
+                group.iter().copied().min().unwrap_or(UNSET)
+            } else {
+                return;
+            };
+            if next == node {
+                return;
+            }
+            self.level[h][i] = next;
+        }
+    }
+
+    fn rebuild_all(&mut self) {
+        for h in 1..self.level.len() {
+            let (below, above) = self.level.split_at_mut(h);
+            for (i, m) in above[0].iter_mut().enumerate() {
+                let group = &below[h - 1][i * FANOUT..(i + 1) * FANOUT];
+                *m = group.iter().copied().min().unwrap_or(UNSET);
+            }
+        }
+    }
+
+    /// The smallest capacity index whose marker is at or before `t`.
+    fn first_at_or_before(&self, t: u32) -> usize {
+        debug_assert!(self.level.last().is_some_and(|r| r[0] <= t));
+        let mut i = 0;
+        for h in (0..self.level.len() - 1).rev() {
+            let group = &self.level[h][i * FANOUT..(i + 1) * FANOUT];
+            let k = group.iter().position(|&m| m <= t).unwrap_or(0);
+            i = i * FANOUT + k;
+        }
+        i
     }
 }
