@@ -14,10 +14,10 @@ use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::{median_of, ratio, Format, Measured};
-use super::sys::PAGE;
 use super::workload::Workload;
 use super::{kernel, live};
 use crate::cmd::CmdResult;
+use pagepilot_pager::sys::PAGE;
 
 const MB: usize = 1 << 20;
 

@@ -86,3 +86,18 @@ mod tests {
         assert_eq!((m.elapsed_ns, m.faults), (3, 4));
     }
 }
+
+/// Bytes this process (all its threads) caused to be read from a block device
+/// (`read_bytes` of `/proc/self/io`).
+pub fn read_bytes_self() -> std::io::Result<u64> {
+    let text = std::fs::read_to_string("/proc/self/io")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "no read_bytes in /proc/self/io",
+            )
+        })
+}
