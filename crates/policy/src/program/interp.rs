@@ -629,6 +629,19 @@ impl Vm {
         }
         // A fused instruction short of budget: refund its first unit and run
         // the plain commands from the same index, so the stop is exact.
+        // Return from the event or procedure: pop the call stack, or end the event.
+        macro_rules! ret {
+            () => {
+                match stack.pop() {
+                    Some(back) => pc = back as usize,
+                    None => {
+                        return Outcome::Returned {
+                            steps: budget - left,
+                        }
+                    }
+                }
+            };
+        }
         macro_rules! exact {
             ($run:lifetime) => {{
                 code = plain;
@@ -653,14 +666,7 @@ impl Vm {
             let insn = code[pc];
             pc += 1;
             match insn {
-                Insn::Return => match stack.pop() {
-                    Some(back) => pc = back as usize,
-                    None => {
-                        return Outcome::Returned {
-                            steps: budget - left,
-                        }
-                    }
-                },
+                Insn::Return => ret!(),
                 Insn::Arith { op, dst, src } => {
                     let (d, s) = (dst as usize, src as usize);
                     ints[d] = op.apply(ints[d], ints[s]);
@@ -857,14 +863,7 @@ impl Vm {
                     let d = &idioms[index as usize];
                     let regs = (&mut *ints, &mut *pages, &mut *queues, &mut *stack);
                     match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
-                        Next::Return => match stack.pop() {
-                            Some(back) => pc = back as usize,
-                            None => {
-                                return Outcome::Returned {
-                                    steps: budget - left,
-                                }
-                            }
-                        },
+                        Next::Return => ret!(),
                         Next::Goto { to, plain: p } => {
                             if p {
                                 code = plain;
@@ -885,14 +884,7 @@ impl Vm {
                     if s != NIL {
                         queues.push(q as usize, s, false);
                     }
-                    match stack.pop() {
-                        Some(back) => pc = back as usize,
-                        None => {
-                            return Outcome::Returned {
-                                steps: budget - left,
-                            }
-                        }
-                    }
+                    ret!()
                 }
                 Insn::SetPageEnQueueReturn { dst, src, q, p } => {
                     if left < 2 {
@@ -905,14 +897,7 @@ impl Vm {
                     if s != NIL {
                         queues.push(q as usize, s, false);
                     }
-                    match stack.pop() {
-                        Some(back) => pc = back as usize,
-                        None => {
-                            return Outcome::Returned {
-                                steps: budget - left,
-                            }
-                        }
-                    }
+                    ret!()
                 }
             }
         }
