@@ -5,11 +5,10 @@
 
 use std::sync::atomic::AtomicBool;
 
-use pagepilot_policy::program::interp::{EventInput, Outcome, Vm};
+use pagepilot_policy::program::interp::{Outcome, Vm};
 use pagepilot_policy::program::operand::{ArithOp, Operand, Operator, Rel, SysVar};
 use pagepilot_policy::program::translator::translate;
 use pagepilot_policy::program::{verify, Command, EventDef, Program, Verified};
-use pagepilot_policy::Memory;
 use proptest::prelude::*;
 
 mod common;
@@ -26,14 +25,7 @@ fn run_all(v: &Verified, seed: u64) {
     for round in 0..6 {
         mem.scramble(&mut x, 0);
         for event in 0..v.program().events.len() {
-            let input = EventInput {
-                fault: (round * 3 % SLOTS) as u32,
-                free: (round % 2) as i64,
-                reclaim: 1,
-                write: round % 3 == 0,
-                resident: mem.resident() as i64,
-                capacity: mem.capacity as i64,
-            };
+            let input = mem.event_input(round * 3, round);
             match vm.run(event, input, &mut mem, BUDGET, &stop) {
                 Outcome::Returned { steps } => assert!(steps <= BUDGET),
                 Outcome::Budget { steps } => assert_eq!(steps, BUDGET),

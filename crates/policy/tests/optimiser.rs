@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicBool;
 use pagepilot_policy::program::interp::{EventInput, Insn, Outcome, Vm};
 use pagepilot_policy::program::translator::translate;
 use pagepilot_policy::program::{verify, Command, EventDef, Operand, Program, Verified};
-use pagepilot_policy::Memory;
 use proptest::prelude::*;
 
 mod common;
@@ -28,14 +27,7 @@ fn same_with_and_without(v: &Verified, seed: u64, budgets: &[u64]) -> Result<usi
             mem.scramble(&mut x, 1);
         }
         let event = round % v.program().events.len();
-        let input = EventInput {
-            fault: (round * 5 % SLOTS) as u32,
-            free: (round % 2) as i64,
-            reclaim: 1,
-            write: round % 3 == 0,
-            resident: mem.resident() as i64,
-            capacity: mem.capacity as i64,
-        };
+        let input = mem.event_input(round * 5, round);
         let mut mem2 = mem.clone();
         let a = fast.run(event, input, &mut mem, budget, &stop);
         let b = slow.run(event, input, &mut mem2, budget, &stop);

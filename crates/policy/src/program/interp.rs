@@ -642,6 +642,16 @@ impl Vm {
                 }
             };
         }
+        // Enqueue page register `p` at the tail of queue `q`; the flag says whether it was a page.
+        macro_rules! enqueue {
+            ($q:expr, $p:expr) => {
+                let s = pages[$p as usize];
+                flag = s != NIL;
+                if s != NIL {
+                    queues.push($q as usize, s, false);
+                }
+            };
+        }
         macro_rules! exact {
             ($run:lifetime) => {{
                 code = plain;
@@ -812,11 +822,7 @@ impl Vm {
                         exact!('run);
                     }
                     left -= 1;
-                    let s = pages[p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(q as usize, s, false);
-                    }
+                    enqueue!(q, p);
                     pc = to as usize;
                 }
                 Insn::Scan { q, p, v, exit } => {
@@ -879,11 +885,7 @@ impl Vm {
                         exact!('run);
                     }
                     left -= 1;
-                    let s = pages[p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(q as usize, s, false);
-                    }
+                    enqueue!(q, p);
                     ret!()
                 }
                 Insn::SetPageEnQueueReturn { dst, src, q, p } => {
@@ -892,11 +894,7 @@ impl Vm {
                     }
                     left -= 2;
                     pages[dst as usize] = pages[src as usize];
-                    let s = pages[p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(q as usize, s, false);
-                    }
+                    enqueue!(q, p);
                     ret!()
                 }
             }

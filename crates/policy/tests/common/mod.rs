@@ -1,6 +1,7 @@
 //! Helpers shared by the policy-program test files: a small engine the
 //! programs run against.
 
+use pagepilot_policy::program::interp::EventInput;
 use pagepilot_policy::{Memory, Page};
 
 /// Slots of the test engine.
@@ -82,6 +83,19 @@ impl Mem {
             *x ^= *x >> 7;
             *x ^= *x << 17;
             *f = (*x >> (i % 32)) as u8 & 7 | always;
+        }
+    }
+
+    /// The inputs of an event in round `round` faulting on slot `fault % SLOTS`: free frames
+    /// alternate 0/1, every third round writes.
+    pub fn event_input(&self, fault: usize, round: usize) -> EventInput {
+        EventInput {
+            fault: (fault % SLOTS) as u32,
+            free: (round % 2) as i64,
+            reclaim: 1,
+            write: round % 3 == 0,
+            resident: self.resident() as i64,
+            capacity: self.capacity as i64,
         }
     }
 }
