@@ -33,7 +33,7 @@ mod region;
 mod resident;
 mod sigbus;
 mod stats;
-mod sys;
+pub mod sys;
 
 pub use backing::Backing;
 pub use error::{FailedPage, FlushError, MapError};

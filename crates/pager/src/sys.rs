@@ -1,6 +1,8 @@
 //! Every raw system call and ioctl the pager makes: userfaultfd, memfd,
 //! fallocate, madvise, mmap and positioned I/O. Nothing else in the crate
-//! calls `libc` directly.
+//! calls `libc` directly, and the benchmarks (`pagepilot bench`) use these
+//! too (plus the few page-cache and resource-usage calls at the end), so the
+//! workspace keeps its raw calls in this one module.
 //!
 //! The userfaultfd ABI (`linux/userfaultfd.h`) is defined here because the
 //! `libc` crate does not carry it; the layouts below are checked against the
@@ -103,6 +105,8 @@ pub const MODE_WP: u64 = 1 << 1;
 /// Register mode: faults on pages present in the page cache but not mapped.
 pub const MODE_MINOR: u64 = 1 << 2;
 
+/// Feature: missing faults on shmem (memfd) mappings.
+pub const FEATURE_MISSING_SHMEM: u64 = 1 << 5;
 /// Feature: minor faults on shmem (memfd) mappings.
 pub const FEATURE_MINOR_SHMEM: u64 = 1 << 10;
 /// Feature: write-protect on shmem mappings.
@@ -313,6 +317,26 @@ impl Uffd {
         Ok(())
     }
 
+    /// Waits up to `timeout_ms` for a message to be readable; `false` on timeout or
+    /// interruption by a signal.
+    pub fn wait_readable(&self, timeout_ms: i32) -> io::Result<bool> {
+        let mut pfd = libc::pollfd {
+            fd: self.raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd that outlives the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        Ok(n > 0)
+    }
+
     /// Reads pending messages into `buf` without blocking; returns how many.
     pub fn read_msgs(&self, buf: &mut [UffdMsg]) -> io::Result<usize> {
         let bytes = std::mem::size_of_val(buf);
@@ -481,11 +505,7 @@ pub fn open_direct(
             .custom_flags(if direct { libc::O_DIRECT } else { 0 })
             .open(path)
     };
-    match open(true) {
-        Ok(f) => Ok((f, true)),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(false).map(|f| (f, false)),
-        Err(e) => Err(e),
-    }
+    direct_or_buffered(open)
 }
 
 /// An unnamed file in `dir` (O_TMPFILE), direct I/O if the file system allows.
@@ -498,6 +518,14 @@ pub fn tmpfile_direct(dir: &std::path::Path) -> io::Result<(std::fs::File, bool)
             .custom_flags(libc::O_TMPFILE | if direct { libc::O_DIRECT } else { 0 })
             .open(dir)
     };
+    direct_or_buffered(open)
+}
+
+/// Opens with O_DIRECT (`open(true)`), or buffered where the file system
+/// refuses it (EINVAL); the second value says which one it got.
+fn direct_or_buffered(
+    open: impl Fn(bool) -> io::Result<std::fs::File>,
+) -> io::Result<(std::fs::File, bool)> {
     match open(true) {
         Ok(f) => Ok((f, true)),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(false).map(|f| (f, false)),
@@ -511,17 +539,39 @@ pub fn tmpfile_direct(dir: &std::path::Path) -> io::Result<(std::fs::File, bool)
 /// # Safety
 /// `dst` must be valid for `len` bytes of writes and not aliased by a Rust reference.
 pub unsafe fn pread_full(fd: RawFd, dst: *mut u8, len: usize, off: u64) -> io::Result<usize> {
+    positioned(len, off, |done, at| {
+        // SAFETY: the caller guarantees `dst..dst+len` is writable; `done < len` keeps us inside.
+        unsafe { libc::pread(fd, dst.add(done).cast(), len - done, at) }
+    })
+}
+
+/// Writes all `len` bytes from `src` at `off`.
+///
+/// # Safety
+/// `src` must be valid for `len` bytes of reads.
+pub unsafe fn pwrite_all(fd: RawFd, src: *const u8, len: usize, off: u64) -> io::Result<()> {
+    let done = positioned(len, off, |done, at| {
+        // SAFETY: the caller guarantees `src..src+len` is readable; `done < len` keeps us inside.
+        unsafe { libc::pwrite(fd, src.add(done).cast(), len - done, at) }
+    })?;
+    if done < len {
+        // A write that makes no progress: the file system is full.
+        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    Ok(())
+}
+
+/// Loops `io(done, file offset)` (one pread or pwrite of the rest) until `len`
+/// bytes are done or a call returns 0, retrying interrupted calls; returns the
+/// bytes done.
+fn positioned(
+    len: usize,
+    off: u64,
+    mut io: impl FnMut(usize, libc::off_t) -> isize,
+) -> io::Result<usize> {
     let mut done = 0;
     while done < len {
-        // SAFETY: the caller guarantees `dst..dst+len` is writable; we stay inside it.
-        let n = unsafe {
-            libc::pread(
-                fd,
-                dst.add(done).cast(),
-                len - done,
-                (off + done as u64) as libc::off_t,
-            )
-        };
+        let n = io(done, (off + done as u64) as libc::off_t);
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -537,34 +587,10 @@ pub unsafe fn pread_full(fd: RawFd, dst: *mut u8, len: usize, off: u64) -> io::R
     Ok(done)
 }
 
-/// Writes all `len` bytes from `src` at `off`.
-///
-/// # Safety
-/// `src` must be valid for `len` bytes of reads.
-pub unsafe fn pwrite_all(fd: RawFd, src: *const u8, len: usize, off: u64) -> io::Result<()> {
-    let mut done = 0;
-    while done < len {
-        // SAFETY: the caller guarantees `src..src+len` is readable; we stay inside it.
-        let n = unsafe {
-            libc::pwrite(
-                fd,
-                src.add(done).cast(),
-                len - done,
-                (off + done as u64) as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
-        }
-        done += n as usize;
-    }
+/// Tells the kernel `[addr, addr+len)` is read at random (MADV_RANDOM: no read-around).
+pub fn advise_random(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: the advice changes no contents and no Rust reference's validity.
+    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_RANDOM) })?;
     Ok(())
 }
 
@@ -621,4 +647,122 @@ pub unsafe fn fault_of(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> (u
         false
     };
     (addr, write)
+}
+
+/// A shared mapping of a file or memfd ([`map_shared`]), unmapped on drop.
+pub struct Mapping {
+    addr: usize,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; users read it concurrently or write disjoint
+// bytes through raw pointers.
+unsafe impl Send for Mapping {}
+// SAFETY: as above: no interior state besides the memory itself.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` from offset 0, `MAP_SHARED`, readable and optionally writable.
+    pub fn shared(fd: RawFd, len: usize, writable: bool) -> io::Result<Mapping> {
+        let addr = map_shared(fd, len, writable)?;
+        Ok(Mapping { addr, len })
+    }
+
+    /// First byte of the mapping (valid until the Mapping is dropped).
+    pub fn ptr(&self) -> *mut u8 {
+        self.addr as *mut u8
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (it never is: `mmap` refuses length 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Allocates (zeroed, if new) the pages of `[off, off+len)` of the mapping without
+    /// touching them from user space ([`populate`]).
+    pub fn populate_write(&self, off: usize, len: usize) -> io::Result<()> {
+        if off.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        populate(self.addr + off, len)
+    }
+
+    /// Tells the kernel the mapping is read at random ([`advise_random`]).
+    pub fn advise_random(&self) -> io::Result<()> {
+        advise_random(self.addr, self.len)
+    }
+
+    /// Zaps the page table entries of the whole mapping ([`zap`]); shared pages stay in the
+    /// page cache, so the next access is a minor fault.
+    pub fn dontneed(&self) -> io::Result<()> {
+        zap(self.addr, self.len)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: addr/len came from a successful mmap and are unmapped once; pointers from
+        // `ptr()` are documented to die with the Mapping.
+        unsafe { unmap(self.addr, self.len) };
+    }
+}
+
+/// Writes back dirty pages and drops the whole page cache (`sync; echo 3 > drop_caches`;
+/// needs root).
+pub fn drop_page_cache() -> io::Result<()> {
+    // SAFETY: sync has no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+}
+
+/// Asks the kernel to drop the cached pages of `file` (`POSIX_FADV_DONTNEED`).
+pub fn fadvise_dontneed(file: &std::fs::File) -> io::Result<()> {
+    // SAFETY: fadvise on a valid descriptor only affects the page cache.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Whether `dir` lives on tmpfs (so not on a block device).
+pub fn is_tmpfs(dir: &std::path::Path) -> io::Result<bool> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // SAFETY: statfs is plain data; zeroed is a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL terminated and st is a valid out-pointer.
+    check(unsafe { libc::statfs(c.as_ptr(), &mut st) })?;
+    Ok(st.f_type as i64 == TMPFS_MAGIC)
+}
+
+/// Major and minor faults of the whole process so far (`getrusage`).
+pub fn faults_self() -> (u64, u64) {
+    // SAFETY: rusage is plain data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    (ru.ru_majflt as u64, ru.ru_minflt as u64)
+}
+
+/// CPU time of this thread, ns: unlike wall time it excludes the time the
+/// thread waits for a core, which on a shared 2-core machine is most noise.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
+    // the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -5,97 +5,27 @@
 
 use std::sync::atomic::AtomicBool;
 
-use pagepilot_policy::program::interp::{EventInput, Outcome, Vm};
+use pagepilot_policy::program::interp::{Outcome, Vm};
 use pagepilot_policy::program::operand::{ArithOp, Operand, Operator, Rel, SysVar};
 use pagepilot_policy::program::translator::translate;
 use pagepilot_policy::program::{verify, Command, EventDef, Program, Verified};
-use pagepilot_policy::{Memory, Page};
 use proptest::prelude::*;
 
-const SLOTS: usize = 16;
+mod common;
+use common::{Mem, SLOTS};
+
 const BUDGET: u64 = 2_000;
-
-/// A small engine: `resident`, referenced and modified bits per slot.
-struct Mem {
-    flags: [u8; SLOTS],
-    capacity: usize,
-}
-
-impl Memory for Mem {
-    fn slots(&self) -> usize {
-        SLOTS
-    }
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-    fn resident(&self) -> usize {
-        self.flags.iter().filter(|f| **f & 1 != 0).count()
-    }
-    fn is_resident(&self, slot: u32) -> bool {
-        self.flags.get(slot as usize).is_some_and(|f| f & 1 != 0)
-    }
-    fn page(&self, slot: u32) -> Page {
-        Page {
-            slot,
-            vpn: u64::from(slot) + 100,
-        }
-    }
-    fn page_of(&self, vpn: u64) -> Option<Page> {
-        (100..100 + SLOTS as u64)
-            .contains(&vpn)
-            .then(|| self.page((vpn - 100) as u32))
-    }
-    fn is_referenced(&self, slot: u32) -> bool {
-        self.flags.get(slot as usize).is_some_and(|f| f & 3 == 3)
-    }
-    fn is_modified(&self, slot: u32) -> bool {
-        self.flags.get(slot as usize).is_some_and(|f| f & 5 == 5)
-    }
-    fn clear_referenced(&mut self, slot: u32) {
-        if let Some(f) = self.flags.get_mut(slot as usize) {
-            *f &= !2;
-        }
-    }
-    fn request_frames(&mut self, count: usize) -> usize {
-        let n = count.min(2);
-        self.capacity += n;
-        n
-    }
-    fn release_frames(&mut self, count: usize) -> usize {
-        let n = count.min(self.capacity.saturating_sub(1));
-        self.capacity -= n;
-        n
-    }
-    fn flush(&mut self, slot: u32) -> bool {
-        self.is_resident(slot)
-    }
-}
 
 /// Runs every event of an accepted program a few times on changing memory.
 fn run_all(v: &Verified, seed: u64) {
     let mut vm = Vm::new(v, SLOTS);
-    let mut mem = Mem {
-        flags: [0; SLOTS],
-        capacity: 8,
-    };
+    let mut mem = Mem::new(8);
     let stop = AtomicBool::new(false);
     let mut x = seed | 1;
     for round in 0..6 {
-        for (i, f) in mem.flags.iter_mut().enumerate() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *f = (x >> (i % 32)) as u8 & 7;
-        }
+        mem.scramble(&mut x, 0);
         for event in 0..v.program().events.len() {
-            let input = EventInput {
-                fault: (round * 3 % SLOTS) as u32,
-                free: (round % 2) as i64,
-                reclaim: 1,
-                write: round % 3 == 0,
-                resident: mem.resident() as i64,
-                capacity: mem.capacity as i64,
-            };
+            let input = mem.event_input(round * 3, round);
             match vm.run(event, input, &mut mem, BUDGET, &stop) {
                 Outcome::Returned { steps } => assert!(steps <= BUDGET),
                 Outcome::Budget { steps } => assert_eq!(steps, BUDGET),

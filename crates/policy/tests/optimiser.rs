@@ -7,67 +7,10 @@ use std::sync::atomic::AtomicBool;
 use pagepilot_policy::program::interp::{EventInput, Insn, Outcome, Vm};
 use pagepilot_policy::program::translator::translate;
 use pagepilot_policy::program::{verify, Command, EventDef, Operand, Program, Verified};
-use pagepilot_policy::{Memory, Page};
 use proptest::prelude::*;
 
-const SLOTS: usize = 16;
-
-/// A small engine: resident (bit 0), referenced (bit 1), modified (bit 2).
-#[derive(Clone, Debug, PartialEq)]
-struct Mem {
-    flags: [u8; SLOTS],
-    capacity: usize,
-}
-
-impl Memory for Mem {
-    fn slots(&self) -> usize {
-        SLOTS
-    }
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-    fn resident(&self) -> usize {
-        self.flags.iter().filter(|f| **f & 1 != 0).count()
-    }
-    fn is_resident(&self, slot: u32) -> bool {
-        self.flags.get(slot as usize).is_some_and(|f| f & 1 != 0)
-    }
-    fn page(&self, slot: u32) -> Page {
-        Page {
-            slot,
-            vpn: u64::from(slot) + 100,
-        }
-    }
-    fn page_of(&self, vpn: u64) -> Option<Page> {
-        (100..100 + SLOTS as u64)
-            .contains(&vpn)
-            .then(|| self.page((vpn - 100) as u32))
-    }
-    fn is_referenced(&self, slot: u32) -> bool {
-        self.flags.get(slot as usize).is_some_and(|f| f & 3 == 3)
-    }
-    fn is_modified(&self, slot: u32) -> bool {
-        self.flags.get(slot as usize).is_some_and(|f| f & 5 == 5)
-    }
-    fn clear_referenced(&mut self, slot: u32) {
-        if let Some(f) = self.flags.get_mut(slot as usize) {
-            *f &= !2;
-        }
-    }
-    fn request_frames(&mut self, count: usize) -> usize {
-        let n = count.min(2);
-        self.capacity += n;
-        n
-    }
-    fn release_frames(&mut self, count: usize) -> usize {
-        let n = count.min(self.capacity.saturating_sub(1));
-        self.capacity -= n;
-        n
-    }
-    fn flush(&mut self, slot: u32) -> bool {
-        self.is_resident(slot)
-    }
-}
+mod common;
+use common::{Mem, SLOTS};
 
 /// Runs the same events on an optimised and a plain copy and compares
 /// everything observable after each. Returns how many events stopped on
@@ -75,31 +18,16 @@ impl Memory for Mem {
 fn same_with_and_without(v: &Verified, seed: u64, budgets: &[u64]) -> Result<usize, TestCaseError> {
     let mut fast = Vm::new(v, SLOTS);
     let mut slow = Vm::with_optimiser(v, SLOTS, false);
-    let mut mem = Mem {
-        flags: [0; SLOTS],
-        capacity: 8,
-    };
+    let mut mem = Mem::new(8);
     let stop = AtomicBool::new(false);
     let mut x = seed | 1;
     let mut stops = 0;
     for (round, &budget) in budgets.iter().enumerate() {
         if round % 3 == 0 {
-            for (i, f) in mem.flags.iter_mut().enumerate() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                *f = (x >> (i % 32)) as u8 & 7 | 1;
-            }
+            mem.scramble(&mut x, 1);
         }
         let event = round % v.program().events.len();
-        let input = EventInput {
-            fault: (round * 5 % SLOTS) as u32,
-            free: (round % 2) as i64,
-            reclaim: 1,
-            write: round % 3 == 0,
-            resident: mem.resident() as i64,
-            capacity: mem.capacity as i64,
-        };
+        let input = mem.event_input(round * 5, round);
         let mut mem2 = mem.clone();
         let a = fast.run(event, input, &mut mem, budget, &stop);
         let b = slow.run(event, input, &mut mem2, budget, &stop);

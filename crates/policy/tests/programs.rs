@@ -139,16 +139,21 @@ impl Memory for Full {
     }
 }
 
+/// A watchdog that checks every 10-80 ms, so a runaway is caught quickly.
+fn fast_watchdog() -> Watchdog {
+    Watchdog::start(Periods {
+        initial: Duration::from_millis(20),
+        min: Duration::from_millis(10),
+        max: Duration::from_millis(80),
+    })
+}
+
 const RUNAWAY: &str = "queue q; int n;\nevent PageFault() { while (true) { n += 1; } }\nevent ReclaimFrame() { victim = fifo(q); }";
 
 #[test]
 fn test_watchdog_stops_a_runaway_with_no_budget_and_detaches_it() {
     let v = verify(translate(RUNAWAY).unwrap()).unwrap();
-    let dog = Watchdog::start(Periods {
-        initial: Duration::from_millis(20),
-        min: Duration::from_millis(10),
-        max: Duration::from_millis(80),
-    });
+    let dog = fast_watchdog();
     let config = RunConfig {
         budget: Some(u64::MAX),
         timeout: Duration::from_millis(30),
@@ -274,11 +279,7 @@ fn endless_scan(config: RunConfig, dog: &Watchdog) -> ProgramPolicy {
 
 #[test]
 fn test_watchdog_stops_an_endless_fused_scan_loop() {
-    let dog = Watchdog::start(Periods {
-        initial: Duration::from_millis(20),
-        min: Duration::from_millis(10),
-        max: Duration::from_millis(80),
-    });
+    let dog = fast_watchdog();
     let config = RunConfig {
         budget: Some(u64::MAX),
         timeout: Duration::from_millis(30),

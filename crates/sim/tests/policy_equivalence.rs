@@ -12,6 +12,17 @@ use proptest::prelude::*;
 /// Missing faults (first touches included) of LRU: a recency stack, most
 /// recent last.
 fn reference_lru(refs: &[u64], frames: usize) -> u64 {
+    reference_stack(refs, frames, false)
+}
+
+/// MRU: a recency stack; a miss evicts the most recently used page.
+fn reference_mru(refs: &[u64], frames: usize) -> u64 {
+    reference_stack(refs, frames, true)
+}
+
+/// A recency stack, most recent last; a miss in full memory evicts the
+/// bottom (least recent) or, if `evict_top`, the top (most recent).
+fn reference_stack(refs: &[u64], frames: usize, evict_top: bool) -> u64 {
     let mut stack: Vec<u64> = Vec::new();
     let mut faults = 0;
     for &r in refs {
@@ -20,7 +31,11 @@ fn reference_lru(refs: &[u64], frames: usize) -> u64 {
         } else {
             faults += 1;
             if stack.len() == frames {
-                stack.remove(0);
+                if evict_top {
+                    stack.pop();
+                } else {
+                    stack.remove(0);
+                }
             }
         }
         stack.push(r);
@@ -40,24 +55,6 @@ fn reference_fifo(refs: &[u64], frames: usize) -> u64 {
             }
             queue.push_back(r);
         }
-    }
-    faults
-}
-
-/// MRU: a recency stack; a miss evicts the most recently used page.
-fn reference_mru(refs: &[u64], frames: usize) -> u64 {
-    let mut stack: Vec<u64> = Vec::new();
-    let mut faults = 0;
-    for &r in refs {
-        if let Some(i) = stack.iter().position(|&p| p == r) {
-            stack.remove(i);
-        } else {
-            faults += 1;
-            if stack.len() == frames {
-                stack.pop();
-            }
-        }
-        stack.push(r);
     }
     faults
 }

@@ -20,6 +20,31 @@ fn built(spec: &str, trace: &Trace, frames: usize) -> Built {
     build(spec, &setup).unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
 
+/// A program that spins forever on a fault once memory is full.
+const RUNAWAY: &str = "queue q;\nint n;\nevent PageFault() {\n  if (free == 0) { while (true) { n += 1; } }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n";
+
+/// A policy program written to `<tmp>/<dir>-<pid>/<name>`, removed on drop.
+struct ProgramFile {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl ProgramFile {
+    fn new(dir: &str, name: &str, src: &str) -> ProgramFile {
+        let dir = std::env::temp_dir().join(format!("{dir}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, src).unwrap();
+        ProgramFile { dir, path }
+    }
+}
+
+impl Drop for ProgramFile {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.dir).ok();
+    }
+}
+
 fn random_trace(seed: u64, refs: usize, pages: u64, writes: f64) -> Trace {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut t = Trace::new();
@@ -193,14 +218,8 @@ fn test_seq_program_beats_clock_on_a_sweep_larger_than_memory() {
 
 #[test]
 fn test_runaway_program_is_stopped_and_fault_served_by_fallback() {
-    let dir = std::env::temp_dir().join(format!("pp-runaway-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("runaway.hp");
-    std::fs::write(
-        &path,
-        "queue q;\nint n;\nevent PageFault() {\n  if (free == 0) { while (true) { n += 1; } }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n",
-    )
-    .unwrap();
+    let file = ProgramFile::new("pp-runaway", "runaway.hp", RUNAWAY);
+    let path = &file.path;
     let trace = random_trace(7, 3_000, 50, 0.2);
     let spec = format!("{}:budget=5000", path.display());
     let setup = Setup {
@@ -233,19 +252,12 @@ fn test_runaway_program_is_stopped_and_fault_served_by_fallback() {
         "{}",
         incidents[0]
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn test_program_requesting_frames_from_the_pool_grows_before_it_evicts() {
-    let dir = std::env::temp_dir().join(format!("pp-grow-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("grow.hp");
-    std::fs::write(
-        &path,
-        "queue q; int got;\nevent PageFault() {\n  if (free == 0) {\n    got = request(1);\n    if (got == 0) { victim = fifo(q); }\n  }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n",
-    )
-    .unwrap();
+    let file = ProgramFile::new("pp-grow", "grow.hp", "queue q; int got;\nevent PageFault() {\n  if (free == 0) {\n    got = request(1);\n    if (got == 0) { victim = fifo(q); }\n  }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n");
+    let path = &file.path;
     let trace = random_trace(9, 5_000, 60, 0.2);
     let policy = built(&path.display().to_string(), &trace, 10);
     let mut m = Machine::new(&trace, policy, 10, 20);
@@ -257,19 +269,12 @@ fn test_program_requesting_frames_from_the_pool_grows_before_it_evicts() {
     let fifo30 = simulate(&trace, built("fifo", &trace, 30), 30);
     assert_eq!(grown, fifo30);
     assert_eq!(grown.overruled, 0);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn test_sweep_report_rows_carry_a_runaway_programs_incident() {
-    let dir = std::env::temp_dir().join(format!("pp-runaway-sweep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("runaway.hp");
-    std::fs::write(
-        &path,
-        "queue q;\nint n;\nevent PageFault() {\n  if (free == 0) { while (true) { n += 1; } }\n  enqueue(q, fault);\n}\nevent ReclaimFrame() { victim = fifo(q); }\n",
-    )
-    .unwrap();
+    let file = ProgramFile::new("pp-runaway-sweep", "runaway.hp", RUNAWAY);
+    let path = &file.path;
     let trace = random_trace(9, 2_000, 40, 0.1);
     let specs = vec![
         format!("{}:budget=3000", path.display()),
@@ -297,5 +302,4 @@ fn test_sweep_report_rows_carry_a_runaway_programs_incident() {
     );
     let json = serde_json::to_string(&rows).unwrap();
     assert!(json.contains("\"incidents\""));
-    std::fs::remove_dir_all(&dir).ok();
 }

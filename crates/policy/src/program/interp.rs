@@ -629,6 +629,29 @@ impl Vm {
         }
         // A fused instruction short of budget: refund its first unit and run
         // the plain commands from the same index, so the stop is exact.
+        // Return from the event or procedure: pop the call stack, or end the event.
+        macro_rules! ret {
+            () => {
+                match stack.pop() {
+                    Some(back) => pc = back as usize,
+                    None => {
+                        return Outcome::Returned {
+                            steps: budget - left,
+                        }
+                    }
+                }
+            };
+        }
+        // Enqueue page register `p` at the tail of queue `q`; the flag says whether it was a page.
+        macro_rules! enqueue {
+            ($q:expr, $p:expr) => {
+                let s = pages[$p as usize];
+                flag = s != NIL;
+                if s != NIL {
+                    queues.push($q as usize, s, false);
+                }
+            };
+        }
         macro_rules! exact {
             ($run:lifetime) => {{
                 code = plain;
@@ -653,14 +676,7 @@ impl Vm {
             let insn = code[pc];
             pc += 1;
             match insn {
-                Insn::Return => match stack.pop() {
-                    Some(back) => pc = back as usize,
-                    None => {
-                        return Outcome::Returned {
-                            steps: budget - left,
-                        }
-                    }
-                },
+                Insn::Return => ret!(),
                 Insn::Arith { op, dst, src } => {
                     let (d, s) = (dst as usize, src as usize);
                     ints[d] = op.apply(ints[d], ints[s]);
@@ -806,11 +822,7 @@ impl Vm {
                         exact!('run);
                     }
                     left -= 1;
-                    let s = pages[p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(q as usize, s, false);
-                    }
+                    enqueue!(q, p);
                     pc = to as usize;
                 }
                 Insn::Scan { q, p, v, exit } => {
@@ -857,14 +869,7 @@ impl Vm {
                     let d = &idioms[index as usize];
                     let regs = (&mut *ints, &mut *pages, &mut *queues, &mut *stack);
                     match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
-                        Next::Return => match stack.pop() {
-                            Some(back) => pc = back as usize,
-                            None => {
-                                return Outcome::Returned {
-                                    steps: budget - left,
-                                }
-                            }
-                        },
+                        Next::Return => ret!(),
                         Next::Goto { to, plain: p } => {
                             if p {
                                 code = plain;
@@ -880,19 +885,8 @@ impl Vm {
                         exact!('run);
                     }
                     left -= 1;
-                    let s = pages[p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(q as usize, s, false);
-                    }
-                    match stack.pop() {
-                        Some(back) => pc = back as usize,
-                        None => {
-                            return Outcome::Returned {
-                                steps: budget - left,
-                            }
-                        }
-                    }
+                    enqueue!(q, p);
+                    ret!()
                 }
                 Insn::SetPageEnQueueReturn { dst, src, q, p } => {
                     if left < 2 {
@@ -900,19 +894,8 @@ impl Vm {
                     }
                     left -= 2;
                     pages[dst as usize] = pages[src as usize];
-                    let s = pages[p as usize];
-                    flag = s != NIL;
-                    if s != NIL {
-                        queues.push(q as usize, s, false);
-                    }
-                    match stack.pop() {
-                        Some(back) => pc = back as usize,
-                        None => {
-                            return Outcome::Returned {
-                                steps: budget - left,
-                            }
-                        }
-                    }
+                    enqueue!(q, p);
+                    ret!()
                 }
             }
         }

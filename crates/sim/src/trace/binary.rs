@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::sink::Batched;
 
-use super::index::VpnIndex;
+use super::index::{intern, VpnIndex};
 use super::{Position, Trace, TraceError};
 
 /// The first eight bytes of every binary trace.
@@ -405,17 +405,7 @@ impl<W: Write + Seek> BinaryWriter<W> {
     /// Appends one reference.
     #[inline]
     pub fn push(&mut self, vpn: u64, write: bool) -> std::io::Result<()> {
-        let slot = match self.last {
-            Some((v, s)) if v == vpn => s,
-            _ => {
-                let (slot, new) = self.index.get_or_insert(vpn, self.pages.len() as u32);
-                if new {
-                    self.pages.push(vpn);
-                }
-                self.last = Some((vpn, slot));
-                slot
-            }
-        };
+        let slot = intern(&mut self.index, &mut self.pages, &mut self.last, vpn);
         let i = self.header.refs as usize;
         if write {
             let word = i / 64;

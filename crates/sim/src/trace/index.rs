@@ -131,6 +131,28 @@ impl VpnIndex {
     }
 }
 
+/// The slot of `vpn`, numbering a new page next (appended to `pages`); `last` caches the
+/// previous lookup, since traces often repeat a page.
+#[inline]
+pub(super) fn intern(
+    index: &mut VpnIndex,
+    pages: &mut Vec<u64>,
+    last: &mut Option<(u64, u32)>,
+    vpn: u64,
+) -> u32 {
+    match *last {
+        Some((v, s)) if v == vpn => s,
+        _ => {
+            let (slot, new) = index.get_or_insert(vpn, pages.len() as u32);
+            if new {
+                pages.push(vpn);
+            }
+            *last = Some((vpn, slot));
+            slot
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::VpnIndex;

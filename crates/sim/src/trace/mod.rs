@@ -26,7 +26,7 @@ pub use format::Format;
 pub use options::{LoadOptions, DEFAULT_PAGE_SIZE};
 pub use sink::{Collapse, TraceSink};
 
-use index::VpnIndex;
+use index::{intern, VpnIndex};
 
 /// Reads the trace in `path` (format detected), refusing an empty one.
 pub fn load(path: &Path) -> Result<Trace, TraceError> {
@@ -180,17 +180,7 @@ impl Trace {
     /// Appends a reference.
     #[inline]
     pub fn push(&mut self, vpn: u64, write: bool) {
-        let slot = match self.last {
-            Some((v, s)) if v == vpn => s,
-            _ => {
-                let (slot, new) = self.index.get_or_insert(vpn, self.pages.len() as u32);
-                if new {
-                    self.pages.push(vpn);
-                }
-                self.last = Some((vpn, slot));
-                slot
-            }
-        };
+        let slot = intern(&mut self.index, &mut self.pages, &mut self.last, vpn);
         let i = self.refs.len();
         self.refs.push(slot);
         if write {

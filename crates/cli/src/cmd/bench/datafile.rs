@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::sys::{self, PAGE};
+use pagepilot_pager::sys::{self, PAGE};
 
 /// Size of a tuple, as in HiPEC 5.3.
 pub const TUPLE: usize = 64;

@@ -9,7 +9,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::live;
-use super::measure::{median, ratio, Format};
+use super::measure::{check_range, median, ratio, Format};
 use super::probe::{self, Fill, Split};
 use crate::cmd::CmdResult;
 use pagepilot_pager::FaultService;
@@ -26,14 +26,6 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-}
-
-/// Bad arguments of `pagepilot bench faults`.
-#[derive(Debug, thiserror::Error)]
-pub enum FaultsArgError {
-    /// A count is zero or too large.
-    #[error("{0} must be between 1 and {1}")]
-    OutOfRange(&'static str, usize),
 }
 
 /// Summary of per-fault times.
@@ -151,12 +143,8 @@ impl Pool {
 
 /// Runs `pagepilot bench faults`.
 pub fn run(args: Args) -> CmdResult {
-    if args.pages == 0 || args.pages > 1 << 20 {
-        return Err(FaultsArgError::OutOfRange("--pages", 1 << 20).into());
-    }
-    if args.runs == 0 || args.runs > 100 {
-        return Err(FaultsArgError::OutOfRange("--runs", 100).into());
-    }
+    check_range("--pages", args.pages, 1 << 20)?;
+    check_range("--runs", args.runs, 100)?;
     let (mut k_missing, mut k_minor, mut pager) = (Vec::new(), Vec::new(), Vec::new());
     let mut pager_ft = Vec::new();
     let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());

@@ -13,11 +13,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::datafile::DataFile;
-use super::measure::{median_of, ratio, Format, Measured};
-use super::sys::PAGE;
+use super::measure::{check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange};
 use super::workload::Workload;
 use super::{kernel, live};
 use crate::cmd::CmdResult;
+use pagepilot_pager::sys::PAGE;
 
 const MB: usize = 1 << 20;
 
@@ -36,15 +36,6 @@ pub struct Args {
     /// Scans of the outer table (one per inner tuple: 64 in the paper).
     #[arg(long = "loops", default_value_t = 64)]
     loops: usize,
-    /// Runs per policy and size; the median is reported.
-    #[arg(long, default_value_t = 1)]
-    runs: usize,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
-    /// Directory for the table file (must be on a disk, not tmpfs).
-    #[arg(long)]
-    dir: Option<PathBuf>,
     /// pagepilot's read-ahead window in pages for every policy (1: demand paging). Default:
     /// per policy, as docs/pager.md advises: MRU/SEQ (O-M)/150 pages, synchronous, so the
     /// window's frames keep page-ins within 1% of PF_m; LRU/CLOCK/FIFO 128, asynchronous.
@@ -56,8 +47,8 @@ pub struct Args {
     /// pagepilot's prefetched windows in flight with asynchronous read-ahead.
     #[arg(long)]
     readahead_depth: Option<usize>,
-    #[arg(long = "internal-kernel-child", hide = true)]
-    internal_kernel_child: Option<String>,
+    #[command(flatten)]
+    common: FileBenchArgs,
 }
 
 /// Failure of the join benchmark's arguments.
@@ -67,8 +58,8 @@ pub enum JoinArgError {
     #[error("--outer-mb {0:?}: expected sizes in MB like 20,40,60 or 20..60")]
     OuterSizes(String),
     /// A size or count is zero or too large.
-    #[error("{0} must be between 1 and {1}")]
-    OutOfRange(&'static str, usize),
+    #[error(transparent)]
+    OutOfRange(#[from] OutOfRange),
     /// Unknown entry in `--policies` is reported by the pager; empty list here.
     #[error("--policies is empty")]
     NoPolicies,
@@ -187,12 +178,12 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, JoinArgError> {
 
 /// Runs `pagepilot bench join`.
 pub fn run(args: Args) -> CmdResult {
-    if let Some(job) = args.internal_kernel_child {
+    if let Some(job) = args.common.internal_kernel_child {
         return Ok(kernel::child_main(&job)?);
     }
     check_range("--budget-mb", args.budget_mb, 1 << 16)?;
     check_range("--loops", args.loops, 1 << 12)?;
-    check_range("--runs", args.runs, 100)?;
+    check_range("--runs", args.common.runs, 100)?;
     if args.policies.is_empty() {
         return Err(JoinArgError::NoPolicies.into());
     }
@@ -201,24 +192,17 @@ pub fn run(args: Args) -> CmdResult {
         budget_mb: args.budget_mb,
         policies: args.policies,
         loops: args.loops,
-        runs: args.runs,
-        dir: super::datafile::default_dir(args.dir),
+        runs: args.common.runs,
+        dir: super::datafile::default_dir(args.common.dir),
         readahead: args.readahead,
         async_readahead: args.async_readahead,
         readahead_depth: args.readahead_depth,
     };
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
-    match args.format {
+    match args.common.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
         Format::Text => print_text(&report, &mut out)?,
-    }
-    Ok(())
-}
-
-fn check_range(name: &'static str, v: usize, max: usize) -> Result<(), JoinArgError> {
-    if v == 0 || v > max {
-        return Err(JoinArgError::OutOfRange(name, max));
     }
     Ok(())
 }

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cgroup::{self, CgroupError, MemCgroup};
 use super::datafile::DataFile;
-use super::measure::Measured;
-use super::sys::{self, Mapping};
+use super::measure::{self, Measured};
 use super::workload::{self, Workload};
+use pagepilot_pager::sys::{self, Mapping};
 
 /// Hidden flag of `pagepilot bench join|scan` that runs the child side.
 pub const CHILD_FLAG: &str = "--internal-kernel-child";
@@ -157,13 +157,13 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
     let baseline = cgroup::usage(&job.cgroup)?;
     cgroup::set_limit(&job.cgroup, job.budget + baseline)?;
     let (maj0, min0) = sys::faults_self();
-    let read0 = sys::read_bytes_self().map_err(|e| side(&e))?;
+    let read0 = measure::read_bytes_self().map_err(|e| side(&e))?;
     let t0 = Instant::now();
     // SAFETY: the mapping covers the whole file and lives until the end of this function.
     let checksum = unsafe { workload::run(job.workload, map.ptr(), map.len()) };
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let (maj1, min1) = sys::faults_self();
-    let read1 = sys::read_bytes_self().map_err(|e| side(&e))?;
+    let read1 = measure::read_bytes_self().map_err(|e| side(&e))?;
     let m = Measured {
         elapsed_ns,
         faults: maj1 - maj0,

@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::Measured;
-use super::sys;
 use super::workload::{self, Workload};
+use pagepilot_pager::sys;
 
 /// Failure of a pagepilot run.
 #[derive(Debug, thiserror::Error)]
@@ -106,13 +106,13 @@ pub fn run(
         policy: policy.into(),
         source: Box::new(source),
     })?;
-    let read0 = sys::read_bytes_self().map_err(LiveError::Io)?;
+    let read0 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
     let t0 = Instant::now();
     // SAFETY: the region stays mapped until `unmap` below and covers `len()` bytes of the
     // file written by `DataFile::create`.
     let checksum = unsafe { workload::run(w, region.as_ptr(), region.len()) };
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
-    let read1 = sys::read_bytes_self().map_err(LiveError::Io)?;
+    let read1 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
     let stats = region.stats();
     if std::env::var_os("PAGEPILOT_BENCH_DEBUG").is_some() {
         eprintln!("{}", region.stats_json());

@@ -1,5 +1,7 @@
 //! What one run of a workload measured, for pagepilot and the kernel alike, and medians.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 /// Output format of the benchmarks.
@@ -85,4 +87,49 @@ mod tests {
         let m = median_of(&runs);
         assert_eq!((m.elapsed_ns, m.faults), (3, 4));
     }
+}
+
+/// Bytes this process (all its threads) caused to be read from a block device
+/// (`read_bytes` of `/proc/self/io`).
+pub fn read_bytes_self() -> std::io::Result<u64> {
+    let text = std::fs::read_to_string("/proc/self/io")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "no read_bytes in /proc/self/io",
+            )
+        })
+}
+
+/// Arguments of the benchmarks that run a workload over a data file, against the kernel.
+#[derive(clap::Args)]
+pub struct FileBenchArgs {
+    /// Runs per point; the median is reported.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Directory for the data file (must be on a disk, not tmpfs).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Set by the benchmark itself when it re-executes as its kernel-baseline child.
+    #[arg(long = "internal-kernel-child", hide = true)]
+    pub internal_kernel_child: Option<String>,
+}
+
+/// A count argument outside its bounds.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} must be between 1 and {1}")]
+pub struct OutOfRange(pub &'static str, pub usize);
+
+/// Checks that `v`, the value of argument `name`, is between 1 and `max`.
+pub fn check_range(name: &'static str, v: usize, max: usize) -> Result<(), OutOfRange> {
+    if v == 0 || v > max {
+        return Err(OutOfRange(name, max));
+    }
+    Ok(())
 }

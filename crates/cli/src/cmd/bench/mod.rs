@@ -13,7 +13,6 @@ mod policy;
 mod probe;
 mod scan;
 mod sim;
-mod sys;
 mod workload;
 
 /// Benchmarks.

@@ -125,22 +125,6 @@ impl Policy for Replay {
     fn on_evict(&mut self, _page: Page, _mem: &mut dyn Memory) {}
 }
 
-/// CPU time of this thread, ns: unlike wall time it excludes the time the
-/// thread waits for a core, which on a shared 2-core machine is most noise.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
-    // the kernel knows.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -222,9 +206,9 @@ pub fn run(args: Args) -> CmdResult {
                     next: 0,
                 }),
             };
-            let t = thread_cpu_ns();
+            let t = pagepilot_pager::sys::thread_cpu_ns();
             let c = simulate(&trace, Built::Live(policy), frames);
-            let ms = thread_cpu_ns().saturating_sub(t) as f64 / 1e6;
+            let ms = pagepilot_pager::sys::thread_cpu_ns().saturating_sub(t) as f64 / 1e6;
             std::hint::black_box(c);
             times[which].push(ms);
         }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::sys::{self, uffd::Uffd, Mapping, PAGE};
+use pagepilot_pager::sys::{self, Mapping, Uffd, UffdMsg, PAGE};
 
 /// How the probe's handler fills a page on a missing fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,13 +68,13 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
     let app = Mapping::shared(fd.as_raw_fd(), len, true)?;
     let pager = Mapping::shared(fd.as_raw_fd(), len, true)?;
     let source: Vec<u8> = (0..len).map(|i| (i / PAGE) as u8 ^ 0x5a).collect();
-    let uffd = Uffd::open()?;
-    uffd.register(app.ptr(), len)?;
+    let (uffd, _) = Uffd::open(sys::FEATURE_MISSING_SHMEM | sys::FEATURE_MINOR_SHMEM)?;
+    uffd.register(app.ptr() as usize, len, sys::MODE_MISSING | sys::MODE_MINOR)?;
     let epoch = Instant::now();
     // One set per phase: a fault's flags say which phase it belongs to.
     let stamps = [Arc::new(Stamps::new(pages)), Arc::new(Stamps::new(pages))];
     let stop = Arc::new(AtomicBool::new(false));
-    let app_base = app.ptr() as u64;
+    let app_base = app.ptr() as usize;
 
     let (missing, minor) = std::thread::scope(|s| -> io::Result<(Split, Split)> {
         let handler = {
@@ -82,28 +82,40 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
             let fd = fd.as_raw_fd();
             s.spawn(move || -> io::Result<()> {
                 while !stop.load(Ordering::Acquire) {
-                    let Some(f) = uffd.read_fault_timeout(100)? else {
+                    let Some((address, flags)) = read_fault_timeout(uffd, 100)? else {
                         continue;
                     };
                     let t_read = epoch.elapsed().as_nanos() as u64;
-                    let page = ((f.address - app_base) as usize) / PAGE;
+                    let page = (address - app_base) / PAGE;
                     if page >= pages {
                         return Err(io::Error::other("fault outside the probe region"));
                     }
-                    let minor = f.flags & sys::uffd::FLAG_MINOR != 0;
+                    let minor = flags & sys::FLAG_MINOR != 0;
                     let stamps = &stamps[usize::from(minor)];
                     if !minor {
                         let off = page * PAGE;
                         match fill {
                             Fill::Zero => pager.populate_write(off, PAGE)?,
-                            Fill::Copy => sys::pwrite_all(fd, &source[off..off + PAGE], off)?,
+                            // SAFETY: the slice holds PAGE readable bytes.
+                            Fill::Copy => unsafe {
+                                sys::pwrite_all(
+                                    fd,
+                                    source[off..off + PAGE].as_ptr(),
+                                    PAGE,
+                                    off as u64,
+                                )?
+                            },
                         }
                     }
                     let t_filled = epoch.elapsed().as_nanos() as u64;
                     // Stamps first: the application may run as soon as CONTINUE maps the page.
                     stamps.read[page].store(t_read, Ordering::Relaxed);
                     stamps.filled[page].store(t_filled, Ordering::Release);
-                    uffd.continue_range(app_base + (page * PAGE) as u64, PAGE)?;
+                    match uffd.continue_range(app_base + page * PAGE, PAGE, false) {
+                        // Another thread already mapped it: the faulting thread is woken anyway.
+                        Err(e) if e.raw_os_error() != Some(libc::EEXIST) => return Err(e),
+                        _ => {}
+                    }
                     stamps.done[page].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
                 }
                 Ok(())
@@ -138,6 +150,34 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
         Ok((split(&stamps[0], &missing), split(&stamps[1], &minor?)))
     })?;
     Ok((missing, minor))
+}
+
+/// Waits up to `timeout_ms` for the next page fault: (address, `FLAG_*` bits).
+fn read_fault_timeout(uffd: &Uffd, timeout_ms: i32) -> io::Result<Option<(usize, u64)>> {
+    if !uffd.wait_readable(timeout_ms)? {
+        return Ok(None);
+    }
+    // Non-blocking read after poll: a fault can be woken (and gone) before it is read.
+    let mut msg = [UffdMsg::default()];
+    match uffd.read_msgs(&mut msg) {
+        Ok(0) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "short userfaultfd read",
+        )),
+        Ok(_) => msg[0]
+            .pagefault()
+            .map(Some)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a page fault event")),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn split(st: &Stamps, end: &[u64]) -> Split {

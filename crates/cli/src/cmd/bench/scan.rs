@@ -3,13 +3,12 @@
 //! kernel's `mmap` of the same file under a memory cgroup of the same size.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::kernel::{Advice, KernelError};
-use super::measure::{median_of, ratio, Format, Measured};
+use super::measure::{check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange};
 use super::workload::{Pattern, Workload};
 use super::{kernel, live};
 use crate::cmd::CmdResult;
@@ -31,15 +30,6 @@ pub struct Args {
     /// pagepilot's policy.
     #[arg(long, default_value = "lru")]
     policy: String,
-    /// Runs per point; the median is reported.
-    #[arg(long, default_value_t = 1)]
-    runs: usize,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
-    /// Directory for the data file (must be on a disk, not tmpfs).
-    #[arg(long)]
-    dir: Option<PathBuf>,
     /// pagepilot's read-ahead window in pages on sequential scans (asynchronous).
     #[arg(long, default_value_t = 128)]
     readahead: usize,
@@ -49,16 +39,8 @@ pub struct Args {
     /// The faulting thread serves its own fault (SIGBUS) instead of handler threads.
     #[arg(long)]
     faulting_thread: bool,
-    #[arg(long = "internal-kernel-child", hide = true)]
-    internal_kernel_child: Option<String>,
-}
-
-/// Bad arguments of `pagepilot bench scan`.
-#[derive(Debug, thiserror::Error)]
-pub enum ScanArgError {
-    /// A count is zero or too large.
-    #[error("{0} must be between 1 and {1}")]
-    OutOfRange(&'static str, usize),
+    #[command(flatten)]
+    common: FileBenchArgs,
 }
 
 /// One (pattern, threads) point.
@@ -109,30 +91,27 @@ pub struct ScanReport {
     pub points: Vec<ScanPoint>,
 }
 
-fn check(name: &'static str, v: usize, max: usize) -> Result<(), ScanArgError> {
-    if v == 0 || v > max {
-        return Err(ScanArgError::OutOfRange(name, max));
-    }
-    Ok(())
-}
-
 /// Runs `pagepilot bench scan`.
 pub fn run(args: Args) -> CmdResult {
-    if let Some(job) = args.internal_kernel_child {
+    if let Some(job) = args.common.internal_kernel_child {
         return Ok(kernel::child_main(&job)?);
     }
-    check("--budget-mb", args.budget_mb, 1 << 14)?;
-    check("--ops", args.ops, 1 << 26)?;
-    check("--runs", args.runs, 100)?;
+    check_range("--budget-mb", args.budget_mb, 1 << 14)?;
+    check_range("--ops", args.ops, 1 << 26)?;
+    check_range("--runs", args.common.runs, 100)?;
     if args.threads.is_empty() {
-        return Err(ScanArgError::OutOfRange("--threads", 256).into());
+        return Err(OutOfRange("--threads", 256).into());
     }
     for &t in &args.threads {
-        check("--threads", t, 256)?;
+        check_range("--threads", t, 256)?;
     }
     live::check_policy(&args.policy)?;
     let budget = args.budget_mb * MB;
-    let file = DataFile::create(&super::datafile::default_dir(args.dir), "scan", 4 * budget)?;
+    let file = DataFile::create(
+        &super::datafile::default_dir(args.common.dir),
+        "scan",
+        4 * budget,
+    )?;
     let mut points = Vec::new();
     for pattern in [Pattern::Sequential, Pattern::Random] {
         for &threads in &args.threads {
@@ -160,7 +139,7 @@ pub fn run(args: Args) -> CmdResult {
                 }
                 Ok(())
             };
-            for _ in 0..args.runs {
+            for _ in 0..args.common.runs {
                 pp.push(live::run(&file, budget, &args.policy, tuning, w)?);
                 kernel_run(&mut k, Advice::Normal)?;
                 if !sequential {
@@ -194,11 +173,11 @@ pub fn run(args: Args) -> CmdResult {
         budget_mb: args.budget_mb,
         file_mb: file.len() / MB,
         policy: args.policy,
-        runs: args.runs,
+        runs: args.common.runs,
         points,
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
+    match args.common.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
         Format::Text => {
             writeln!(

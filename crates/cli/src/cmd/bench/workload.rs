@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::datafile::{KEY_SPACE, TUPLE, TUPLES_PER_PAGE};
-use super::sys::PAGE;
+use pagepilot_pager::sys::PAGE;
 
 /// Tuples in the 4 KB inner table.
 pub const INNER_TUPLES: usize = PAGE / TUPLE;
