@@ -26,9 +26,9 @@ pub struct Args {
     /// Distinct pages in the synthetic trace.
     #[arg(long, default_value_t = 65_536)]
     pages: u64,
-    /// References of the trace's prefix the OPT figures use (the OPT curve
-    /// is the slow one).
-    #[arg(long, default_value_t = 5_000_000)]
+    /// References of the trace's prefix the OPT figures use (default: the
+    /// whole trace).
+    #[arg(long, default_value_t = u64::MAX)]
     opt_refs: u64,
     /// Rounds; each figure is the median over them.
     #[arg(long, default_value_t = 5)]
