@@ -93,7 +93,7 @@ impl Mem {
             fault: (fault % SLOTS) as u32,
             free: (round % 2) as i64,
             reclaim: 1,
-            write: round % 3 == 0,
+            write: round.is_multiple_of(3),
             resident: self.resident() as i64,
             capacity: self.capacity as i64,
         }
