@@ -293,14 +293,18 @@ pub fn build(spec: &str, setup: &Setup) -> Result<Built, RegistryError> {
     if crate::program::is_program_spec(spec) {
         return live(crate::program::build_spec(spec, setup.slots, setup.frames)?);
     }
-    let spec = Spec::parse(spec)?;
+    build_parsed(&Spec::parse(spec)?, setup)
+}
+
+/// Builds a built-in policy from a parsed spec.
+fn build_parsed(spec: &Spec, setup: &Setup) -> Result<Built, RegistryError> {
     let entry = ENTRIES
         .iter()
         .find(|e| e.name == spec.name)
         .ok_or_else(|| RegistryError::Unknown {
             name: spec.name.clone(),
         })?;
-    (entry.build)(&spec, setup)
+    (entry.build)(spec, setup)
 }
 
 /// The live approximation the pager runs for a simulator name: `lru` runs as
@@ -325,23 +329,12 @@ pub fn build_live(spec: &str, setup: &Setup) -> Result<Box<dyn Policy>, Registry
     }
     let mut parsed = Spec::parse(spec)?;
     parsed.name = live_name(&parsed.name).to_string();
-    let text = std::iter::once(parsed.name.clone())
-        .chain((!parsed.params.is_empty()).then(|| {
-            parsed
-                .params
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        }))
-        .collect::<Vec<_>>()
-        .join(":");
     let live_setup = Setup {
         slots: setup.slots,
         frames: setup.frames,
         future: None,
     };
-    match build(&text, &live_setup) {
+    match build_parsed(&parsed, &live_setup) {
         Ok(Built::Live(p)) => Ok(p),
         Ok(Built::Reference(p)) => Err(RegistryError::SimulatorOnly(p.name())),
         Err(RegistryError::NeedsFuture(n)) => Err(RegistryError::SimulatorOnly(n)),
