@@ -110,16 +110,27 @@ fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
 #[test]
 fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
     let r = json(&[
-        "bench", "faults", "--pages", "256", "--runs", "1", "--format", "json",
+        "bench", "faults", "--pages", "256", "--rounds", "2", "--format", "json",
     ]);
-    for key in [
-        "kernel_missing",
-        "kernel_minor",
-        "pager_missing",
-        "pager_missing_faulting_thread",
-    ] {
+    for key in ["kernel_missing", "kernel_minor"] {
         assert!(r[key]["mean_ns"].as_u64().unwrap() > 0, "{key}: {r}");
     }
+    for key in ["pager_missing", "pager_missing_faulting_thread"] {
+        assert!(
+            r[key]["cost"]["mean_ns"].as_u64().unwrap() > 0,
+            "{key}: {r}"
+        );
+        // Ratios are taken within each round, then their median.
+        for ratio in ["ratio_p50", "ratio_mean", "ratio_wall"] {
+            assert!(r[key][ratio].as_f64().unwrap() > 0.0, "{key}.{ratio}: {r}");
+        }
+    }
+    // The faulting thread's fault: delivery (fault entry, signal, sigreturn) + the ioctl make
+    // up the bare SIGBUS probe's fault.
+    let b = &r["faulting_thread_breakdown"];
+    let probe = b["probe"]["cost"]["p50_ns"].as_u64().unwrap();
+    let parts = b["delivery_ns"].as_u64().unwrap() + b["zeropage_ioctl_ns"].as_u64().unwrap();
+    assert!(probe > 0 && parts == probe, "{b}");
     for kind in ["probe_missing_zero", "probe_missing_copy", "probe_minor"] {
         let b = &r[kind];
         let total = b["total"]["mean_ns"].as_u64().unwrap();

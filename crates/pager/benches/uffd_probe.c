@@ -1,18 +1,37 @@
 /* The floor of a userfaultfd missing fault on these machines, side by side
- * with the kernel's own first touch of shmem (memfd): nothing but the ioctl
- * per fault. Referenced by docs/pager.md.
+ * with the kernel's own first touch of shmem (memfd): nothing but the ioctls
+ * per fault. Referenced by docs/pager.md ("Fault cost").
  *   gcc -O2 -o /tmp/uffd_probe crates/pager/benches/uffd_probe.c -lpthread
- *   /tmp/uffd_probe MODE     (prints the median ns per fault and the ratio)
- * MODE bits: 1 UFFDIO_COPY of a zero page (else fallocate + UFFDIO_CONTINUE),
- * 4 poll before read, 8 non-blocking read (spinning handler),
- * 16 SIGBUS: the faulting thread serves itself (else one handler thread),
- * 32 UFFDIO_ZEROPAGE. Used: 33 / 37 (handler, blocking read / poll + read),
- * 9 (spinning), 17 / 49 (faulting thread, copy / zeropage). */
+ *   /tmp/uffd_probe MODE [ROUNDS] [PAGES]
+ * Rounds alternate the kernel's first touch of a fresh memfd and the probe's
+ * (each a fresh memfd of PAGES pages, default 16 rounds of 1024 pages); it
+ * prints the median over rounds of each round's p50 ratio, of its mean ratio
+ * and of its throughput ratio (wall time to first-touch every page, batch
+ * work included; and CPU time of the whole process, other threads included).
+ * MODE bits:
+ *   1 UFFDIO_COPY of a zero page; 32 UFFDIO_ZEROPAGE; neither: fallocate +
+ *     UFFDIO_CONTINUE (the pager's old path)
+ *   4 poll before read, 8 non-blocking read (spinning handler)
+ *   16 SIGBUS: the faulting thread serves itself (else one handler thread)
+ *   64 pre-zeroed frames: every page is put in the memfd before the timed
+ *     loop (counted in the throughput), each fault is a MINOR fault served by
+ *     UFFDIO_CONTINUE alone; 128: the same in batches of 64 pages on the
+ *     fault path (a fault on a page not prepared prepares it and the next
+ *     63); 256: the same by a zeroer thread keeping 256 pages ahead.
+ *     How the frames are prepared: fallocate, or with 512 MADV_POPULATE_WRITE
+ *     on the pager's own view, or with 2048 pwrite(2) of zeros (fallocate
+ *     leaves shmem folios !uptodate, so the CONTINUE still clears them;
+ *     the other two clear them up front).
+ *   1024 pin the handler thread (or zeroer) to the faulting thread's CPU.
+ * Used: 33 / 37 (handler, blocking read / poll + read), 9 (spinning),
+ * 17 / 49 (faulting thread, copy / zeropage), 80 / 592 / 144 / 656 / 272 /
+ * 784 (faulting thread, pre-zeroed frames). */
 #define _GNU_SOURCE
 #include <linux/userfaultfd.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
@@ -22,24 +41,137 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <ucontext.h>
+#include <stdatomic.h>
 #define P 4096
-#define N 4096
-static int uffd, memfd, mode; static char *app; static char zeros[P] __attribute__((aligned(4096)));
-static long ns(){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1000000000L+t.tv_nsec;}
-static void *handler(void*a){ struct uffd_msg m[16];
- for(;;){ if(mode&4){struct pollfd p={uffd,POLLIN};poll(&p,1,-1);} int n=read(uffd,m,sizeof m); if(n<=0)continue;
-  for(int i=0;i<n/(int)sizeof(m[0]);i++){ unsigned long addr=m[i].arg.pagefault.address&~(P-1);
-   if(mode&32){ struct uffdio_zeropage z={{addr,P},0,0}; if(ioctl(uffd,UFFDIO_ZEROPAGE,&z))perror("zp");} else if(mode&1){ struct uffdio_copy c={addr,(unsigned long)zeros,P,0,0}; ioctl(uffd,UFFDIO_COPY,&c);}
-   else { fallocate(memfd,0,addr-(unsigned long)app,P); struct uffdio_continue c={{addr,P},0,0}; ioctl(uffd,UFFDIO_CONTINUE,&c);} }}}
-static void onbus(int sig, siginfo_t*si, void*ctx){ unsigned long addr=(unsigned long)si->si_addr&~(P-1);
- if(mode&32){ struct uffdio_zeropage z={{addr,P},0,0}; if(ioctl(uffd,UFFDIO_ZEROPAGE,&z))perror("zp");} else if(mode&1){ struct uffdio_copy c={addr,(unsigned long)zeros,P,0,0}; ioctl(uffd,UFFDIO_COPY,&c);} else { fallocate(memfd,0,addr-(unsigned long)app,P); struct uffdio_continue c={{addr,P},0,0}; ioctl(uffd,UFFDIO_CONTINUE,&c);} }
-static int cmp(const void*a,const void*b){long x=*(long*)a,y=*(long*)b;return x<y?-1:x>y;}
-static long med(char*b){ static long t[N]; for(int i=0;i<N;i++){long t0=ns(); b[i*P]=1; t[i]=ns()-t0;} qsort(t,N,8,cmp); return t[N/2];}
-int main(int c,char**v){ mode=atoi(v[1]);
- int k=memfd_create("k",0); ftruncate(k,N*P); char*kb=mmap(0,N*P,3,MAP_SHARED,k,0); long kk=med(kb);
- uffd=syscall(SYS_userfaultfd,O_CLOEXEC|((mode&8)?O_NONBLOCK:0)); struct uffdio_api api={UFFD_API,(mode&16)?UFFD_FEATURE_SIGBUS:0}; ioctl(uffd,UFFDIO_API,&api);
- memfd=memfd_create("m",0); ftruncate(memfd,N*P); app=mmap(0,N*P,3,MAP_SHARED,memfd,0);
- struct uffdio_register r={{(unsigned long)app,N*P},UFFDIO_REGISTER_MODE_MISSING|UFFDIO_REGISTER_MODE_MINOR,0}; if(ioctl(uffd,UFFDIO_REGISTER,&r))perror("reg");
- if(mode&16){struct sigaction sa={0}; sa.sa_sigaction=onbus; sa.sa_flags=SA_SIGINFO; sigaction(SIGBUS,&sa,0);} else { pthread_t t; pthread_create(&t,0,handler,0);} usleep(1000); long pp=med(app);
- printf("mode %d kernel %ld pp %ld ratio %.2f\n",mode,kk,pp,(double)pp/kk); return 0;}
+#define BATCH 64
+#define AHEAD 256
+static int uffd = -1, memfd, mode, npages;
+static char *app, *pager;
+static char zeros[P] __attribute__((aligned(4096)));
+static char bigzero[BATCH * P] __attribute__((aligned(4096)));
+static unsigned char *ready;            /* page prepared in the memfd */
+static atomic_long want;                /* zeroer: prepare up to here */
+static atomic_int stop;
+static long ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000L + t.tv_nsec; }
+static long cpu_ns(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec * 1000000000L + t.tv_nsec; }
+static void prepare(long first, long n) {
+    if (first + n > npages) n = npages - first;
+    if (n <= 0) return;
+    if (mode & 512) madvise(pager + first * P, n * P, MADV_POPULATE_WRITE);
+    else if (mode & 2048) for (long q = 0; q < n; q += BATCH) pwrite(memfd, bigzero, (n - q < BATCH ? n - q : BATCH) * P, (first + q) * P);
+    else fallocate(memfd, 0, first * P, n * P);
+    memset(ready + first, 1, n);
+}
+static void serve(unsigned long addr) {
+    long page = (addr - (unsigned long)app) / P;
+    if (mode & (64 | 128 | 256)) {
+        if (!ready[page]) prepare(page, (mode & 128) ? BATCH : 1);
+        if (mode & 256) atomic_store(&want, page + AHEAD);
+        struct uffdio_continue c = {{addr, P}, 0, 0};
+        if (ioctl(uffd, UFFDIO_CONTINUE, &c)) perror("continue");
+    } else if (mode & 32) {
+        struct uffdio_zeropage z = {{addr, P}, 0, 0};
+        if (ioctl(uffd, UFFDIO_ZEROPAGE, &z)) perror("zeropage");
+    } else if (mode & 1) {
+        struct uffdio_copy c = {addr, (unsigned long)zeros, P, 0, 0};
+        if (ioctl(uffd, UFFDIO_COPY, &c)) perror("copy");
+    } else {
+        fallocate(memfd, 0, addr - (unsigned long)app, P);
+        struct uffdio_continue c = {{addr, P}, 0, 0};
+        if (ioctl(uffd, UFFDIO_CONTINUE, &c)) perror("continue");
+    }
+}
+static void pin_here(int cpu) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); sched_setaffinity(0, sizeof s, &s); }
+static void *handler(void *a) {
+    if (mode & 1024) pin_here((int)(long)a);
+    struct uffd_msg m[16];
+    while (!atomic_load(&stop)) {
+        if (mode & 4) { struct pollfd p = {uffd, POLLIN}; if (poll(&p, 1, 10) <= 0) continue; }
+        int n = read(uffd, m, sizeof m);
+        if (n <= 0) continue;
+        for (int i = 0; i < n / (int)sizeof(m[0]); i++) serve(m[i].arg.pagefault.address & ~(unsigned long)(P - 1));
+    }
+    return 0;
+}
+static void *zeroer(void *a) {
+    if (mode & 1024) pin_here((int)(long)a);
+    long done = 0;
+    while (!atomic_load(&stop)) {
+        long w = atomic_load(&want);
+        if (w > npages) w = npages;
+        if (done < w) {
+            long n = w - done < 32 ? w - done : 32;
+            for (long q = done; q < done + n; q++)
+                if (!ready[q]) prepare(q, 1);
+            done += n;
+        } else sched_yield();
+    }
+    return 0;
+}
+static void onbus(int sig, siginfo_t *si, void *ctx) { serve((unsigned long)si->si_addr & ~(unsigned long)(P - 1)); }
+static int cmp(const void *a, const void *b) { long x = *(long *)a, y = *(long *)b; return x < y ? -1 : x > y; }
+static double medd(double *v, int n) { for (int i = 1; i < n; i++) for (int j = i; j > 0 && v[j - 1] > v[j]; j--) { double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; } return v[n / 2]; }
+struct run { long p50, mean, wall, cpu; };
+static struct run touch(char *b, int prefill) {
+    long *t = malloc(npages * sizeof *t), sum = 0;
+    long w0 = ns(), c0 = cpu_ns();
+    if (prefill) prepare(0, npages);
+    for (int i = 0; i < npages; i++) { long t0 = ns(); b[(long)i * P] = 1; t[i] = ns() - t0; sum += t[i]; }
+    struct run r = {0, sum / npages, ns() - w0, cpu_ns() - c0};
+    qsort(t, npages, 8, cmp); r.p50 = t[npages / 2]; free(t);
+    return r;
+}
+static struct run kernel_round(void) {
+    int k = memfd_create("k", 0); ftruncate(k, (long)npages * P);
+    char *kb = mmap(0, (long)npages * P, 3, MAP_SHARED, k, 0);
+    struct run r = touch(kb, 0);
+    munmap(kb, (long)npages * P); close(k);
+    return r;
+}
+static struct run probe_round(void) {
+    long len = (long)npages * P;
+    if (uffd < 0) {
+        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & 8) ? O_NONBLOCK : 0));
+        struct uffdio_api api = {UFFD_API, ((mode & 16) ? UFFD_FEATURE_SIGBUS : 0) | UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_MINOR_SHMEM};
+        if (ioctl(uffd, UFFDIO_API, &api)) perror("api");
+    }
+    memfd = memfd_create("m", 0); ftruncate(memfd, len);
+    app = mmap(0, len, 3, MAP_SHARED, memfd, 0);
+    pager = mmap(0, len, 3, MAP_SHARED, memfd, 0);
+    ready = calloc(npages, 1);
+    struct uffdio_register r = {{(unsigned long)app, len}, UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR, 0};
+    if (ioctl(uffd, UFFDIO_REGISTER, &r)) perror("register");
+    atomic_store(&stop, 0); atomic_store(&want, AHEAD);
+    pthread_t t = 0, z = 0;
+    int cpu = sched_getcpu();
+    if (mode & 1024) pin_here(cpu);
+    if (!(mode & 16)) pthread_create(&t, 0, handler, (void *)(long)cpu);
+    if (mode & 256) pthread_create(&z, 0, zeroer, (void *)(long)cpu);
+    usleep(1000);
+    struct run res = touch(app, (mode & 64) != 0);
+    atomic_store(&stop, 1);
+    if (t) { pthread_cancel(t); pthread_join(t, 0); } /* read(2) is a cancellation point */
+    if (z) pthread_join(z, 0);
+    if (mode & 1024) { cpu_set_t s; CPU_ZERO(&s); for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &s); sched_setaffinity(0, sizeof s, &s); }
+    munmap(app, len); munmap(pager, len); close(memfd); free(ready);
+    return res;
+}
+int main(int c, char **v) {
+    if (c < 2) { fprintf(stderr, "usage: %s MODE [ROUNDS] [PAGES]\n", v[0]); return 2; }
+    mode = atoi(v[1]);
+    int rounds = c > 2 ? atoi(v[2]) : 16;
+    npages = c > 3 ? atoi(v[3]) : 1024;
+    if (rounds < 1 || rounds > 1000 || npages < 1 || npages > (1 << 20)) { fprintf(stderr, "bad ROUNDS or PAGES\n"); return 2; }
+    if (mode & 16) { struct sigaction sa = {0}; sa.sa_sigaction = onbus; sa.sa_flags = SA_SIGINFO; sigaction(SIGBUS, &sa, 0); }
+    double r50[1000], rmean[1000], rwall[1000], rcpu[1000], k50[1000], p50[1000];
+    for (int i = 0; i < rounds; i++) {
+        struct run k = kernel_round(), p = probe_round();
+        r50[i] = (double)p.p50 / k.p50; rmean[i] = (double)p.mean / k.mean;
+        rwall[i] = (double)p.wall / k.wall; rcpu[i] = (double)p.cpu / k.cpu;
+        k50[i] = k.p50; p50[i] = p.p50;
+    }
+    printf("mode %d rounds %d pages %d: kernel p50 %.0f ns, probe p50 %.0f ns | ratio p50 %.2f mean %.2f wall %.2f cpu %.2f\n",
+           mode, rounds, npages, medd(k50, rounds), medd(p50, rounds), medd(r50, rounds), medd(rmean, rounds),
+           medd(rwall, rounds), medd(rcpu, rounds));
+    return 0;
+}

@@ -85,6 +85,12 @@ pub enum MapError {
     /// The kernel lacks a userfaultfd feature this pager needs.
     #[error("userfaultfd lacks {0} (needs Linux >= 6.6 with shmem minor faults)")]
     Unsupported(&'static str),
+    /// Every slot of the faulting-thread service's region table is taken.
+    #[error("more than {max} regions served in the faulting thread at once; unmap one or use handler threads")]
+    FaultingThreadSlots {
+        /// Regions served in the faulting thread at once, at most.
+        max: usize,
+    },
 }
 
 /// One page whose write-back failed; its data is still in memory.

@@ -231,7 +231,7 @@ impl Region {
             }
         }
         if in_thread {
-            sigbus::register(shared).map_err(sys_err("sigaction"))?;
+            sigbus::register(shared)?;
             return Ok(region);
         }
         if opts.handler_threads == 1 && opts.handler_spin_us == 0 {

@@ -8,20 +8,48 @@
 //! memory) fail with EFAULT instead of waiting; and the handler takes the
 //! region's lock and allocates, so region memory must not be touched by code
 //! that holds the allocator's lock.
+//!
+//! The regions are found without a lock: a fixed table of [`SLOTS`] slots,
+//! each an address range, a pointer to the region's shared state and a count
+//! of handlers inside it. A lookup is a few loads and one increment of that
+//! count (no process-wide lock, no reference count bounced between threads of
+//! other regions); unregistering empties the range first, then waits for the
+//! count to drain before the state may be freed.
 
-use std::sync::{Arc, Once, RwLock};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Once};
 
 use crate::engine::Shared;
+use crate::error::MapError;
 use crate::handler;
 use crate::sys::{self, FLAG_WRITE};
 
-/// Regions served in the faulting thread: `(start, end, shared)`.
-static REGIONS: RwLock<Vec<(usize, usize, Arc<Shared>)>> = RwLock::new(Vec::new());
+/// Regions served in the faulting thread at once, at most.
+pub const SLOTS: usize = 64;
+
+/// One registered region: `[start, end)` of its application view.
+struct Slot {
+    start: AtomicUsize,
+    end: AtomicUsize,
+    /// From `Arc::into_raw`: the table holds one strong reference.
+    shared: AtomicPtr<Shared>,
+    /// Handlers serving a fault of this slot's region right now.
+    inside: AtomicUsize,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    start: AtomicUsize::new(0),
+    end: AtomicUsize::new(0),
+    shared: AtomicPtr::new(std::ptr::null_mut()),
+    inside: AtomicUsize::new(0),
+};
+static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static INSTALL: Once = Once::new();
 static mut PREVIOUS: Option<libc::sigaction> = None;
 
 /// Serves faults of `shared`'s application view in the faulting thread.
-pub fn register(shared: Arc<Shared>) -> std::io::Result<()> {
+pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
     let mut err = None;
     INSTALL.call_once(|| match sys::install_sigbus(on_sigbus) {
         // SAFETY: written once, before any region is registered, and only
@@ -29,54 +57,81 @@ pub fn register(shared: Arc<Shared>) -> std::io::Result<()> {
         Ok(old) => unsafe { PREVIOUS = Some(old) },
         Err(e) => err = Some(e),
     });
-    if let Some(e) = err {
-        return Err(e);
+    if let Some(source) = err {
+        return Err(MapError::Sys {
+            call: "sigaction",
+            source,
+        });
     }
-    let mut regions = REGIONS.write().unwrap_or_else(|p| p.into_inner());
-    regions.push((shared.app, shared.app + shared.map_len, shared));
-    Ok(())
+    let (start, end) = (shared.app, shared.app + shared.map_len);
+    let raw = Arc::into_raw(shared).cast_mut();
+    for slot in &TABLE {
+        let taken = slot.shared.compare_exchange(
+            std::ptr::null_mut(),
+            raw,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        if taken.is_ok() {
+            // The range last: a handler that sees it sees the pointer.
+            slot.start.store(start, Ordering::Release);
+            slot.end.store(end, Ordering::Release);
+            return Ok(());
+        }
+    }
+    // SAFETY: `raw` came from Arc::into_raw above and was not published.
+    drop(unsafe { Arc::from_raw(raw) });
+    Err(MapError::FaultingThreadSlots { max: SLOTS })
 }
 
-/// Stops serving `shared`'s faults.
+/// Stops serving `shared`'s faults; returns when no handler uses it any more.
 pub fn unregister(shared: &Arc<Shared>) {
-    let mut regions = REGIONS.write().unwrap_or_else(|p| p.into_inner());
-    regions.retain(|(_, _, s)| !Arc::ptr_eq(s, shared));
+    let raw = Arc::as_ptr(shared).cast_mut();
+    for slot in &TABLE {
+        if slot.shared.load(Ordering::Acquire) != raw {
+            continue;
+        }
+        // No new lookup matches from here on (an empty range)...
+        slot.end.store(0, Ordering::SeqCst);
+        slot.start.store(0, Ordering::SeqCst);
+        // ...and handlers that matched before have left.
+        while slot.inside.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        slot.shared.store(std::ptr::null_mut(), Ordering::Release);
+        // SAFETY: the table's reference, from Arc::into_raw in `register`;
+        // nothing can reach it through the slot any more.
+        drop(unsafe { Arc::from_raw(raw) });
+    }
+}
+
+/// The slot whose region holds `addr`, entered (its `inside` count taken).
+fn enter(addr: usize) -> Option<(&'static Slot, &'static Shared)> {
+    for slot in &TABLE {
+        if !(slot.start.load(Ordering::Acquire)..slot.end.load(Ordering::Acquire)).contains(&addr) {
+            continue;
+        }
+        slot.inside.fetch_add(1, Ordering::SeqCst);
+        // Checked again inside: `unregister` empties the range before it
+        // waits for `inside` to drain, so a region still in range is alive.
+        let still =
+            (slot.start.load(Ordering::SeqCst)..slot.end.load(Ordering::SeqCst)).contains(&addr);
+        let p = slot.shared.load(Ordering::Acquire);
+        if still && !p.is_null() {
+            // SAFETY: the slot holds a strong reference until `unregister`,
+            // which waits for `inside` (taken above) to drop to zero.
+            return Some((slot, unsafe { &*p }));
+        }
+        slot.inside.fetch_sub(1, Ordering::Release);
+    }
+    None
 }
 
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: called by the kernel as a SA_SIGINFO handler with its arguments.
     let (addr, write) = unsafe { sys::fault_of(info, ctx) };
-    let shared = {
-        let regions = REGIONS.read().unwrap_or_else(|p| p.into_inner());
-        regions
-            .iter()
-            .find(|(a, b, _)| (*a..*b).contains(&addr))
-            .map(|(_, _, s)| s.clone())
-    };
-    let Some(sh) = shared else {
-        // Not ours: hand the fault to whoever had SIGBUS before; returning
-        // re-executes the access and raises it again under that action.
-        // SAFETY: PREVIOUS was set before the handler was installed.
-        match unsafe { &*std::ptr::addr_of!(PREVIOUS) } {
-            Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
-                if old.sa_flags & libc::SA_SIGINFO != 0 {
-                    // SAFETY: the previous handler was installed as a SA_SIGINFO handler.
-                    let f: sys::SigHandler = unsafe { std::mem::transmute(old.sa_sigaction) };
-                    f(sig, info, ctx);
-                } else {
-                    // SAFETY: the previous handler was installed as a plain handler.
-                    let f: extern "C" fn(libc::c_int) =
-                        unsafe { std::mem::transmute(old.sa_sigaction) };
-                    f(sig);
-                }
-            }
-            _ => {
-                // SAFETY: an all-zero sigaction with SIG_DFL is valid.
-                let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
-                dfl.sa_sigaction = libc::SIG_DFL;
-                sys::restore_sigbus(&dfl);
-            }
-        }
+    let Some((slot, sh)) = enter(addr) else {
+        not_ours(sig, info, ctx);
         return;
     };
     // No WP flag here: a write to a mapped, write-protected page is told
@@ -84,6 +139,33 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     let flags = if write { FLAG_WRITE } else { 0 };
     let t0 = std::time::Instant::now();
     // The faulting thread serves its own fault: never stale.
-    handler::serve(&sh, addr, flags, u64::MAX);
+    handler::serve(sh, addr, flags, u64::MAX);
     sh.stats.latency.record(t0.elapsed().as_nanos() as u64);
+    slot.inside.fetch_sub(1, Ordering::Release);
+}
+
+/// Hands a fault outside every region to whoever had SIGBUS before;
+/// returning re-executes the access and raises it again under that action.
+fn not_ours(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: PREVIOUS was set before the handler was installed.
+    match unsafe { &*std::ptr::addr_of!(PREVIOUS) } {
+        Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
+            if old.sa_flags & libc::SA_SIGINFO != 0 {
+                // SAFETY: the previous handler was installed as a SA_SIGINFO handler.
+                let f: sys::SigHandler = unsafe { std::mem::transmute(old.sa_sigaction) };
+                f(sig, info, ctx);
+            } else {
+                // SAFETY: the previous handler was installed as a plain handler.
+                let f: extern "C" fn(libc::c_int) =
+                    unsafe { std::mem::transmute(old.sa_sigaction) };
+                f(sig);
+            }
+        }
+        _ => {
+            // SAFETY: an all-zero sigaction with SIG_DFL is valid.
+            let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+            dfl.sa_sigaction = libc::SIG_DFL;
+            sys::restore_sigbus(&dfl);
+        }
+    }
 }

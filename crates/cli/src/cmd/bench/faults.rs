@@ -1,35 +1,44 @@
 //! `pagepilot bench faults`: the cost of a fault served by pagepilot against the kernel's own
-//! fault on the same kind of memory (shmem), side by side in one run, with the Cache Kernel
-//! paper's split of a fault (its 99 us = 32 us delivery + 67 us mapping): delivery to the
-//! handler vs filling and mapping, measured with a timestamped userfaultfd loop of pagepilot's
-//! shape (see `probe.rs`), and the end-to-end cost through the real pager.
+//! fault on the same kind of memory (shmem), side by side, with the Cache Kernel paper's split
+//! of a fault (its 99 us = 32 us delivery + 67 us filling and mapping).
+//!
+//! Robust on a noisy 2-core VM: the run is `--rounds` short blocks of `--pages` first touches
+//! each; a round runs every kind once, back to back (the kernel first in even rounds, last in
+//! odd ones), and ratios are taken within a round, then the median over rounds is reported.
+//! Both sides run in this process, so in the same memory cgroup; `--cgroup` repeats the rounds
+//! inside a fresh cgroup v1 memory cgroup and reports them too.
 
 use std::io::Write;
+use std::time::Instant;
 
 use serde::Serialize;
 
-use super::live;
+use super::cgroup::{self, MemCgroup};
 use super::measure::{check_range, median, ratio, Format};
-use super::probe::{self, Fill, Split};
+use super::probe::{self, run_delay_ns, Fill, Split};
+use super::sigprobe;
 use crate::cmd::CmdResult;
-use pagepilot_pager::FaultService;
+use pagepilot_pager::{sys, Backing, FaultService, Region, RegionOptions};
 
 /// Arguments of `pagepilot bench faults`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Pages (faults) per kind and run.
-    #[arg(long, default_value_t = 4096)]
+    /// First touches (faults) per kind and round.
+    #[arg(long, default_value_t = 1024)]
     pages: usize,
-    /// Runs; samples of all runs are pooled.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
+    /// Rounds; ratios are per round, the report gives their median.
+    #[arg(long, alias = "runs", default_value_t = 15)]
+    rounds: usize,
+    /// Also run the rounds inside a fresh cgroup v1 memory cgroup (both sides).
+    #[arg(long)]
+    cgroup: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
 }
 
-/// Summary of per-fault times.
-#[derive(Serialize, Clone, Copy)]
+/// Summary of per-fault times, pooled over rounds.
+#[derive(Serialize, Clone, Copy, Default)]
 pub struct Cost {
     /// Median ns.
     pub p50_ns: u64,
@@ -51,8 +60,49 @@ impl Cost {
     }
 }
 
-/// A fault kind served by the probe, split into its parts.
-#[derive(Serialize)]
+/// A kind of fault against the kernel's, ratios taken per round.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct VsKernel {
+    /// Per-fault time, pooled over rounds.
+    pub cost: Cost,
+    /// Median over rounds of (this kind's p50 / the kernel's p50 in the same round).
+    pub ratio_p50: f64,
+    /// Median over rounds of the ratio of means (what a stream of faults pays on average).
+    pub ratio_mean: f64,
+    /// Median over rounds of the ratio of wall times to first-touch the round's pages (batch
+    /// work, if any, included): > 1 means slower than the kernel.
+    pub ratio_wall: f64,
+}
+
+/// The real pager serving missing faults of an anonymous region within its budget.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct PagerRow {
+    /// Against the kernel's first touch.
+    #[serde(flatten)]
+    pub vs: VsKernel,
+    /// The pager's own service time p50 (`stats().latency`: lookup to mapped), ns.
+    pub service_p50_ns: u64,
+    /// Time the application thread waited for a CPU, per fault, ns (mean).
+    pub app_wait_per_fault_ns: u64,
+}
+
+/// Where a fault served by the faulting thread (SIGBUS) goes, p50s of the same rounds.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct SigbusBreakdown {
+    /// The probe: SIGBUS handler doing nothing but `UFFDIO_ZEROPAGE`, against the kernel.
+    pub probe: VsKernel,
+    /// Fault entry, signal delivery and `sigreturn`: probe total - its ioctl (the Cache
+    /// Kernel's "delivery"), ns.
+    pub delivery_ns: u64,
+    /// `UFFDIO_ZEROPAGE` (allocate, zero, map: "filling and mapping"), ns.
+    pub zeropage_ioctl_ns: u64,
+    /// pagepilot's own work on top (region lookup, lock, state, policy, statistics): median
+    /// over rounds of pager p50 - probe p50, ns (may be slightly negative in noise).
+    pub bookkeeping_ns: i64,
+}
+
+/// A fault kind served by the timestamped handler-thread probe, split into its parts.
+#[derive(Serialize, Clone, Copy, Default)]
 pub struct Breakdown {
     /// What the application waits.
     pub total: Cost,
@@ -62,12 +112,38 @@ pub struct Breakdown {
     pub fill: Cost,
     /// Page filled -> application running again (`UFFDIO_CONTINUE` and wake-up).
     pub map_and_resume: Cost,
-    /// The `UFFDIO_CONTINUE` ioctl alone, handler side.
+    /// The `UFFDIO_CONTINUE` ioctl alone, handler side (includes waking the faulting thread).
     pub continue_ioctl: Cost,
-    /// total (mean) / the kernel's same kind of fault (mean).
-    pub ratio_to_kernel_mean: f64,
-    /// total (p50) / the kernel's (p50).
+    /// Time both threads spent runnable but waiting for a CPU, per fault (mean), ns: a
+    /// hand-off's wake-ups queue behind other processes on a busy machine.
+    pub cpu_wait_per_fault_ns: u64,
+    /// Median over rounds of total p50 / the kernel's same kind of fault p50.
     pub ratio_to_kernel_p50: f64,
+    /// Median over rounds of the ratio of means.
+    pub ratio_to_kernel_mean: f64,
+}
+
+/// All rounds in one cgroup setting.
+#[derive(Serialize, Default)]
+pub struct Rounds {
+    /// Where the rounds ran: "process" (the benchmark's own memory cgroup) or "fresh".
+    pub cgroup: &'static str,
+    /// The kernel's first-touch fault on shmem (allocate, zero, map).
+    pub kernel_missing: Cost,
+    /// The kernel's fault on a shmem page still in the page cache after `MADV_DONTNEED`.
+    pub kernel_minor: Cost,
+    /// The real pager, one handler thread (the default).
+    pub pager_missing: PagerRow,
+    /// The real pager, the faulting thread serving its own fault (SIGBUS).
+    pub pager_missing_faulting_thread: PagerRow,
+    /// The faulting-thread fault split into delivery, ioctl and pagepilot's bookkeeping.
+    pub faulting_thread_breakdown: SigbusBreakdown,
+    /// Handler-thread probe: missing fault served with a zeroed page (`MADV_POPULATE_WRITE`).
+    pub probe_missing_zero: Breakdown,
+    /// Handler-thread probe: missing fault served by copying from memory (`pwrite`).
+    pub probe_missing_copy: Breakdown,
+    /// Handler-thread probe: minor fault (page in the memfd, PTE zapped), `UFFDIO_CONTINUE`.
+    pub probe_minor: Breakdown,
 }
 
 /// The whole report.
@@ -75,42 +151,113 @@ pub struct Breakdown {
 pub struct FaultsReport {
     /// Always "faults".
     pub bench: &'static str,
-    /// Faults per kind and run.
+    /// Faults per kind and round.
     pub pages: usize,
-    /// Runs.
-    pub runs: usize,
-    /// The kernel's first-touch fault on shmem (allocate, zero, map).
-    pub kernel_missing: Cost,
-    /// The kernel's fault on a shmem page still in the page cache after `MADV_DONTNEED`.
-    pub kernel_minor: Cost,
-    /// Probe: missing fault served with a zeroed page (`MADV_POPULATE_WRITE`).
-    pub probe_missing_zero: Breakdown,
-    /// Probe: missing fault served by copying from memory (`pwrite` into the memfd).
-    pub probe_missing_copy: Breakdown,
-    /// Probe: minor fault (page in the memfd, PTE zapped) served by `UFFDIO_CONTINUE`.
-    pub probe_minor: Breakdown,
-    /// The real pager: missing faults of an anonymous region within its budget, served by
-    /// its handler thread.
-    pub pager_missing: Cost,
-    /// pager_missing (mean) / kernel_missing (mean).
-    pub pager_missing_ratio_to_kernel: f64,
-    /// pager_missing (p50) / kernel_missing (p50).
-    pub pager_missing_ratio_to_kernel_p50: f64,
-    /// The same, served by the faulting thread itself (SIGBUS, no hand-off).
-    pub pager_missing_faulting_thread: Cost,
-    /// pager_missing_faulting_thread (mean) / kernel_missing (mean).
-    pub pager_faulting_thread_ratio_to_kernel: f64,
-    /// pager_missing_faulting_thread (p50) / kernel_missing (p50).
-    pub pager_faulting_thread_ratio_to_kernel_p50: f64,
-    /// The pager's own fault-service latency p50 (handler side), ns.
-    pub pager_service_p50_ns: u64,
-    /// The pager's own fault-service latency p99, ns.
-    pub pager_service_p99_ns: u64,
+    /// Rounds.
+    pub rounds: usize,
+    /// `/proc/loadavg` (1, 5, 15 min) before the run.
+    pub load_before: [f64; 3],
+    /// `/proc/loadavg` after the run.
+    pub load_after: [f64; 3],
+    /// The rounds in the benchmark's own memory cgroup (both sides alike).
+    #[serde(flatten)]
+    pub process: Rounds,
+    /// With `--cgroup`: the same rounds inside a fresh memory cgroup.
+    pub fresh_cgroup: Option<Rounds>,
 }
 
+/// One block of first touches through a real pager region.
+struct PagerBlock {
+    times: Vec<u64>,
+    wall_ns: u64,
+    service_p50_ns: u64,
+    app_wait_ns: u64,
+}
+
+fn pager_block(
+    pages: usize,
+    service: FaultService,
+) -> Result<PagerBlock, Box<dyn std::error::Error>> {
+    let len = pages * sys::PAGE;
+    let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+        .with_readahead(1)
+        .with_fault_service(service);
+    let region = Region::map(opts)?;
+    let (waited, start) = (run_delay_ns(), Instant::now());
+    let times = (0..pages)
+        .map(|p| {
+            let t = Instant::now();
+            // SAFETY: p < pages: inside the region, which stays mapped until unmap below.
+            unsafe { std::ptr::write_volatile(region.as_ptr().add(p * sys::PAGE), 1) };
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    let app_wait_ns = run_delay_ns().saturating_sub(waited);
+    let stats = region.stats();
+    region.unmap()?;
+    Ok(PagerBlock {
+        times,
+        wall_ns,
+        service_p50_ns: stats.latency.p50_ns,
+        app_wait_ns,
+    })
+}
+
+/// Per-round samples of one kind.
+#[derive(Default)]
+struct Series {
+    times: Vec<u64>,
+    p50: Vec<u64>,
+    mean: Vec<u64>,
+    wall: Vec<u64>,
+    wait: u64,
+}
+
+impl Series {
+    fn add(&mut self, times: &[u64], wall: u64, wait: u64) {
+        self.times.extend_from_slice(times);
+        self.p50.push(median(times.to_vec()));
+        self.mean.push(mean(times));
+        self.wall.push(wall);
+        self.wait += wait;
+    }
+
+    fn vs(&self, k: &Series) -> VsKernel {
+        let per_round = |a: &[u64], b: &[u64]| {
+            median_f(
+                a.iter()
+                    .zip(b)
+                    .map(|(&x, &y)| ratio(x as f64, y as f64))
+                    .collect(),
+            )
+        };
+        VsKernel {
+            cost: Cost::of(&self.times),
+            ratio_p50: per_round(&self.p50, &k.p50),
+            ratio_mean: per_round(&self.mean, &k.mean),
+            ratio_wall: per_round(&self.wall, &k.wall),
+        }
+    }
+
+    fn wait_per_fault(&self) -> u64 {
+        self.wait / self.times.len().max(1) as u64
+    }
+}
+
+fn mean(xs: &[u64]) -> u64 {
+    xs.iter().sum::<u64>() / xs.len().max(1) as u64
+}
+
+fn median_f(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The handler-thread probe's splits of one kind, pooled.
 #[derive(Default)]
 struct Pool {
-    total: Vec<u64>,
+    series: Series,
     delivery: Vec<u64>,
     fill: Vec<u64>,
     map: Vec<u64>,
@@ -118,80 +265,168 @@ struct Pool {
 }
 
 impl Pool {
-    fn add(&mut self, s: Split) {
-        self.total.extend(s.total);
+    fn add(&mut self, s: Split, handler_wait: u64) {
+        self.series
+            .add(&s.total, s.wall_ns, s.app_wait_ns + handler_wait);
         self.delivery.extend(s.delivery);
         self.fill.extend(s.fill);
         self.map.extend(s.map);
         self.continue_ioctl.extend(s.continue_ioctl);
     }
 
-    fn breakdown(&self, kernel: &[u64]) -> Breakdown {
-        let total = Cost::of(&self.total);
-        let k = Cost::of(kernel);
+    fn breakdown(&self, kernel: &Series) -> Breakdown {
+        let vs = self.series.vs(kernel);
         Breakdown {
-            total,
+            total: vs.cost,
             delivery: Cost::of(&self.delivery),
             fill: Cost::of(&self.fill),
             map_and_resume: Cost::of(&self.map),
             continue_ioctl: Cost::of(&self.continue_ioctl),
-            ratio_to_kernel_mean: ratio(total.mean_ns as f64, k.mean_ns as f64),
-            ratio_to_kernel_p50: ratio(total.p50_ns as f64, k.p50_ns as f64),
+            cpu_wait_per_fault_ns: self.series.wait_per_fault(),
+            ratio_to_kernel_p50: vs.ratio_p50,
+            ratio_to_kernel_mean: vs.ratio_mean,
         }
     }
+}
+
+/// Runs `rounds` rounds of `pages` first touches of every kind.
+fn rounds(
+    pages: usize,
+    rounds: usize,
+    cgroup: &'static str,
+) -> Result<Rounds, Box<dyn std::error::Error>> {
+    let (mut k_missing, mut k_minor) = (Series::default(), Series::default());
+    let (mut handler, mut ft, mut sig) = (Series::default(), Series::default(), Series::default());
+    let (mut h_svc, mut ft_svc, mut sig_ioctl) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
+    for r in 0..rounds {
+        // Back to back, the kernel first in even rounds and last in odd ones: drift on the
+        // noisy machine, and the temperature of recycled pages, hit every kind alike.
+        let mut steps: Vec<u8> = (0..6).collect();
+        if r % 2 == 1 {
+            steps.reverse();
+        }
+        for step in steps {
+            match step {
+                0 => {
+                    let waited = run_delay_ns();
+                    let (m, n, wall) = probe::kernel_faults(pages)?;
+                    k_missing.add(&m, wall, run_delay_ns().saturating_sub(waited));
+                    k_minor.add(&n, 0, 0);
+                }
+                1 => {
+                    let b = pager_block(pages, FaultService::FaultingThread)?;
+                    ft.add(&b.times, b.wall_ns, b.app_wait_ns);
+                    ft_svc.push(b.service_p50_ns);
+                }
+                2 => {
+                    let s = sigprobe::sigbus_probe(pages)?;
+                    sig.add(&s.total, s.wall_ns, 0);
+                    sig_ioctl.extend(s.ioctl);
+                }
+                3 => {
+                    let b = pager_block(pages, FaultService::HandlerThreads)?;
+                    handler.add(&b.times, b.wall_ns, b.app_wait_ns);
+                    h_svc.push(b.service_p50_ns);
+                }
+                4 => {
+                    let run = probe::pagepilot_probe(pages, Fill::Zero)?;
+                    zero.add(run.missing, run.handler_wait_ns);
+                    minor.add(run.minor, 0);
+                }
+                _ => {
+                    let run = probe::pagepilot_probe(pages, Fill::Copy)?;
+                    copy.add(run.missing, run.handler_wait_ns);
+                }
+            }
+        }
+    }
+    let row = |s: &Series, svc: Vec<u64>| PagerRow {
+        vs: s.vs(&k_missing),
+        service_p50_ns: median(svc),
+        app_wait_per_fault_ns: s.wait_per_fault(),
+    };
+    let probe_vs = sig.vs(&k_missing);
+    let ioctl = median(sig_ioctl);
+    let bookkeeping = ft
+        .p50
+        .iter()
+        .zip(&sig.p50)
+        .map(|(&a, &b)| a as i64 - b as i64)
+        .collect::<Vec<i64>>();
+    Ok(Rounds {
+        cgroup,
+        kernel_missing: Cost::of(&k_missing.times),
+        kernel_minor: Cost::of(&k_minor.times),
+        pager_missing: row(&handler, h_svc),
+        pager_missing_faulting_thread: row(&ft, ft_svc),
+        faulting_thread_breakdown: SigbusBreakdown {
+            probe: probe_vs,
+            delivery_ns: probe_vs.cost.p50_ns.saturating_sub(ioctl),
+            zeropage_ioctl_ns: ioctl,
+            bookkeeping_ns: median_i(bookkeeping),
+        },
+        probe_missing_zero: zero.breakdown(&k_missing),
+        probe_missing_copy: copy.breakdown(&k_missing),
+        probe_minor: minor.breakdown(&k_minor),
+    })
+}
+
+fn median_i(mut xs: Vec<i64>) -> i64 {
+    xs.sort_unstable();
+    xs.get(xs.len() / 2).copied().unwrap_or(0)
+}
+
+fn loadavg() -> [f64; 3] {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = text.split_whitespace().map(|x| x.parse().unwrap_or(0.0));
+    [(); 3].map(|()| it.next().unwrap_or(0.0))
+}
+
+/// The memory cgroup (v1) this process is in, to come back to.
+fn own_memory_cgroup() -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+        ctl.split(',')
+            .any(|c| c == "memory")
+            .then(|| path.to_string())
+    })?;
+    Some(std::path::Path::new(cgroup::MEMORY_ROOT).join(rel.trim_start_matches('/')))
+}
+
+/// The rounds inside a fresh memory cgroup (no limit that matters: 1 GiB), then back.
+fn rounds_in_fresh_cgroup(pages: usize, n: usize) -> Result<Rounds, Box<dyn std::error::Error>> {
+    let home = own_memory_cgroup().ok_or("--cgroup: this process's memory cgroup is unknown")?;
+    let cg = MemCgroup::create(1 << 30)?;
+    cgroup::join(cg.dir())?;
+    let result = rounds(pages, n, "fresh");
+    // Back home before the cgroup is removed (its drop empties it).
+    cgroup::join(&home)?;
+    drop(cg);
+    result
 }
 
 /// Runs `pagepilot bench faults`.
 pub fn run(args: Args) -> CmdResult {
     check_range("--pages", args.pages, 1 << 20)?;
-    check_range("--runs", args.runs, 100)?;
-    let (mut k_missing, mut k_minor, mut pager) = (Vec::new(), Vec::new(), Vec::new());
-    let mut pager_ft = Vec::new();
-    let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
-    let (mut svc50, mut svc99) = (Vec::new(), Vec::new());
-    for _ in 0..args.runs {
-        // Interleaved, so drift on the noisy machine hits every kind alike.
-        let (km, kn) = probe::kernel_faults(args.pages)?;
-        k_missing.extend(km);
-        k_minor.extend(kn);
-        let (m, n) = probe::pagepilot_probe(args.pages, Fill::Zero)?;
-        zero.add(m);
-        minor.add(n);
-        let (m, _) = probe::pagepilot_probe(args.pages, Fill::Copy)?;
-        copy.add(m);
-        let (t, p50, p99) = live::anon_missing_faults(args.pages, FaultService::HandlerThreads)?;
-        pager.extend(t);
-        let (t, _, _) = live::anon_missing_faults(args.pages, FaultService::FaultingThread)?;
-        pager_ft.extend(t);
-        svc50.push(p50);
-        svc99.push(p99);
-    }
-    let kernel_missing = Cost::of(&k_missing);
-    let pager_missing = Cost::of(&pager);
-    let pager_ft = Cost::of(&pager_ft);
-    let vs_kernel = |c: Cost| {
-        (
-            ratio(c.mean_ns as f64, kernel_missing.mean_ns as f64),
-            ratio(c.p50_ns as f64, kernel_missing.p50_ns as f64),
-        )
+    check_range("--rounds", args.rounds, 1000)?;
+    let load_before = loadavg();
+    let process = rounds(args.pages, args.rounds, "process")?;
+    let fresh_cgroup = if args.cgroup {
+        Some(rounds_in_fresh_cgroup(args.pages, args.rounds)?)
+    } else {
+        None
     };
     let report = FaultsReport {
         bench: "faults",
         pages: args.pages,
-        runs: args.runs,
-        kernel_missing,
-        kernel_minor: Cost::of(&k_minor),
-        probe_missing_zero: zero.breakdown(&k_missing),
-        probe_missing_copy: copy.breakdown(&k_missing),
-        probe_minor: minor.breakdown(&k_minor),
-        pager_missing,
-        pager_missing_ratio_to_kernel: vs_kernel(pager_missing).0,
-        pager_missing_ratio_to_kernel_p50: vs_kernel(pager_missing).1,
-        pager_missing_faulting_thread: pager_ft,
-        pager_faulting_thread_ratio_to_kernel: vs_kernel(pager_ft).0,
-        pager_faulting_thread_ratio_to_kernel_p50: vs_kernel(pager_ft).1,
-        pager_service_p50_ns: median(svc50),
-        pager_service_p99_ns: median(svc99),
+        rounds: args.rounds,
+        load_before,
+        load_after: loadavg(),
+        process,
+        fresh_cgroup,
     };
     let mut out = std::io::stdout().lock();
     match args.format {
@@ -201,19 +436,40 @@ pub fn run(args: Args) -> CmdResult {
     Ok(())
 }
 
+fn us(c: Cost) -> String {
+    format!(
+        "{:>7.2} / {:>7.2}",
+        c.p50_ns as f64 / 1e3,
+        c.mean_ns as f64 / 1e3
+    )
+}
+
+fn vs_line(v: &VsKernel) -> String {
+    format!(
+        "{}   x kernel: p50 {:.2} mean {:.2} wall {:.2}",
+        us(v.cost),
+        v.ratio_p50,
+        v.ratio_mean,
+        v.ratio_wall
+    )
+}
+
 fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
-    let us = |c: Cost| {
-        format!(
-            "{:>7.2} / {:>7.2}",
-            c.p50_ns as f64 / 1e3,
-            c.mean_ns as f64 / 1e3
-        )
-    };
     writeln!(
         out,
-        "fault cost, {} faults per kind x {} runs (p50 / mean, us)",
-        r.pages, r.runs
+        "fault cost: {} rounds x {} first touches per kind (p50 / mean us; ratios: median over \
+         rounds of per-round ratios); load {:.2} -> {:.2}",
+        r.rounds, r.pages, r.load_before[0], r.load_after[0]
     )?;
+    print_rounds(&r.process, out)?;
+    if let Some(f) = &r.fresh_cgroup {
+        print_rounds(f, out)?;
+    }
+    Ok(())
+}
+
+fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "[memory cgroup: {}]", r.cgroup)?;
     writeln!(
         out,
         "  kernel missing (shmem first touch)     {}",
@@ -224,45 +480,64 @@ fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
         "  kernel minor (shmem after DONTNEED)    {}",
         us(r.kernel_minor)
     )?;
+    let ft = &r.pager_missing_faulting_thread;
+    writeln!(
+        out,
+        "  pager, faulting thread (SIGBUS)        {}",
+        vs_line(&ft.vs)
+    )?;
+    let b = &r.faulting_thread_breakdown;
+    writeln!(
+        out,
+        "    probe: SIGBUS + ZEROPAGE only        {}",
+        vs_line(&b.probe)
+    )?;
+    writeln!(
+        out,
+        "    = fault entry + signal + sigreturn {:.2} us | ZEROPAGE ioctl {:.2} us | \
+         pagepilot bookkeeping {:+.2} us (service p50 {:.2} us)",
+        b.delivery_ns as f64 / 1e3,
+        b.zeropage_ioctl_ns as f64 / 1e3,
+        b.bookkeeping_ns as f64 / 1e3,
+        ft.service_p50_ns as f64 / 1e3
+    )?;
+    let h = &r.pager_missing;
+    writeln!(
+        out,
+        "  pager, 1 handler thread (default)      {}",
+        vs_line(&h.vs)
+    )?;
+    writeln!(
+        out,
+        "    service p50 {:.2} us; application thread waited for a CPU {:.2} us per fault",
+        h.service_p50_ns as f64 / 1e3,
+        h.app_wait_per_fault_ns as f64 / 1e3
+    )?;
     for (name, b) in [
-        ("uffd missing, zero (POPULATE_WRITE)", &r.probe_missing_zero),
-        ("uffd missing, copy (pwrite)", &r.probe_missing_copy),
-        ("uffd minor (CONTINUE only)", &r.probe_minor),
+        (
+            "probe, handler: zero (POPULATE_WRITE)",
+            &r.probe_missing_zero,
+        ),
+        ("probe, handler: copy (pwrite)", &r.probe_missing_copy),
+        ("probe, handler: minor (CONTINUE)", &r.probe_minor),
     ] {
         writeln!(
             out,
-            "  {name:<38} {}   ratio to kernel {:.2}x (p50 {:.2}x)",
+            "  {name:<38} {}   x kernel: p50 {:.2} mean {:.2}",
             us(b.total),
-            b.ratio_to_kernel_mean,
-            b.ratio_to_kernel_p50
+            b.ratio_to_kernel_p50,
+            b.ratio_to_kernel_mean
         )?;
         writeln!(
             out,
-            "    delivery {} | fill {} | map+resume {} (CONTINUE ioctl {})",
+            "    delivery {} | fill {} | map+resume {} (CONTINUE ioctl {}) | waiting for a CPU \
+             {:.2} us/fault",
             us(b.delivery),
             us(b.fill),
             us(b.map_and_resume),
-            us(b.continue_ioctl)
+            us(b.continue_ioctl),
+            b.cpu_wait_per_fault_ns as f64 / 1e3
         )?;
     }
-    writeln!(
-        out,
-        "  pagepilot pager, anon missing          {}   ratio to kernel {:.2}x (p50 {:.2}x)",
-        us(r.pager_missing),
-        r.pager_missing_ratio_to_kernel,
-        r.pager_missing_ratio_to_kernel_p50
-    )?;
-    writeln!(
-        out,
-        "  pager, faulting thread serves (SIGBUS) {}   ratio to kernel {:.2}x (p50 {:.2}x)",
-        us(r.pager_missing_faulting_thread),
-        r.pager_faulting_thread_ratio_to_kernel,
-        r.pager_faulting_thread_ratio_to_kernel_p50
-    )?;
-    writeln!(
-        out,
-        "    pager's own service latency p50 {:.2} us, p99 {:.2} us",
-        r.pager_service_p50_ns as f64 / 1e3,
-        r.pager_service_p99_ns as f64 / 1e3
-    )
+    Ok(())
 }

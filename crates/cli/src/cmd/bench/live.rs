@@ -135,32 +135,3 @@ pub fn run(
         cgroup_baseline_bytes: 0,
     })
 }
-
-/// Write-touches each page of a fresh anonymous pagepilot region that fits its budget (every
-/// access is a missing fault served with zeroes) and returns the per-fault times in ns and the
-/// pager's own fault-service latency (p50, p99) in ns.
-pub fn anon_missing_faults(
-    pages: usize,
-    service: FaultService,
-) -> Result<(Vec<u64>, u64, u64), LiveError> {
-    let len = pages * sys::PAGE;
-    let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
-        .with_readahead(1)
-        .with_fault_service(service);
-    let region = Region::map(opts).map_err(|source| LiveError::Map {
-        path: "anonymous".into(),
-        policy: "fifo".into(),
-        source: Box::new(source),
-    })?;
-    let times = (0..pages)
-        .map(|p| {
-            let t = Instant::now();
-            // SAFETY: p < pages: inside the region, which stays mapped until unmap below.
-            unsafe { std::ptr::write_volatile(region.as_ptr().add(p * sys::PAGE), 1) };
-            t.elapsed().as_nanos() as u64
-        })
-        .collect();
-    let stats = region.stats();
-    region.unmap().map_err(LiveError::Unmap)?;
-    Ok((times, stats.latency.p50_ns, stats.latency.p99_ns))
-}

@@ -12,6 +12,7 @@ mod measure;
 mod policy;
 mod probe;
 mod scan;
+mod sigprobe;
 mod sim;
 mod workload;
 

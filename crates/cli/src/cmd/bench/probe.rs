@@ -38,6 +38,30 @@ pub struct Split {
     pub map: Vec<u64>,
     /// Duration of the `UFFDIO_CONTINUE` ioctl alone, as the handler sees it.
     pub continue_ioctl: Vec<u64>,
+    /// Time the application thread spent runnable but waiting for a CPU during the phase
+    /// (`/proc/thread-self/schedstat`): a hand-off's wake-ups wait behind other processes.
+    pub app_wait_ns: u64,
+    /// Wall time of the phase's touch loop.
+    pub wall_ns: u64,
+}
+
+/// Both phases of one probe run, and the handler thread's run-queue wait over the run.
+pub struct ProbeRun {
+    /// The write-touch phase: missing faults.
+    pub missing: Split,
+    /// The write-touch phase after `MADV_DONTNEED`: minor faults.
+    pub minor: Split,
+    /// Time the handler thread spent runnable but waiting for a CPU, whole run.
+    pub handler_wait_ns: u64,
+}
+
+/// Time the calling thread has spent runnable, waiting for a CPU, ns (field 2 of
+/// `/proc/thread-self/schedstat`; 0 where it cannot be read).
+pub fn run_delay_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Timestamps shared by the application thread and the handler.
@@ -61,8 +85,9 @@ impl Stamps {
 }
 
 /// Runs the probe over `pages` pages: a write-touch of each (missing faults, filled per
-/// `fill`), then `MADV_DONTNEED` and a read-touch of each (minor faults). Returns both splits.
-pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
+/// `fill`), then `MADV_DONTNEED` and a second write-touch of each (minor faults). Returns both
+/// splits.
+pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<ProbeRun> {
     let len = pages * PAGE;
     let fd = sys::memfd("pagepilot-probe", len)?;
     let app = Mapping::shared(fd.as_raw_fd(), len, true)?;
@@ -76,11 +101,12 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
     let stop = Arc::new(AtomicBool::new(false));
     let app_base = app.ptr() as usize;
 
-    let (missing, minor) = std::thread::scope(|s| -> io::Result<(Split, Split)> {
+    std::thread::scope(|s| -> io::Result<ProbeRun> {
         let handler = {
             let (stamps, stop, uffd, pager, source) = (&stamps, &stop, &uffd, &pager, &source);
             let fd = fd.as_raw_fd();
-            s.spawn(move || -> io::Result<()> {
+            s.spawn(move || -> io::Result<u64> {
+                let waited = run_delay_ns();
                 while !stop.load(Ordering::Acquire) {
                     let Some((address, flags)) = read_fault_timeout(uffd, 100)? else {
                         continue;
@@ -118,38 +144,36 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<(Split, Split)> {
                     }
                     stamps.done[page].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
                 }
-                Ok(())
+                Ok(run_delay_ns().saturating_sub(waited))
             })
         };
-        let touch = |write: bool| -> Vec<u64> {
-            let stamps = &stamps[usize::from(!write)];
+        let touch = |phase: usize| -> (Vec<u64>, u64, u64) {
+            let stamps = &stamps[phase];
+            let (waited, start) = (run_delay_ns(), Instant::now());
             let mut end = Vec::with_capacity(pages);
             for p in 0..pages {
                 stamps.start[p].store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
                 // SAFETY: p < pages: inside the application's view, which the handler serves.
-                unsafe {
-                    let at = app.ptr().add(p * PAGE);
-                    if write {
-                        std::ptr::write_volatile(at, 1);
-                    } else {
-                        std::ptr::read_volatile(at);
-                    }
-                }
+                unsafe { std::ptr::write_volatile(app.ptr().add(p * PAGE), 1) };
                 end.push(epoch.elapsed().as_nanos() as u64);
             }
-            end
+            let wall = start.elapsed().as_nanos() as u64;
+            (end, run_delay_ns().saturating_sub(waited), wall)
         };
-        let missing = touch(true);
-        let minor = app.dontneed().map(|()| touch(false));
+        let missing = touch(0);
+        let minor = app.dontneed().map(|()| touch(1));
         stop.store(true, Ordering::Release);
-        let served = handler
+        let handler_wait_ns = handler
             .join()
-            .map_err(|_| io::Error::other("probe handler panicked"))?;
-        served?;
+            .map_err(|_| io::Error::other("probe handler panicked"))??;
+        let minor = minor?;
         // After the join: the handler's last stamps are visible.
-        Ok((split(&stamps[0], &missing), split(&stamps[1], &minor?)))
-    })?;
-    Ok((missing, minor))
+        Ok(ProbeRun {
+            missing: split(&stamps[0], &missing),
+            minor: split(&stamps[1], &minor),
+            handler_wait_ns,
+        })
+    })
 }
 
 /// Waits up to `timeout_ms` for the next page fault: (address, `FLAG_*` bits).
@@ -180,8 +204,12 @@ fn read_fault_timeout(uffd: &Uffd, timeout_ms: i32) -> io::Result<Option<(usize,
     }
 }
 
-fn split(st: &Stamps, end: &[u64]) -> Split {
-    let mut s = Split::default();
+fn split(st: &Stamps, &(ref end, app_wait_ns, wall_ns): &(Vec<u64>, u64, u64)) -> Split {
+    let mut s = Split {
+        app_wait_ns,
+        wall_ns,
+        ..Split::default()
+    };
     for (p, &e) in end.iter().enumerate() {
         let start = st.start[p].load(Ordering::Acquire);
         let filled = st.filled[p].load(Ordering::Acquire).max(start);
@@ -197,33 +225,30 @@ fn split(st: &Stamps, end: &[u64]) -> Split {
 }
 
 /// The kernel's own faults on shmem: first write-touch of each page of a memfd `MAP_SHARED`
-/// (allocate and zero), then read-touch after `MADV_DONTNEED` (map from the page cache).
-/// Returns (missing, minor) per-fault times in ns.
-pub fn kernel_faults(pages: usize) -> io::Result<(Vec<u64>, Vec<u64>)> {
+/// (allocate and zero), then a second write-touch after `MADV_DONTNEED` (map from the page
+/// cache). Writes, because a read fault on shmem maps up to 16 cached pages at once
+/// (fault-around): a read-touch loop would time one fault per 16 pages.
+/// Returns (missing, minor) per-fault times in ns and the missing loop's wall time.
+pub fn kernel_faults(pages: usize) -> io::Result<(Vec<u64>, Vec<u64>, u64)> {
     let len = pages * PAGE;
     let fd = sys::memfd("pagepilot-kernel", len)?;
     let map = Mapping::shared(fd.as_raw_fd(), len, true)?;
-    let touch = |write: bool| {
+    let touch = || {
         (0..pages)
             .map(|p| {
                 let t = Instant::now();
                 // SAFETY: p < pages: inside our mapping.
-                unsafe {
-                    let at = map.ptr().add(p * PAGE);
-                    if write {
-                        std::ptr::write_volatile(at, 1);
-                    } else {
-                        std::ptr::read_volatile(at);
-                    }
-                }
+                unsafe { std::ptr::write_volatile(map.ptr().add(p * PAGE), 1) };
                 t.elapsed().as_nanos() as u64
             })
             .collect::<Vec<u64>>()
     };
-    let missing = touch(true);
+    let start = Instant::now();
+    let missing = touch();
+    let wall = start.elapsed().as_nanos() as u64;
     map.dontneed()?;
-    let minor = touch(false);
-    Ok((missing, minor))
+    let minor = touch();
+    Ok((missing, minor, wall))
 }
 
 #[cfg(test)]
@@ -232,7 +257,8 @@ mod tests {
 
     #[test]
     fn test_probe_serves_every_fault_and_keeps_the_data() {
-        let (missing, minor) = pagepilot_probe(64, Fill::Copy).expect("userfaultfd probe");
+        let ProbeRun { missing, minor, .. } =
+            pagepilot_probe(64, Fill::Copy).expect("userfaultfd probe");
         assert_eq!(missing.total.len(), 64);
         assert_eq!(minor.total.len(), 64);
         // Every fault was seen and served by the handler while the access waited.
@@ -249,7 +275,7 @@ mod tests {
 
     #[test]
     fn test_kernel_faults_time_each_page() {
-        let (missing, minor) = kernel_faults(32).expect("memfd");
+        let (missing, minor, _) = kernel_faults(32).expect("memfd");
         assert_eq!((missing.len(), minor.len()), (32, 32));
         assert!(missing.iter().all(|&t| t > 0));
     }
