@@ -93,6 +93,23 @@ pub enum MapError {
     },
 }
 
+/// Why [`crate::Region::prefault`] refused a range.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PrefaultError {
+    /// The range does not lie inside the region.
+    #[error(
+        "prefault of {len} bytes at offset {offset} is outside the region of {region_len} bytes"
+    )]
+    OutOfRange {
+        /// Offset asked for.
+        offset: usize,
+        /// Length asked for.
+        len: usize,
+        /// The region's length.
+        region_len: usize,
+    },
+}
+
 /// One page whose write-back failed; its data is still in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedPage {

@@ -36,7 +36,7 @@ mod stats;
 pub mod sys;
 
 pub use backing::Backing;
-pub use error::{FailedPage, FlushError, MapError};
+pub use error::{FailedPage, FlushError, MapError, PrefaultError};
 pub use region::{FaultService, Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};
 

@@ -2,6 +2,7 @@
 //! by pagepilot under a frame budget and a policy of the application's choice.
 
 use std::path::Path;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -10,7 +11,7 @@ use pagepilot_policy::Policy;
 
 use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
 use crate::engine::{Inner, Shared, Tuning};
-use crate::error::{FlushError, MapError};
+use crate::error::{FlushError, MapError, PrefaultError};
 use crate::guard::Guarded;
 pub use crate::options::{FaultService, RegionOptions};
 use crate::resident::Table;
@@ -292,6 +293,46 @@ impl Region {
     /// Whether the region is empty (never: mapping an empty region is refused).
     pub fn is_empty(&self) -> bool {
         self.shared.len == 0
+    }
+
+    /// Maps `[offset, offset + len)` now by touching each page from this
+    /// thread: a read, or with `write` a `compare_exchange(0, 0)` on one
+    /// byte (a locked write cycle on x86 whether it succeeds or not: changes
+    /// nothing, marks the page modified). The kernel's own accesses to the
+    /// range then find it mapped: with [`FaultService::FaultingThread`] a
+    /// `read(2)` into an unmapped page (`write`) or a `write(2)` from one
+    /// fails with EFAULT instead of faulting. A page evicted before the
+    /// system call (other threads' faults over the budget) fails again:
+    /// prefault and retry. A write prefault of a file region's page makes it
+    /// dirty (written back on eviction). Pages already mapped (writable, for
+    /// `write`) cost nothing.
+    pub fn prefault(&self, offset: usize, len: usize, write: bool) -> Result<(), PrefaultError> {
+        let region_len = self.len();
+        if offset.checked_add(len).is_none_or(|end| end > region_len) {
+            return Err(PrefaultError::OutOfRange {
+                offset,
+                len,
+                region_len,
+            });
+        }
+        let first = offset / PAGE * PAGE;
+        for at in (first..offset + len).step_by(PAGE) {
+            // SAFETY: `at` < offset + len <= the region's length, so inside
+            // the application's view, which stays mapped while `self` lives.
+            let p = unsafe { self.as_ptr().add(at) };
+            if write {
+                // SAFETY: `p` is a valid, aligned byte of mapped memory;
+                // atomic access makes a concurrent application write safe.
+                let byte = unsafe { std::sync::atomic::AtomicU8::from_ptr(p) };
+                // Not `fetch_or(0)`: the compiler turns an RMW that changes
+                // nothing into a plain load (a read fault, mapped clean).
+                let _ = byte.compare_exchange(0, 0, SeqCst, SeqCst);
+            } else {
+                // SAFETY: as above; a volatile read of one byte.
+                unsafe { std::ptr::read_volatile(p) };
+            }
+        }
+        Ok(())
     }
 
     /// Changes the frame budget (rounded down to pages, at least one). A

@@ -137,3 +137,39 @@ fn test_kernel_writes_into_unmapped_pages_fail_in_faulting_thread_mode() {
     assert_eq!(dst[0], 0, "the read overwrote the byte written before it");
     r.unmap().unwrap();
 }
+
+#[test]
+fn test_prefault_lets_the_kernel_write_into_faulting_thread_regions() {
+    use pagepilot_pager::{Backing, FaultService, PrefaultError, RegionOptions};
+    use std::io::Read;
+    let (_d, p) = file_with(4);
+    let len = 4 * PAGE_SIZE;
+    let opts = RegionOptions::new(Backing::Anonymous { len }, len, "clock")
+        .with_fault_service(FaultService::FaultingThread);
+    let r = Region::map(opts).unwrap();
+    // SAFETY: the region is mapped for `len` bytes; nothing else uses it.
+    let dst = unsafe { std::slice::from_raw_parts_mut(r.as_ptr(), len) };
+    // A read(2) into the unmapped range fails (the documented limit)...
+    let err = std::fs::File::open(&p).unwrap().read(dst).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(14), "{err}");
+    // ...and succeeds once the range is prefaulted for writing.
+    r.prefault(0, len, true).unwrap();
+    std::fs::File::open(&p).unwrap().read_exact(dst).unwrap();
+    for i in 0..4 {
+        assert_eq!(dst[i * PAGE_SIZE + 100], (i % 251) as u8);
+    }
+    // One missing fault per page, served in this thread; a read prefault of
+    // mapped pages raises none.
+    r.prefault(PAGE_SIZE + 1, 2 * PAGE_SIZE, false).unwrap();
+    assert_eq!(r.stats().missing_faults, 4);
+    assert_eq!(
+        r.prefault(len - 1, 2, false),
+        Err(PrefaultError::OutOfRange {
+            offset: len - 1,
+            len: 2,
+            region_len: len
+        })
+    );
+    assert!(r.prefault(usize::MAX, 2, true).is_err());
+    r.unmap().unwrap();
+}
