@@ -17,7 +17,12 @@ fn region_mappings() -> usize {
         .count()
 }
 
+/// Held while a test maps or counts region mappings: tests run in parallel,
+/// and one that maps a region must not be counted by another.
+static MAPPINGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn refused(opts: RegionOptions) -> MapError {
+    let _only = MAPPINGS.lock().unwrap_or_else(|p| p.into_inner());
     let before = region_mappings();
     let err = Region::map(opts).expect_err("mapping must be refused");
     assert_eq!(
@@ -76,6 +81,7 @@ fn test_read_only_file_mapped_writable_is_refused() {
     let e = refused(RegionOptions::new(file(&p, true), 1 << 20, "lru"));
     assert!(matches!(e, MapError::ReadOnly(_)), "{e}");
     // Read-only is fine.
+    let _only = MAPPINGS.lock().unwrap_or_else(|p| p.into_inner());
     let r = Region::map(RegionOptions::new(file(&p, false), 1 << 20, "lru")).unwrap();
     r.unmap().unwrap();
 }
