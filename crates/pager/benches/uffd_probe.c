@@ -23,6 +23,9 @@
  *     leaves shmem folios !uptodate, so the CONTINUE still clears them;
  *     the other two clear them up front).
  *   1024 pin the handler thread (or zeroer) to the faulting thread's CPU.
+ *   16384 the handler thread runs SCHED_FIFO (priority 1): a woken handler
+ *     preempts other processes' threads instead of queueing behind them;
+ *     32768 the faulting thread too (it is woken by the handler's ioctl).
  *   4096 private anonymous memory instead of a memfd, on both sides (the
  *     kernel's anonymous first touch); served by UFFDIO_COPY of a zero page,
  *     or with 8192 by UFFDIO_MOVE of a page pre-zeroed in a staging area
@@ -30,7 +33,8 @@
  * Used: 33 / 37 (handler, blocking read / poll + read), 9 (spinning),
  * 17 / 49 (faulting thread, copy / zeropage), 80 / 592 / 2128 / 144 / 656 /
  * 2192 / 272 / 784 / 2320 (faulting thread, pre-zeroed frames), 4113 /
- * 12304 (faulting thread, private anonymous memory, copy / move). */
+ * 12304 (faulting thread, private anonymous memory, copy / move), 1057 /
+ * 16417 / 49185 (handler pinned / SCHED_FIFO / both threads SCHED_FIFO). */
 #define _GNU_SOURCE
 #include <linux/userfaultfd.h>
 #include <sys/syscall.h>
@@ -100,8 +104,10 @@ static void serve(unsigned long addr) {
     }
 }
 static void pin_here(int cpu) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); sched_setaffinity(0, sizeof s, &s); }
+static void fifo(void) { struct sched_param sp = {.sched_priority = 1}; if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) perror("SCHED_FIFO"); }
 static void *handler(void *a) {
     if (mode & 1024) pin_here((int)(long)a);
+    if (mode & 16384) fifo();
     struct uffd_msg m[16];
     while (!atomic_load(&stop)) {
         if (mode & 4) { struct pollfd p = {uffd, POLLIN}; if (poll(&p, 1, 10) <= 0) continue; }
@@ -185,6 +191,7 @@ int main(int c, char **v) {
     int rounds = c > 2 ? atoi(v[2]) : 16;
     npages = c > 3 ? atoi(v[3]) : 1024;
     if (rounds < 1 || rounds > 1000 || npages < 1 || npages > (1 << 20)) { fprintf(stderr, "bad ROUNDS or PAGES\n"); return 2; }
+    if (mode & 32768) fifo();
     if (mode & 16) { struct sigaction sa = {0}; sa.sa_sigaction = onbus; sa.sa_flags = SA_SIGINFO; sigaction(SIGBUS, &sa, 0); }
     double r50[1000], rmean[1000], rwall[1000], rcpu[1000], k50[1000], p50[1000];
     for (int i = 0; i < rounds; i++) {
