@@ -668,6 +668,21 @@ impl Mapping {
         Ok(Mapping { addr, len })
     }
 
+    /// `len` bytes of private anonymous memory (read-write), unmapped on drop.
+    pub fn private_anon(len: usize) -> io::Result<Mapping> {
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+        // SAFETY: a fresh mapping chosen by the kernel; it aliases no Rust object.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            addr: p as usize,
+            len,
+        })
+    }
+
     /// First byte of the mapping (valid until the Mapping is dropped).
     pub fn ptr(&self) -> *mut u8 {
         self.addr as *mut u8

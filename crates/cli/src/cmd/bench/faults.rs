@@ -132,6 +132,11 @@ pub struct Rounds {
     pub kernel_missing: Cost,
     /// The kernel's fault on a shmem page still in the page cache after `MADV_DONTNEED`.
     pub kernel_minor: Cost,
+    /// The kernel's first touch of private anonymous memory (what `malloc` hands out; cheaper
+    /// than shmem's), for context.
+    pub kernel_missing_private_anon: Cost,
+    /// The faulting-thread pager against that private anonymous first touch.
+    pub faulting_thread_vs_private_anon: VsKernel,
     /// The real pager, one handler thread (the default).
     pub pager_missing: PagerRow,
     /// The real pager, the faulting thread serving its own fault (SIGBUS).
@@ -296,6 +301,7 @@ fn rounds(
     cgroup: &'static str,
 ) -> Result<Rounds, Box<dyn std::error::Error>> {
     let (mut k_missing, mut k_minor) = (Series::default(), Series::default());
+    let mut k_anon = Series::default();
     let (mut handler, mut ft, mut sig) = (Series::default(), Series::default(), Series::default());
     let (mut h_svc, mut ft_svc, mut sig_ioctl) = (Vec::new(), Vec::new(), Vec::new());
     let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
@@ -313,6 +319,8 @@ fn rounds(
                     let (m, n, wall) = probe::kernel_faults(pages)?;
                     k_missing.add(&m, wall, run_delay_ns().saturating_sub(waited));
                     k_minor.add(&n, 0, 0);
+                    let (a, wall) = probe::kernel_anon_faults(pages)?;
+                    k_anon.add(&a, wall, 0);
                 }
                 1 => {
                     let b = pager_block(pages, FaultService::FaultingThread)?;
@@ -358,6 +366,8 @@ fn rounds(
         cgroup,
         kernel_missing: Cost::of(&k_missing.times),
         kernel_minor: Cost::of(&k_minor.times),
+        kernel_missing_private_anon: Cost::of(&k_anon.times),
+        faulting_thread_vs_private_anon: ft.vs(&k_anon),
         pager_missing: row(&handler, h_svc),
         pager_missing_faulting_thread: row(&ft, ft_svc),
         faulting_thread_breakdown: SigbusBreakdown {
@@ -480,11 +490,22 @@ fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
         "  kernel minor (shmem after DONTNEED)    {}",
         us(r.kernel_minor)
     )?;
+    writeln!(
+        out,
+        "  kernel private anonymous first touch   {}",
+        us(r.kernel_missing_private_anon)
+    )?;
     let ft = &r.pager_missing_faulting_thread;
     writeln!(
         out,
         "  pager, faulting thread (SIGBUS)        {}",
         vs_line(&ft.vs)
+    )?;
+    let a = &r.faulting_thread_vs_private_anon;
+    writeln!(
+        out,
+        "    against the private anonymous touch  x kernel: p50 {:.2} mean {:.2} wall {:.2}",
+        a.ratio_p50, a.ratio_mean, a.ratio_wall
     )?;
     let b = &r.faulting_thread_breakdown;
     writeln!(

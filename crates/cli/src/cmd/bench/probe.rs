@@ -251,6 +251,22 @@ pub fn kernel_faults(pages: usize) -> io::Result<(Vec<u64>, Vec<u64>, u64)> {
     Ok((missing, minor, wall))
 }
 
+/// The kernel's first touch of private anonymous memory (`MAP_PRIVATE | MAP_ANONYMOUS`, what
+/// `malloc` hands out): per-fault times in ns and the loop's wall time.
+pub fn kernel_anon_faults(pages: usize) -> io::Result<(Vec<u64>, u64)> {
+    let map = Mapping::private_anon(pages * PAGE)?;
+    let start = Instant::now();
+    let times = (0..pages)
+        .map(|p| {
+            let t = Instant::now();
+            // SAFETY: p < pages: inside our mapping.
+            unsafe { std::ptr::write_volatile(map.ptr().add(p * PAGE), 1) };
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    Ok((times, start.elapsed().as_nanos() as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
