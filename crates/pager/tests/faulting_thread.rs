@@ -5,6 +5,9 @@
 
 use pagepilot_pager::{Backing, FaultService, MapError, Region, RegionOptions, PAGE_SIZE};
 
+/// The tests share the process-wide table: one at a time.
+static TABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn faulting_thread_region() -> Result<Region, MapError> {
     let len = 2 * PAGE_SIZE;
     Region::map(
@@ -31,6 +34,7 @@ fn touch_and_check(r: &Region, salt: u8) {
 
 #[test]
 fn test_faulting_thread_regions_beyond_the_table_are_refused_and_slots_reused() {
+    let _one = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     let mut regions = Vec::new();
     let max = loop {
         match faulting_thread_region() {
@@ -54,4 +58,25 @@ fn test_faulting_thread_regions_beyond_the_table_are_refused_and_slots_reused() 
     for r in regions {
         r.unmap().unwrap();
     }
+}
+
+#[test]
+fn test_regions_mapped_and_unmapped_concurrently_keep_their_faults_apart() {
+    let _one = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    // Threads map, fault on and unmap their own regions while the others do
+    // the same: every lookup in the lock-free table finds the right region
+    // (a wrong one would serve the fault elsewhere, and the write would not
+    // read back), and a region being unmapped is never used after it is freed.
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            s.spawn(move || {
+                for i in 0..150u8 {
+                    let r = faulting_thread_region().expect("4 regions at a time fit");
+                    touch_and_check(&r, t.wrapping_mul(61) ^ i);
+                    assert_eq!(r.stats().missing_faults, 2);
+                    r.unmap().unwrap();
+                }
+            });
+        }
+    });
 }
