@@ -115,7 +115,11 @@ fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
     for key in ["kernel_missing", "kernel_minor"] {
         assert!(r[key]["mean_ns"].as_u64().unwrap() > 0, "{key}: {r}");
     }
-    for key in ["pager_missing", "pager_missing_faulting_thread"] {
+    for key in [
+        "pager_missing",
+        "pager_missing_faulting_thread",
+        "pager_missing_handler_pinned",
+    ] {
         assert!(
             r[key]["cost"]["mean_ns"].as_u64().unwrap() > 0,
             "{key}: {r}"

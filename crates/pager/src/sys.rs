@@ -781,3 +781,43 @@ pub fn thread_cpu_ns() -> u64 {
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// This thread's CPU affinity, to put back with [`set_affinity`].
+pub fn affinity() -> io::Result<libc::cpu_set_t> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; the kernel writes at
+    // most its size into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(libc::sched_getaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        ))?;
+        Ok(set)
+    }
+}
+
+/// Sets this thread's CPU affinity.
+pub fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) })?;
+    Ok(())
+}
+
+/// Pins this thread to the CPU it runs on now. Threads it creates afterwards
+/// inherit the affinity (a region's handler thread, for example).
+pub fn pin_to_current_cpu() -> io::Result<()> {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET writes inside it
+    // for any cpu below CPU_SETSIZE, which sched_getcpu's answer is.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        set
+    };
+    set_affinity(&set)
+}

@@ -139,6 +139,9 @@ pub struct Rounds {
     pub faulting_thread_vs_private_anon: VsKernel,
     /// The real pager, one handler thread (the default).
     pub pager_missing: PagerRow,
+    /// The same with the application thread pinned to its CPU before mapping, so that the
+    /// handler thread (which inherits the affinity) shares it: both wake-ups stay on one CPU.
+    pub pager_missing_handler_pinned: PagerRow,
     /// The real pager, the faulting thread serving its own fault (SIGBUS).
     pub pager_missing_faulting_thread: PagerRow,
     /// The faulting-thread fault split into delivery, ioctl and pagepilot's bookkeeping.
@@ -177,6 +180,15 @@ struct PagerBlock {
     wall_ns: u64,
     service_p50_ns: u64,
     app_wait_ns: u64,
+}
+
+fn pager_block_pinned(pages: usize) -> Result<PagerBlock, Box<dyn std::error::Error>> {
+    // The handler thread is created by Region::map and inherits the affinity.
+    let old = sys::affinity()?;
+    sys::pin_to_current_cpu()?;
+    let block = pager_block(pages, FaultService::HandlerThreads);
+    sys::set_affinity(&old)?;
+    block
 }
 
 fn pager_block(
@@ -303,12 +315,13 @@ fn rounds(
     let (mut k_missing, mut k_minor) = (Series::default(), Series::default());
     let mut k_anon = Series::default();
     let (mut handler, mut ft, mut sig) = (Series::default(), Series::default(), Series::default());
+    let (mut pinned, mut p_svc) = (Series::default(), Vec::new());
     let (mut h_svc, mut ft_svc, mut sig_ioctl) = (Vec::new(), Vec::new(), Vec::new());
     let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
     for r in 0..rounds {
         // Back to back, the kernel first in even rounds and last in odd ones: drift on the
         // noisy machine, and the temperature of recycled pages, hit every kind alike.
-        let mut steps: Vec<u8> = (0..6).collect();
+        let mut steps: Vec<u8> = (0..7).collect();
         if r % 2 == 1 {
             steps.reverse();
         }
@@ -336,6 +349,11 @@ fn rounds(
                     let b = pager_block(pages, FaultService::HandlerThreads)?;
                     handler.add(&b.times, b.wall_ns, b.app_wait_ns);
                     h_svc.push(b.service_p50_ns);
+                }
+                6 => {
+                    let b = pager_block_pinned(pages)?;
+                    pinned.add(&b.times, b.wall_ns, b.app_wait_ns);
+                    p_svc.push(b.service_p50_ns);
                 }
                 4 => {
                     let run = probe::pagepilot_probe(pages, Fill::Zero)?;
@@ -369,6 +387,7 @@ fn rounds(
         kernel_missing_private_anon: Cost::of(&k_anon.times),
         faulting_thread_vs_private_anon: ft.vs(&k_anon),
         pager_missing: row(&handler, h_svc),
+        pager_missing_handler_pinned: row(&pinned, p_svc),
         pager_missing_faulting_thread: row(&ft, ft_svc),
         faulting_thread_breakdown: SigbusBreakdown {
             probe: probe_vs,
@@ -533,6 +552,12 @@ fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
         "    service p50 {:.2} us; application thread waited for a CPU {:.2} us per fault",
         h.service_p50_ns as f64 / 1e3,
         h.app_wait_per_fault_ns as f64 / 1e3
+    )?;
+    let p = &r.pager_missing_handler_pinned;
+    writeln!(
+        out,
+        "  pager, handler on the application's CPU {}",
+        vs_line(&p.vs)
     )?;
     for (name, b) in [
         (
