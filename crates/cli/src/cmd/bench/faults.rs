@@ -167,6 +167,9 @@ pub struct FaultsReport {
     pub load_before: [f64; 3],
     /// `/proc/loadavg` after the run.
     pub load_after: [f64; 3],
+    /// CPU time the hypervisor gave to others while this machine's vCPUs wanted to run, over
+    /// the whole run, all CPUs (`/proc/stat` steal), ms.
+    pub steal_ms: u64,
     /// The rounds in the benchmark's own memory cgroup (both sides alike).
     #[serde(flatten)]
     pub process: Rounds,
@@ -406,6 +409,17 @@ fn median_i(mut xs: Vec<i64>) -> i64 {
     xs.get(xs.len() / 2).copied().unwrap_or(0)
 }
 
+/// Steal time of all CPUs so far, ms (`/proc/stat`, ticks of 10 ms).
+fn steal_ms() -> u64 {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = text
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(8)?.parse().ok())
+        .unwrap_or(0);
+    ticks * 10
+}
+
 fn loadavg() -> [f64; 3] {
     let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut it = text.split_whitespace().map(|x| x.parse().unwrap_or(0.0));
@@ -441,7 +455,7 @@ fn rounds_in_fresh_cgroup(pages: usize, n: usize) -> Result<Rounds, Box<dyn std:
 pub fn run(args: Args) -> CmdResult {
     check_range("--pages", args.pages, 1 << 20)?;
     check_range("--rounds", args.rounds, 1000)?;
-    let load_before = loadavg();
+    let (load_before, steal_before) = (loadavg(), steal_ms());
     let process = rounds(args.pages, args.rounds, "process")?;
     let fresh_cgroup = if args.cgroup {
         Some(rounds_in_fresh_cgroup(args.pages, args.rounds)?)
@@ -454,6 +468,7 @@ pub fn run(args: Args) -> CmdResult {
         rounds: args.rounds,
         load_before,
         load_after: loadavg(),
+        steal_ms: steal_ms().saturating_sub(steal_before),
         process,
         fresh_cgroup,
     };
@@ -487,8 +502,8 @@ fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "fault cost: {} rounds x {} first touches per kind (p50 / mean us; ratios: median over \
-         rounds of per-round ratios); load {:.2} -> {:.2}",
-        r.rounds, r.pages, r.load_before[0], r.load_after[0]
+         rounds of per-round ratios); load {:.2} -> {:.2}, steal {} ms",
+        r.rounds, r.pages, r.load_before[0], r.load_after[0], r.steal_ms
     )?;
     print_rounds(&r.process, out)?;
     if let Some(f) = &r.fresh_cgroup {
