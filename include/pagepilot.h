@@ -42,6 +42,11 @@ typedef struct pp_options {
     size_t readahead_max_pages; /* largest read-ahead window along sequential faults */
     size_t handler_threads;     /* fault-handler threads */
     const char *swap_dir;       /* anonymous: directory of the swap file; NULL: temp dir */
+    int faulting_thread;        /* non-zero: each thread serves its own faults in a SIGBUS
+                                   handler (no hand-off to a handler thread, about 1 us less
+                                   per fault); the kernel's own accesses to an unmapped page
+                                   (read(2) into the region) then fail with EFAULT: call
+                                   pp_prefault on the range first */
 } pp_options;
 
 void pp_options_init(pp_options *opts);
@@ -50,6 +55,11 @@ pp_region *pp_map(const pp_options *opts, char *err, size_t errlen);
 void  *pp_addr(pp_region *r);                        /* NULL for a NULL handle */
 size_t pp_len(pp_region *r);                         /* 0 for a NULL handle */
 int    pp_flush(pp_region *r);                       /* 0 or -errno */
+int    pp_prefault(pp_region *r, size_t offset, size_t len, int write);
+                                                     /* maps [offset, offset+len) now, for a
+                                                        system call about to use it (writable
+                                                        if write); 0, -ERANGE outside the
+                                                        region, -EINVAL for a NULL handle */
 int    pp_stats_json(pp_region *r, char *buf, size_t len); /* bytes written or -errno
                                                         (-ERANGE: buf too small) */
 int    pp_unmap(pp_region *r);                       /* flushes; 0 or -errno. On failure the

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use pagepilot_pager::{Backing, FlushError, Region, RegionOptions};
+use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, RegionOptions};
 
 mod message;
 
@@ -62,6 +62,8 @@ pub struct pp_options {
     pub handler_threads: usize,
     /// Directory of an anonymous region's swap file (NULL: the system's temp dir).
     pub swap_dir: *const c_char,
+    /// Non-zero: faults are served in the faulting thread (SIGBUS), see `pp_prefault`.
+    pub faulting_thread: c_int,
 }
 
 /// Fills `*opts` with the defaults: anonymous, no length, no budget, policy "clock".
@@ -84,6 +86,7 @@ pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
         readahead_max_pages: 0,
         handler_threads: 0,
         swap_dir: std::ptr::null(),
+        faulting_thread: 0,
     };
     // SAFETY: the caller guarantees opts points to one writable pp_options.
     unsafe { opts.write(o) };
@@ -200,6 +203,9 @@ pub unsafe extern "C" fn pp_map(
             // SAFETY: as above.
             ro = ro.with_swap_dir(unsafe { path_arg(o.swap_dir, "swap_dir")? });
         }
+        if o.faulting_thread != 0 {
+            ro = ro.with_fault_service(FaultService::FaultingThread);
+        }
         Ok(ro)
     })
 }
@@ -243,6 +249,31 @@ pub unsafe extern "C" fn pp_flush(r: *mut pp_region) -> c_int {
         match region.flush() {
             Ok(()) => 0,
             Err(e) => -flush_errno(&e),
+        }
+    })
+}
+
+/// Maps `[offset, offset + len)` now (writable if `write` is non-zero), so that
+/// a system call can use it in a faulting-thread region: 0, -ERANGE outside
+/// the region, -EINVAL for a NULL handle.
+///
+/// # Safety
+/// As [`pp_addr`].
+#[no_mangle]
+pub unsafe extern "C" fn pp_prefault(
+    r: *mut pp_region,
+    offset: usize,
+    len: usize,
+    write: c_int,
+) -> c_int {
+    guard(-libc::EIO, || {
+        // SAFETY: forwarded from the caller's contract.
+        let Some(region) = (unsafe { pp_region::get(r) }) else {
+            return -libc::EINVAL;
+        };
+        match region.prefault(offset, len, write != 0) {
+            Ok(()) => 0,
+            Err(PrefaultError::OutOfRange { .. }) => -libc::ERANGE,
         }
     })
 }

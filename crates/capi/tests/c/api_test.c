@@ -138,6 +138,39 @@ static void options_region(const char *path) {
           err);
 }
 
+/* A faulting-thread region: the thread serves its own faults; a system call
+ * into an unmapped page fails with EFAULT unless pp_prefault mapped it. */
+static void faulting_thread_region(const char *path) {
+    pp_options o;
+    pp_options_init(&o);
+    o.len = PAGES * PAGE;
+    o.budget_bytes = BUDGET_PAGES * PAGE;
+    o.policy = "clock";
+    o.faulting_thread = 1;
+    char err[256] = "";
+    pp_region *r = pp_map(&o, err, sizeof err);
+    CHECK(r != NULL, "pp_map faulting thread: %s", err);
+    volatile unsigned char *m = pp_addr(r);
+    for (size_t p = 0; p < PAGES; p++) m[p * PAGE] = pattern(p, 0);
+    for (size_t p = 0; p < PAGES; p++) {
+        CHECK(m[p * PAGE] == pattern(p, 0), "faulting-thread page %zu", p);
+    }
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0, "open %s", path);
+    /* Page 3 was evicted long ago: the kernel's own write into it fails. */
+    unsigned char *dst = (unsigned char *)pp_addr(r) + 3 * PAGE;
+    errno = 0;
+    CHECK(pread(fd, dst, PAGE, 0) == -1 && errno == EFAULT,
+          "read(2) into an unmapped faulting-thread page: errno %d", errno);
+    CHECK(pp_prefault(r, 3 * PAGE, PAGE, 1) == 0, "pp_prefault");
+    CHECK(pread(fd, dst, PAGE, 0) == PAGE, "read(2) after pp_prefault: errno %d", errno);
+    CHECK(m[3 * PAGE + 9] == (pattern(0, 9) ^ 0xff), "read(2) data in the region (file page 0, inverted by file_region)");
+    close(fd);
+    CHECK(pp_prefault(r, PAGES * PAGE - 1, 2, 0) == -ERANGE, "pp_prefault outside");
+    CHECK(pp_prefault(NULL, 0, 1, 0) == -EINVAL, "pp_prefault NULL");
+    CHECK(pp_unmap(r) == 0, "faulting-thread pp_unmap");
+}
+
 /* Every bad input: NULL and a message naming the problem. */
 static void expect_refused(pp_region *r, const char *err, const char *needle, const char *what) {
     CHECK(r == NULL, "%s was mapped", what);
@@ -206,6 +239,7 @@ int main(int argc, char **argv) {
     file_region(path);
     anon_region();
     options_region(path);
+    faulting_thread_region(path);
     bad_input(argv[1], path);
     unlink(path);
     printf("OK\n");
