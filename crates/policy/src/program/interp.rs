@@ -431,6 +431,9 @@ pub struct Vm {
     plain: Vec<Insn>,
     idioms: Vec<Idiom>,
     starts: Vec<u16>,
+    /// Per event: the idiom its first instruction is, copied here at load so
+    /// the usual PageFault needs no lookup through the code.
+    entries: Vec<Option<Idiom>>,
     ints: Vec<i64>,
     pages: Vec<u32>,
     queues: Queues,
@@ -501,11 +504,20 @@ impl Vm {
         } else {
             Vec::new()
         };
+        let starts: Vec<u16> = p.events.iter().map(|e| e.start).collect();
+        let entries = starts
+            .iter()
+            .map(|&at| match code.get(at as usize) {
+                Some(&Insn::Idiom { index }) => idioms.get(index as usize).copied(),
+                _ => None,
+            })
+            .collect();
         Vm {
             code,
             plain,
             idioms,
-            starts: p.events.iter().map(|e| e.start).collect(),
+            starts,
+            entries,
             ints,
             pages,
             queues: Queues::new(queue_names.len(), slots),
@@ -558,6 +570,9 @@ impl Vm {
     }
 
     /// Runs event `event` with at most `budget` units, watching `stop`.
+    /// Inlined into the caller, so the usual PageFault (one idiom) costs no
+    /// call beyond the engine's; everything else goes to the dispatch loop.
+    #[inline(always)]
     pub fn run(
         &mut self,
         event: usize,
@@ -566,18 +581,20 @@ impl Vm {
         budget: u64,
         stop: &AtomicBool,
     ) -> Outcome {
-        self.ints[FREE] = input.free;
-        self.ints[RECLAIM] = input.reclaim;
-        self.ints[RESIDENT] = input.resident;
-        self.ints[CAPACITY] = input.capacity;
-        self.ints[WRITE] = i64::from(input.write);
-        self.pages[FAULT] = input.fault;
-        self.pages[VICTIM] = NIL;
+        // One length check for all the system values (the arrays start
+        // with them).
+        if let [free, reclaim, resident, capacity, write, ..] = &mut self.ints[..] {
+            (*free, *reclaim, *resident) = (input.free, input.reclaim, input.resident);
+            (*capacity, *write) = (input.capacity, i64::from(input.write));
+        }
+        if let [fault, victim, ..] = &mut self.pages[..] {
+            (*fault, *victim) = (input.fault, NIL);
+        }
         self.stack.clear();
         let pc = self.starts[event] as usize;
         // The usual PageFault is one idiom: run it here, outside the
         // dispatch loop, when the loop's first test would pass anyway.
-        if let Insn::Idiom { index } = self.code[pc] {
+        if let Some(Some(d)) = self.entries.get(event) {
             if budget != 0 && (budget & 0xfff != 0 || !stop.load(Ordering::Relaxed)) {
                 let (mut left, mut flag) = (budget - 1, false);
                 let regs = (
@@ -586,7 +603,6 @@ impl Vm {
                     &mut self.queues,
                     &mut self.stack,
                 );
-                let d = &self.idioms[index as usize];
                 return match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
                     Next::Return => Outcome::Returned {
                         steps: budget - left,
@@ -603,6 +619,7 @@ impl Vm {
     /// The dispatch loop, from `pc` (uncharged) on the optimised code or the
     /// plain one, with `left` of `budget` units.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn exec(
         &mut self,
         mut pc: usize,
@@ -1026,7 +1043,7 @@ fn lru(queues: &mut Queues, mem: &mut dyn Memory, q: usize, left: &mut u64) -> O
         *left -= 1;
         passes -= 1;
         mem.clear_referenced(s);
-        queues.push(q, s, false);
+        queues.rotate(q);
         s = queues.front(q);
     }
     Some(s)
@@ -1047,21 +1064,32 @@ fn scan(
     stop: &AtomicBool,
 ) -> bool {
     let (q, p) = (q as usize, p as usize);
+    // The page the last turn put back, for the loop state on a `false` exit.
+    let mut last = None;
     loop {
         // A full turn is five commands.
         if *left < 5 || (*left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
+            if let Some(s) = last {
+                pages[p] = s;
+            }
             return false;
         }
-        let s = queues.pop(q, false);
-        pages[p] = s;
+        // Test the front page before unlinking it: a referenced one only
+        // rotates to the back, as dequeue and enqueue would leave it.
+        let s = queues.front(q);
         if s == NIL || !mem.is_referenced(s) {
+            if s != NIL {
+                queues.pop(q, false);
+            }
+            pages[p] = s;
             *left -= 3;
             return true;
         }
         if clear {
             mem.clear_referenced(s);
         }
-        queues.push(q, s, false);
+        queues.rotate(q);
+        last = Some(s);
         *left -= 5;
     }
 }

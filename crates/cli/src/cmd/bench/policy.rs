@@ -49,6 +49,10 @@ pub struct Args {
     /// fifo2.hp and lru.hp, `mru-live` for mru.hp).
     #[arg(long, default_value = "clock")]
     native: String,
+    /// For profiling (`perf stat`/`perf record`): time only this variant
+    /// (native, interpreted, unoptimised or replay) and print its run time.
+    #[arg(long, hide = true)]
+    only: Option<String>,
 }
 
 /// What `pagepilot bench policy` reports.
@@ -193,6 +197,33 @@ pub fn run(args: Args) -> CmdResult {
     }
 
     let runs = args.runs.max(1);
+    if let Some(only) = &args.only {
+        let which = ["native", "interpreted", "unoptimised", "replay"]
+            .iter()
+            .position(|w| w == only)
+            .ok_or_else(|| {
+                format!("--only {only}: expected native, interpreted, unoptimised or replay")
+            })?;
+        let t = pagepilot_pager::sys::thread_cpu_ns();
+        for _ in 0..runs {
+            let policy: Box<dyn Policy> = match which {
+                0 => native_policy()?,
+                1 => interpreted(true),
+                2 => interpreted(false),
+                _ => Box::new(Replay {
+                    victims: victims.clone(),
+                    next: 0,
+                }),
+            };
+            std::hint::black_box(simulate(&trace, Built::Live(policy), frames));
+        }
+        let ns = pagepilot_pager::sys::thread_cpu_ns().saturating_sub(t) as f64;
+        println!(
+            "{only}: {:.1} ns/event including the engine ({events} events/run, {runs} runs)",
+            ns / (events * runs as u64) as f64
+        );
+        return Ok(());
+    }
     let mut times: [Vec<f64>; 4] = Default::default();
     for r in 0..runs {
         for k in 0..4 {
