@@ -537,11 +537,13 @@ impl Vm {
     }
 
     /// The victim the last event named, or [`NIL`].
+    #[inline(always)]
     pub fn victim(&self) -> u32 {
         self.pages[VICTIM]
     }
 
     /// A page left memory: it leaves every queue.
+    #[inline(always)]
     pub fn forget(&mut self, slot: u32) {
         self.queues.remove(slot);
     }
