@@ -16,6 +16,14 @@
 //! verifier guarantees every index is in range, so the loop cannot panic;
 //! nothing allocates per event (the call stack is reserved for the deepest
 //! Activate chain).
+//!
+//! The hot path. The usual PageFault is one [`Insn::Idiom`]; at load each
+//! event's leading idiom is copied into a per-event table, and [`Vm::run`]
+//! is inlined into its caller (the policy's victim request), so such an event
+//! runs without dispatch and without a call beyond the engine's [`Memory`]
+//! calls; the dispatch loop stays out of line. The fused second-chance scan
+//! tests the front page before unlinking it, so a referenced page is rotated
+//! to the back in place, which leaves the queue as dequeue and enqueue would.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

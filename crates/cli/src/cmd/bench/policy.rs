@@ -219,9 +219,7 @@ impl Policy for Replay {
     }
     fn on_fault(&mut self, _fault: Fault, _mem: &mut dyn Memory) {}
     fn victim(&mut self, _incoming: Page, mem: &mut dyn Memory) -> Option<Page> {
-        let Some(&(v, count)) = self.log.steps.get(self.next) else {
-            return None;
-        };
+        let &(v, count) = self.log.steps.get(self.next)?;
         self.next += 1;
         if self.bits != Bits::Untouched {
             let from = self.cleared;
