@@ -601,7 +601,6 @@ impl Vm {
             (*fault, *victim) = (input.fault, NIL);
         }
         self.stack.clear();
-        let pc = self.starts[event] as usize;
         // The usual PageFault is one idiom: run it here, outside the
         // dispatch loop, when the loop's first test would pass anyway.
         if let Some(Some(d)) = self.entries.get(event) {
@@ -619,10 +618,14 @@ impl Vm {
                     },
                     Next::Goto { to, plain } => self.exec(to, plain, left, flag, budget, mem, stop),
                     Next::Budget => Outcome::Budget { steps: budget },
-                    Next::Refund => self.exec(pc, true, left + 1, flag, budget, mem, stop),
+                    Next::Refund => {
+                        let pc = self.starts[event] as usize;
+                        self.exec(pc, true, left + 1, flag, budget, mem, stop)
+                    }
                 };
             }
         }
+        let pc = self.starts[event] as usize;
         self.exec(pc, false, budget, false, budget, mem, stop)
     }
 
