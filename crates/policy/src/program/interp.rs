@@ -1077,24 +1077,19 @@ fn scan(
     stop: &AtomicBool,
 ) -> bool {
     let (q, p) = (q as usize, p as usize);
-    // The page the last turn put back, for the loop state on a `false` exit.
-    let mut last = None;
     loop {
         // A full turn is five commands.
         if *left < 5 || (*left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
-            if let Some(s) = last {
-                pages[p] = s;
-            }
             return false;
         }
         // Test the front page before unlinking it: a referenced one only
         // rotates to the back, as dequeue and enqueue would leave it.
         let s = queues.front(q);
+        pages[p] = s;
         if s == NIL || !mem.is_referenced(s) {
             if s != NIL {
                 queues.pop(q, false);
             }
-            pages[p] = s;
             *left -= 3;
             return true;
         }
@@ -1102,7 +1097,6 @@ fn scan(
             mem.clear_referenced(s);
         }
         queues.rotate(q);
-        last = Some(s);
         *left -= 5;
     }
 }
