@@ -16,6 +16,14 @@
 //! verifier guarantees every index is in range, so the loop cannot panic;
 //! nothing allocates per event (the call stack is reserved for the deepest
 //! Activate chain).
+//!
+//! The hot path. The usual PageFault is one [`Insn::Idiom`]; at load each
+//! event's leading idiom is copied into a per-event table, and [`Vm::run`]
+//! is inlined into its caller (the policy's victim request), so such an event
+//! runs without dispatch and without a call beyond the engine's [`Memory`]
+//! calls; the dispatch loop stays out of line. The fused second-chance scan
+//! tests the front page before unlinking it, so a referenced page is rotated
+//! to the back in place, which leaves the queue as dequeue and enqueue would.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -431,6 +439,9 @@ pub struct Vm {
     plain: Vec<Insn>,
     idioms: Vec<Idiom>,
     starts: Vec<u16>,
+    /// Per event: the idiom its first instruction is, copied here at load so
+    /// the usual PageFault needs no lookup through the code.
+    entries: Vec<Option<Idiom>>,
     ints: Vec<i64>,
     pages: Vec<u32>,
     queues: Queues,
@@ -501,11 +512,20 @@ impl Vm {
         } else {
             Vec::new()
         };
+        let starts: Vec<u16> = p.events.iter().map(|e| e.start).collect();
+        let entries = starts
+            .iter()
+            .map(|&at| match code.get(at as usize) {
+                Some(&Insn::Idiom { index }) => idioms.get(index as usize).copied(),
+                _ => None,
+            })
+            .collect();
         Vm {
             code,
             plain,
             idioms,
-            starts: p.events.iter().map(|e| e.start).collect(),
+            starts,
+            entries,
             ints,
             pages,
             queues: Queues::new(queue_names.len(), slots),
@@ -525,11 +545,13 @@ impl Vm {
     }
 
     /// The victim the last event named, or [`NIL`].
+    #[inline(always)]
     pub fn victim(&self) -> u32 {
         self.pages[VICTIM]
     }
 
     /// A page left memory: it leaves every queue.
+    #[inline(always)]
     pub fn forget(&mut self, slot: u32) {
         self.queues.remove(slot);
     }
@@ -558,6 +580,9 @@ impl Vm {
     }
 
     /// Runs event `event` with at most `budget` units, watching `stop`.
+    /// Inlined into the caller, so the usual PageFault (one idiom) costs no
+    /// call beyond the engine's; everything else goes to the dispatch loop.
+    #[inline(always)]
     pub fn run(
         &mut self,
         event: usize,
@@ -566,18 +591,19 @@ impl Vm {
         budget: u64,
         stop: &AtomicBool,
     ) -> Outcome {
-        self.ints[FREE] = input.free;
-        self.ints[RECLAIM] = input.reclaim;
-        self.ints[RESIDENT] = input.resident;
-        self.ints[CAPACITY] = input.capacity;
-        self.ints[WRITE] = i64::from(input.write);
-        self.pages[FAULT] = input.fault;
-        self.pages[VICTIM] = NIL;
+        // One length check for all the system values (the arrays start
+        // with them).
+        if let [free, reclaim, resident, capacity, write, ..] = &mut self.ints[..] {
+            (*free, *reclaim, *resident) = (input.free, input.reclaim, input.resident);
+            (*capacity, *write) = (input.capacity, i64::from(input.write));
+        }
+        if let [fault, victim, ..] = &mut self.pages[..] {
+            (*fault, *victim) = (input.fault, NIL);
+        }
         self.stack.clear();
-        let pc = self.starts[event] as usize;
         // The usual PageFault is one idiom: run it here, outside the
         // dispatch loop, when the loop's first test would pass anyway.
-        if let Insn::Idiom { index } = self.code[pc] {
+        if let Some(Some(d)) = self.entries.get(event) {
             if budget != 0 && (budget & 0xfff != 0 || !stop.load(Ordering::Relaxed)) {
                 let (mut left, mut flag) = (budget - 1, false);
                 let regs = (
@@ -586,23 +612,27 @@ impl Vm {
                     &mut self.queues,
                     &mut self.stack,
                 );
-                let d = &self.idioms[index as usize];
                 return match run_idiom(d, regs, mem, &mut left, &mut flag, stop) {
                     Next::Return => Outcome::Returned {
                         steps: budget - left,
                     },
                     Next::Goto { to, plain } => self.exec(to, plain, left, flag, budget, mem, stop),
                     Next::Budget => Outcome::Budget { steps: budget },
-                    Next::Refund => self.exec(pc, true, left + 1, flag, budget, mem, stop),
+                    Next::Refund => {
+                        let pc = self.starts[event] as usize;
+                        self.exec(pc, true, left + 1, flag, budget, mem, stop)
+                    }
                 };
             }
         }
+        let pc = self.starts[event] as usize;
         self.exec(pc, false, budget, false, budget, mem, stop)
     }
 
     /// The dispatch loop, from `pc` (uncharged) on the optimised code or the
     /// plain one, with `left` of `budget` units.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn exec(
         &mut self,
         mut pc: usize,
@@ -1026,7 +1056,7 @@ fn lru(queues: &mut Queues, mem: &mut dyn Memory, q: usize, left: &mut u64) -> O
         *left -= 1;
         passes -= 1;
         mem.clear_referenced(s);
-        queues.push(q, s, false);
+        queues.rotate(q);
         s = queues.front(q);
     }
     Some(s)
@@ -1052,16 +1082,21 @@ fn scan(
         if *left < 5 || (*left & 0xfff < 5 && stop.load(Ordering::Relaxed)) {
             return false;
         }
-        let s = queues.pop(q, false);
+        // Test the front page before unlinking it: a referenced one only
+        // rotates to the back, as dequeue and enqueue would leave it.
+        let s = queues.front(q);
         pages[p] = s;
         if s == NIL || !mem.is_referenced(s) {
+            if s != NIL {
+                queues.pop(q, false);
+            }
             *left -= 3;
             return true;
         }
         if clear {
             mem.clear_referenced(s);
         }
-        queues.push(q, s, false);
+        queues.rotate(q);
         *left -= 5;
     }
 }

@@ -178,6 +178,7 @@ impl ProgramPolicy {
     }
 
     /// Runs an event; on overrun hands the region over and returns `false`.
+    #[inline(always)]
     fn run(&mut self, event: usize, input: EventInput, mem: &mut dyn Memory, exclude: u32) -> bool {
         self.exec.begin(self.runs);
         let outcome = self
@@ -196,6 +197,8 @@ impl ProgramPolicy {
     /// Hands the region to the fallback (or detaches), seeding the fallback
     /// with the resident pages, queued ones first in queue order, except
     /// `exclude` (a page whose missing fault is being delivered).
+    #[cold]
+    #[inline(never)]
     fn take_over(&mut self, event: usize, outcome: Outcome, mem: &mut dyn Memory, exclude: u32) {
         let name = match &self.config.on_overrun {
             OnOverrun::Fallback(n) => Some(n.clone()),
@@ -238,6 +241,7 @@ impl ProgramPolicy {
     }
 
     /// The program's victim if it is a resident page other than `incoming`.
+    #[inline(always)]
     fn checked_victim(&mut self, incoming: u32, mem: &dyn Memory) -> Option<Page> {
         let v = self.vm.victim();
         if v == NIL {

@@ -5,18 +5,24 @@
 //!
 //! Both policies make the same decisions (checked before timing), so one
 //! trace gives both the same sequence of events. Each run simulates the whole
-//! trace four ways: with the native policy, with the interpreted program,
-//! with the same program without the load-time optimiser, and with a replay
-//! policy that returns the native policy's recorded victims at almost no
-//! cost. The replay run's time is the engine's share; subtracting it leaves
-//! the policy's, which is divided by the number of PageFault events that
-//! chose a victim. Runs rotate the order of the four; times are the thread's
-//! CPU time; medians are reported.
+//! trace six ways: with the native policy, with the interpreted program, with
+//! the same program without the load-time optimiser, and with three replays
+//! of the native policy's recorded decisions. The victims-only replay's time
+//! is the engine's share, except for one part: the native policy clears
+//! referenced bits, which later cost the engine minor faults (reference
+//! emulation) that the victims-only replay never sees. That part is the
+//! difference between a replay that also clears the recorded bits (whose
+//! counters equal the native run's, checked) and one that makes the same
+//! calls but only reads the bits, so their own cost cancels. Subtracting the
+//! engine's share leaves the policy's, divided by the number of PageFault
+//! events that chose a victim. Runs rotate the order of the six; times are
+//! the thread's CPU time; medians are reported. `--only` times one variant
+//! alone, for profilers.
 
 use pagepilot_policy::program::{self, verify, ProgramPolicy, RunConfig};
 use pagepilot_policy::registry::{self, Built, Setup};
 use pagepilot_policy::{Fault, Memory, Page, Policy};
-use pagepilot_sim::{simulate, Trace};
+use pagepilot_sim::{simulate, Counters, Trace};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
 
@@ -49,6 +55,11 @@ pub struct Args {
     /// fifo2.hp and lru.hp, `mru-live` for mru.hp).
     #[arg(long, default_value = "clock")]
     native: String,
+    /// For profiling (`perf stat`/`perf record`): time only this variant
+    /// (native, interpreted, unoptimised, replay, replay-clearing or
+    /// replay-reading) and print its time per event.
+    #[arg(long, hide = true)]
+    only: Option<String>,
 }
 
 /// What `pagepilot bench policy` reports.
@@ -74,17 +85,84 @@ struct Report {
     unoptimised_ratio: f64,
     /// The engine's own share per event (replay run), subtracted from both.
     engine_ns_per_event: f64,
+    /// The engine's work per event that follows the native policy's bit
+    /// clears (minor faults), part of the engine's share.
+    minor_fault_ns_per_event: f64,
+    /// Referenced bits the native policy cleared, per event (the replay
+    /// clears the same ones, so its minor faults are the native run's).
+    clears_per_event: f64,
+    /// Minor faults of reference emulation per event, the same in all four
+    /// runs (checked).
+    minor_faults_per_event: f64,
     /// Median whole-run thread CPU times, ms.
     native_run_ms: f64,
     interpreted_run_ms: f64,
     unoptimised_run_ms: f64,
     replay_run_ms: f64,
+    replay_clearing_run_ms: f64,
+    replay_reading_run_ms: f64,
 }
 
-/// The native policy, recording its victims.
+/// What the native policy decided at one victim request: the victim and the
+/// referenced bits it cleared on the way.
+#[derive(Default)]
+struct Log {
+    /// Per request: the victim and how many bits were cleared.
+    steps: Vec<(Option<Page>, usize)>,
+    /// The cleared pages, request after request.
+    clears: Vec<u32>,
+}
+
+/// Forwards to the engine's memory, logging referenced-bit clears.
+struct Logging<'a> {
+    mem: &'a mut dyn Memory,
+    clears: &'a mut Vec<u32>,
+}
+
+impl Memory for Logging<'_> {
+    fn slots(&self) -> usize {
+        self.mem.slots()
+    }
+    fn capacity(&self) -> usize {
+        self.mem.capacity()
+    }
+    fn resident(&self) -> usize {
+        self.mem.resident()
+    }
+    fn is_resident(&self, slot: u32) -> bool {
+        self.mem.is_resident(slot)
+    }
+    fn page(&self, slot: u32) -> Page {
+        self.mem.page(slot)
+    }
+    fn page_of(&self, vpn: u64) -> Option<Page> {
+        self.mem.page_of(vpn)
+    }
+    fn is_referenced(&self, slot: u32) -> bool {
+        self.mem.is_referenced(slot)
+    }
+    fn is_modified(&self, slot: u32) -> bool {
+        self.mem.is_modified(slot)
+    }
+    fn clear_referenced(&mut self, slot: u32) {
+        self.clears.push(slot);
+        self.mem.clear_referenced(slot);
+    }
+    fn request_frames(&mut self, count: usize) -> usize {
+        self.mem.request_frames(count)
+    }
+    fn release_frames(&mut self, count: usize) -> usize {
+        self.mem.release_frames(count)
+    }
+    fn flush(&mut self, slot: u32) -> bool {
+        self.mem.flush(slot)
+    }
+}
+
+/// The native policy, recording its decisions.
 struct Recording {
     inner: Box<dyn Policy>,
-    victims: std::sync::Arc<std::sync::Mutex<Vec<Page>>>,
+    log: std::sync::Arc<std::sync::Mutex<Log>>,
 }
 
 impl Policy for Recording {
@@ -95,10 +173,19 @@ impl Policy for Recording {
         self.inner.on_fault(fault, mem);
     }
     fn victim(&mut self, incoming: Page, mem: &mut dyn Memory) -> Option<Page> {
-        let v = self.inner.victim(incoming, mem);
-        if let (Some(v), Ok(mut log)) = (v, self.victims.lock()) {
-            log.push(v);
-        }
+        let Ok(mut log) = self.log.lock() else {
+            return self.inner.victim(incoming, mem);
+        };
+        let log = &mut *log;
+        let before = log.clears.len();
+        let v = self.inner.victim(
+            incoming,
+            &mut Logging {
+                mem,
+                clears: &mut log.clears,
+            },
+        );
+        log.steps.push((v, log.clears.len() - before));
         v
     }
     fn on_evict(&mut self, page: Page, mem: &mut dyn Memory) {
@@ -106,10 +193,25 @@ impl Policy for Recording {
     }
 }
 
-/// Returns recorded victims: the engine's cost with a free decision.
+/// What a [`Replay`] does with the referenced bits the native policy cleared.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bits {
+    /// Nothing: the victims alone (no minor faults follow).
+    Untouched,
+    /// Clears them, so the engine does exactly the native run's work,
+    /// minor faults of reference emulation included.
+    Cleared,
+    /// Reads them instead: the same loop and calls as `Cleared`, without
+    /// its effect on the engine.
+    Read,
+}
+
+/// Replays the recorded decisions at almost no cost.
 struct Replay {
-    victims: std::sync::Arc<Vec<Page>>,
+    log: std::sync::Arc<Log>,
+    bits: Bits,
     next: usize,
+    cleared: usize,
 }
 
 impl Policy for Replay {
@@ -117,13 +219,34 @@ impl Policy for Replay {
         "replay".into()
     }
     fn on_fault(&mut self, _fault: Fault, _mem: &mut dyn Memory) {}
-    fn victim(&mut self, _incoming: Page, _mem: &mut dyn Memory) -> Option<Page> {
-        let v = self.victims.get(self.next).copied();
+    fn victim(&mut self, _incoming: Page, mem: &mut dyn Memory) -> Option<Page> {
+        let &(v, count) = self.log.steps.get(self.next)?;
         self.next += 1;
+        if self.bits != Bits::Untouched {
+            let from = self.cleared;
+            self.cleared += count;
+            for &s in self.log.clears.get(from..from + count).unwrap_or(&[]) {
+                if self.bits == Bits::Cleared {
+                    mem.clear_referenced(s);
+                } else {
+                    std::hint::black_box(mem.is_referenced(s));
+                }
+            }
+        }
         v
     }
     fn on_evict(&mut self, _page: Page, _mem: &mut dyn Memory) {}
 }
+
+/// The timed variants, in `--only` spelling.
+const VARIANTS: [&str; 6] = [
+    "native",
+    "interpreted",
+    "unoptimised",
+    "replay",
+    "replay-clearing",
+    "replay-reading",
+];
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -165,18 +288,41 @@ pub fn run(args: Args) -> CmdResult {
     };
 
     let native_counters = simulate(&trace, Built::Live(native_policy()?), frames);
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Log::default()));
     simulate(
         &trace,
         Built::Live(Box::new(Recording {
             inner: native_policy()?,
-            victims: log.clone(),
+            log: log.clone(),
         })),
         frames,
     );
-    let recorded = std::mem::take(&mut *log.lock().map_err(|_| "victim log poisoned")?);
-    let victims = std::sync::Arc::new(recorded);
-    let events = victims.len() as u64;
+    let recorded = std::mem::take(&mut *log.lock().map_err(|_| "decision log poisoned")?);
+    let events = recorded.steps.iter().filter(|(v, _)| v.is_some()).count() as u64;
+    let clears = recorded.clears.len();
+    let log = std::sync::Arc::new(recorded);
+    let replay = |bits: Bits| -> Box<dyn Policy> {
+        Box::new(Replay {
+            log: log.clone(),
+            bits,
+            next: 0,
+            cleared: 0,
+        })
+    };
+    // The engine's share is only fair if the replays make it do the native
+    // run's work (the victims-only replay all but the minor faults).
+    let cleared = simulate(&trace, Built::Live(replay(Bits::Cleared)), frames);
+    let untouched = Counters {
+        minor_faults: native_counters.minor_faults,
+        ..simulate(&trace, Built::Live(replay(Bits::Untouched)), frames)
+    };
+    if cleared != native_counters || untouched != native_counters {
+        return Err(format!(
+            "the replays of `{}`'s decisions count {cleared:?} and {untouched:?}, the policy {native_counters:?}: the engine's share would be wrong",
+            args.native
+        )
+        .into());
+    }
     if events == 0 {
         return Err("no PageFault event had to choose a victim: use more --refs or --pages, or fewer --frames".into());
     }
@@ -193,18 +339,41 @@ pub fn run(args: Args) -> CmdResult {
     }
 
     let runs = args.runs.max(1);
-    let mut times: [Vec<f64>; 4] = Default::default();
-    for r in 0..runs {
-        for k in 0..4 {
-            let which = (k + r) % 4;
+    if let Some(only) = &args.only {
+        let which = VARIANTS
+            .iter()
+            .position(|w| w == only)
+            .ok_or_else(|| format!("--only {only}: expected one of {}", VARIANTS.join(", ")))?;
+        let t = pagepilot_pager::sys::thread_cpu_ns();
+        for _ in 0..runs {
             let policy: Box<dyn Policy> = match which {
                 0 => native_policy()?,
                 1 => interpreted(true),
                 2 => interpreted(false),
-                _ => Box::new(Replay {
-                    victims: victims.clone(),
-                    next: 0,
-                }),
+                3 => replay(Bits::Untouched),
+                4 => replay(Bits::Cleared),
+                _ => replay(Bits::Read),
+            };
+            std::hint::black_box(simulate(&trace, Built::Live(policy), frames));
+        }
+        let ns = pagepilot_pager::sys::thread_cpu_ns().saturating_sub(t) as f64;
+        println!(
+            "{only}: {:.1} ns/event including the engine ({events} events/run, {runs} runs)",
+            ns / (events * runs as u64) as f64
+        );
+        return Ok(());
+    }
+    let mut times: [Vec<f64>; 6] = Default::default();
+    for r in 0..runs {
+        for k in 0..6 {
+            let which = (k + r) % 6;
+            let policy: Box<dyn Policy> = match which {
+                0 => native_policy()?,
+                1 => interpreted(true),
+                2 => interpreted(false),
+                3 => replay(Bits::Untouched),
+                4 => replay(Bits::Cleared),
+                _ => replay(Bits::Read),
             };
             let t = pagepilot_pager::sys::thread_cpu_ns();
             let c = simulate(&trace, Built::Live(policy), frames);
@@ -213,9 +382,14 @@ pub fn run(args: Args) -> CmdResult {
             times[which].push(ms);
         }
     }
-    let [native, interp, plain, replay] = times;
+    let [native, interp, plain, replay, clearing, reading] = times;
+    // The engine's work that follows the clears (minor faults): clearing
+    // and reading replays differ in nothing else. Per run, then the median.
+    // Noise can make it negative when there are no clears.
+    let minor = median(clearing.iter().zip(&reading).map(|(c, r)| c - r).collect()).max(0.0);
     let u = median(plain);
-    let (n, i, e) = (median(native), median(interp), median(replay));
+    let (n, i, r) = (median(native), median(interp), median(replay));
+    let e = r + minor;
     let per = |ms: f64| (ms - e).max(0.0) * 1e6 / events.max(1) as f64;
     let (native_ns, interp_ns) = (per(n), per(i));
     let plain_ns = per(u);
@@ -234,10 +408,15 @@ pub fn run(args: Args) -> CmdResult {
         unoptimised_ns_per_event: plain_ns,
         unoptimised_ratio: plain_ns / native_ns.max(1e-9),
         engine_ns_per_event: e * 1e6 / events.max(1) as f64,
+        clears_per_event: clears as f64 / events.max(1) as f64,
+        minor_faults_per_event: native_counters.minor_faults as f64 / events.max(1) as f64,
         native_run_ms: n,
         interpreted_run_ms: i,
         unoptimised_run_ms: u,
-        replay_run_ms: e,
+        minor_fault_ns_per_event: minor * 1e6 / events.max(1) as f64,
+        replay_run_ms: r,
+        replay_clearing_run_ms: median(clearing),
+        replay_reading_run_ms: median(reading),
     };
     if args.format == "json" {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -259,8 +438,12 @@ pub fn run(args: Args) -> CmdResult {
             report.unoptimised_ns_per_event, report.unoptimised_ratio
         );
         println!(
-            "  engine share      {:8.1} ns/event (subtracted)",
-            report.engine_ns_per_event
+            "  engine share        {:8.1} ns/event (subtracted; {:.2} bit clears, {:.2} minor faults per event)",
+            report.engine_ns_per_event, report.clears_per_event, report.minor_faults_per_event
+        );
+        println!(
+            "    of which minor faults {:6.1} ns/event",
+            report.minor_fault_ns_per_event
         );
     }
     Ok(())
