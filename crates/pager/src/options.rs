@@ -61,6 +61,12 @@ pub struct RegionOptions {
     pub reader_threads: usize,
     /// Who serves faults: handler threads, or the faulting thread itself.
     pub fault_service: FaultService,
+    /// With `async_readahead` and one handler thread: the handler reads the
+    /// prefetched windows through an io_uring of its own, reaping a window
+    /// when the application reaches it (no reader threads, no hand-off per
+    /// window). On by default; off, or where io_uring is unavailable,
+    /// reader threads read them.
+    pub io_uring: bool,
     /// Microseconds a handler thread keeps polling for the next fault after
     /// serving one, before it sleeps (0: always sleep).
     pub handler_spin_us: u64,
@@ -82,6 +88,7 @@ impl Default for RegionOptions {
             async_readahead: false,
             readahead_depth: 4,
             reader_threads: 0,
+            io_uring: true,
         }
     }
 }
@@ -139,6 +146,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::fault_service`].
     pub fn with_fault_service(mut self, service: FaultService) -> Self {
         self.fault_service = service;
+        self
+    }
+    /// Sets [`RegionOptions::io_uring`].
+    pub fn with_io_uring(mut self, on: bool) -> Self {
+        self.io_uring = on;
         self
     }
     /// Sets [`RegionOptions::len`].
