@@ -137,12 +137,12 @@ fn issue_queued(sh: &Shared) {
                 .map(|(p, c)| ((p as usize * PAGE) as u64, (c * PAGE) as u64))
                 .collect();
             let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
+            let frames = sh.memfd.as_raw_fd();
             // SAFETY: the window's pages are Loading and the victims
             // Evicting until the read is reaped: nobody maps or touches
             // their frames. The pager view, the memfd and the store's
             // descriptor outlive the ring's requests (it is drained when
             // the region closes).
-            let frames = sh.memfd.as_raw_fd();
             let ok = unsafe { r.punch_and_read(frames, &punch, (fd, dst, n * PAGE, off), ticket) };
             drop(r);
             if ok.is_ok() {
