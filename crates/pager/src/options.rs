@@ -40,16 +40,16 @@ pub struct RegionOptions {
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
-    /// Whether a sequence of faults also starts reading the next window in
-    /// the background (a prefetcher thread), so that I/O overlaps the
-    /// application's use of the current one. Off by default: the window's
-    /// victims are chosen before the application reaches it, which suits
-    /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
-    /// the application is about to use.
+    /// Whether a sequence of faults also starts reading the next windows in
+    /// the background (on the io_uring, or by reader threads), so that I/O
+    /// overlaps the application's use of the current one. Off by default:
+    /// the windows ahead cost an MRU-like policy (MRU, SEQ) (depth + 1) * k
+    /// frames of its resident set, i.e. that many page-ins per pass of a
+    /// cyclic scan (docs/pager.md, "Clustered reads").
     pub async_readahead: bool,
     /// With `async_readahead`: how many prefetched windows are kept ahead of
-    /// the application, each read by its own prefetcher thread (several
-    /// reads in flight), capped so that they fit in half the budget.
+    /// the application (several reads in flight), capped so that they fit in
+    /// half the budget.
     pub readahead_depth: usize,
     /// Reader threads to which handler threads hand the reads of missing
     /// faults, so that one handler keeps several reads in flight (faults of
