@@ -136,6 +136,9 @@ fn issue_queued(sh: &Shared) {
                 .into_iter()
                 .map(|(p, c)| ((p as usize * PAGE) as u64, (c * PAGE) as u64))
                 .collect();
+            // Recorded before the submission: whichever thread reaps the
+            // window ends these evictions.
+            set_ring_victims(sh, job.first, &job.victims);
             let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
             let frames = sh.memfd.as_raw_fd();
             // SAFETY: the window's pages are Loading and the victims
@@ -146,13 +149,10 @@ fn issue_queued(sh: &Shared) {
             let ok = unsafe { r.punch_and_read(frames, &punch, (fd, dst, n * PAGE, off), ticket) };
             drop(r);
             if ok.is_ok() {
-                let mut g = sh.lock();
-                let i = (ticket - g.prefetch_done) as usize;
-                if let Some(w) = g.inflight.get_mut(i) {
-                    w.2 = job.victims;
-                }
                 continue;
             }
+            // Not submitted, so nobody can have completed the window.
+            set_ring_victims(sh, job.first, &[]);
         }
         if !job.victims.is_empty() {
             let failed = sh.evict_io(&mut job.victims);
@@ -174,6 +174,14 @@ fn issue_queued(sh: &Shared) {
             };
             r.record(ticket, res);
         }
+    }
+}
+
+/// Records the victims the ring evicts before reading the window at `first`.
+fn set_ring_victims(sh: &Shared, first: u32, victims: &[(u32, bool)]) {
+    let mut g = sh.lock();
+    if let Some(w) = g.inflight.iter_mut().find(|w| w.0 == first) {
+        w.2 = victims.to_vec();
     }
 }
 
@@ -213,8 +221,9 @@ fn ring_wait<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>, s: u32) -> MutexG
     g
 }
 
-/// Completes, in ticket order, the windows whose reads the ring has reaped: their pages become Resident and PENDING, mapped but for the
-/// marker, as a reader thread would leave them.
+/// Completes, in ticket order, the windows whose reads the ring has reaped:
+/// their pages become Resident and PENDING, mapped but for the marker, as a
+/// reader thread would leave them; the victims the ring punched are freed.
 fn complete_ready(sh: &Shared, g: &mut Inner) {
     let Some(ring) = &sh.ring else {
         return;
