@@ -56,6 +56,13 @@ pub trait Dataspace: Send + Sync {
         true
     }
 
+    /// The descriptor and offset from which pages `first..first+pages` can
+    /// be read by one positioned read (an io_uring read), if they can.
+    fn read_source(&self, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
+        let _ = (first, pages);
+        None
+    }
+
     /// Whether a write-back is needed for a page that was never modified.
     /// (Anonymous memory that was never written need not be stored.)
     fn persistent(&self) -> bool;
@@ -171,6 +178,10 @@ impl Dataspace for FileDataspace {
         self.direct.sync_data()
     }
 
+    fn read_source(&self, first: usize, _pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
+        Some((self.direct.as_raw_fd(), (first * PAGE) as u64))
+    }
+
     fn direct(&self) -> bool {
         self.is_direct
     }
@@ -269,6 +280,12 @@ impl Dataspace for SwapDataspace {
 
     fn direct(&self) -> bool {
         self.is_direct
+    }
+
+    fn read_source(&self, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
+        (first..first + pages)
+            .all(|p| self.has_data(p))
+            .then(|| (self.file.as_raw_fd(), (first * PAGE) as u64))
     }
 
     fn has_data(&self, page: usize) -> bool {

@@ -56,6 +56,10 @@ pub struct ReadJob {
     pub victims: Vec<(u32, bool)>,
 }
 
+/// A prefetched window in flight: first page, pages, and the victims the
+/// ring evicts before reading it (empty when they were evicted already).
+pub type InFlight = (u32, usize, Vec<(u32, bool)>);
+
 /// What the lock guards.
 pub struct Inner {
     /// The frame table (the policy's [`pagepilot_policy::Memory`]).
@@ -71,8 +75,14 @@ pub struct Inner {
     /// Prefetched windows `(first, pages)` read but not entered by the
     /// application yet, in ticket order: their pages are `PENDING`.
     pub pending: std::collections::VecDeque<(u32, usize)>,
+    /// Prefetched windows `(first, pages, victims)` issued but not read yet,
+    /// in ticket order; the victims are those the ring evicts before the read.
+    pub inflight: std::collections::VecDeque<InFlight>,
     /// The region's reader threads, if it has any.
     pub readers: Option<std::sync::mpsc::Sender<ReadJob>>,
+    /// Windows issued for the ring under the lock, whose victims are
+    /// evicted and reads submitted once it is released (`handler::issue_queued`).
+    pub queued: Vec<ReadJob>,
     /// Prefetch tickets handed out so far.
     pub prefetch_issued: u64,
     /// Prefetched windows accounted so far: windows are handed to the
@@ -112,6 +122,8 @@ pub struct Shared {
     pub stop: OwnedFd,
     /// Evictions so far (a page's eviction stamp is its number in this sequence).
     pub evict_seq: std::sync::atomic::AtomicU64,
+    /// The ring prefetched windows are read on, if any (else reader threads).
+    pub ring: Option<Mutex<crate::ring::Ring>>,
     /// Threads waiting on `cv` (changed under the lock): a notification is a
     /// system call, made only when someone waits.
     pub waiting: std::sync::atomic::AtomicUsize,
@@ -257,11 +269,14 @@ impl Shared {
     pub fn evict_io(&self, victims: &mut [(u32, bool)]) -> Vec<FailedPage> {
         victims.sort_unstable();
         let mut failed = Vec::new();
-        for run in runs(victims.iter().map(|&(s, _)| s)) {
-            // The application must not touch a page while it is written back.
-            let _ = sys::zap(self.app_addr(run.0), run.1 * PAGE);
-        }
         let dirty: Vec<u32> = victims.iter().filter(|v| v.1).map(|v| v.0).collect();
+        // The application must not write a page while it is written back:
+        // dirty victims are zapped first. Clean ones are not: the punch
+        // below unmaps them from every view (one TLB shoot-down, not two),
+        // and until then the application reads the data the store holds.
+        for (first, n) in runs(dirty.iter().copied()) {
+            let _ = sys::zap(self.app_addr(first), n * PAGE);
+        }
         for (first, n) in runs(dirty.iter().copied()) {
             // SAFETY: the pages are Evicting: no handler maps them and the
             // application's PTEs are zapped, so the frames are stable.

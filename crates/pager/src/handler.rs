@@ -4,7 +4,7 @@
 //! write-protect faults (dirty tracking).
 
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use pagepilot_policy::{Fault, FaultKind, Page};
@@ -109,11 +109,189 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) {
     } else {
         serve_access(sh, slot, flags, stamp);
     }
+    // Windows queued for the ring are evicted for and submitted now, after
+    // the faulting thread was woken: that work overlaps its run.
+    issue_queued(sh);
+}
+
+/// Submits the reads of the windows issued for the ring under the lock.
+/// Clean victims are punched out by the ring's worker, linked before the
+/// read (they stay `Evicting` until the window completes); dirty ones are
+/// written back and evicted here first. A read the ring cannot take is done
+/// here and recorded as completed.
+fn issue_queued(sh: &Shared) {
+    let Some(ring) = &sh.ring else {
+        return;
+    };
+    let jobs = std::mem::take(&mut sh.lock().queued);
+    for mut job in jobs {
+        let ticket = job.ticket.unwrap_or_default();
+        let (first, n) = (job.first as usize, job.pages);
+        let dst = sh.pager_addr(job.first);
+        let source = sh.store.read_source(first, n);
+        let clean = job.victims.iter().all(|&(_, dirty)| !dirty);
+        if let (Some((fd, off)), true) = (source, clean) {
+            job.victims.sort_unstable();
+            let punch: Vec<(u64, u64)> = crate::engine::runs(job.victims.iter().map(|v| v.0))
+                .into_iter()
+                .map(|(p, c)| ((p as usize * PAGE) as u64, (c * PAGE) as u64))
+                .collect();
+            // Recorded before the submission: whichever thread reaps the
+            // window ends these evictions.
+            set_ring_victims(sh, job.first, &job.victims);
+            let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
+            let frames = sh.memfd.as_raw_fd();
+            // SAFETY: the window's pages are Loading and the victims
+            // Evicting until the read is reaped: nobody maps or touches
+            // their frames. The pager view, the memfd and the store's
+            // descriptor outlive the ring's requests (it is drained when
+            // the region closes).
+            let ok = unsafe { r.punch_and_read(frames, &punch, (fd, dst, n * PAGE, off), ticket) };
+            drop(r);
+            if ok.is_ok() {
+                continue;
+            }
+            // Not submitted, so nobody can have completed the window.
+            set_ring_victims(sh, job.first, &[]);
+        }
+        if !job.victims.is_empty() {
+            let failed = sh.evict_io(&mut job.victims);
+            let mut g = sh.lock();
+            sh.finish_evictions(&mut g, &job.victims, &failed);
+            drop(g);
+            sh.notify();
+        }
+        let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
+        let submitted = source.is_some_and(|(fd, off)| {
+            // SAFETY: as above, for the window's pages.
+            unsafe { r.read(fd, dst, n * PAGE, off, ticket) }.is_ok()
+        });
+        if !submitted {
+            // SAFETY: as above: the pages are Loading, their frames unused.
+            let res = match unsafe { sh.store.read(first, n, dst) } {
+                Ok(()) => (n * PAGE) as i32,
+                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            };
+            r.record(ticket, res);
+        }
+    }
+}
+
+/// Records the victims the ring evicts before reading the window at `first`.
+fn set_ring_victims(sh: &Shared, first: u32, victims: &[(u32, bool)]) {
+    let mut g = sh.lock();
+    if let Some(w) = g.inflight.iter_mut().find(|w| w.0 == first) {
+        w.2 = victims.to_vec();
+    }
+}
+
+/// Whether page `s` waits for the ring: Loading in a prefetched window in
+/// flight, or Evicting as the victim the ring punches out before one.
+fn waits_for_ring(g: &Inner, s: u32) -> bool {
+    match g.table.state(s) {
+        State::Loading => g
+            .inflight
+            .iter()
+            .any(|(f, n, _)| (*f..*f + *n as u32).contains(&s)),
+        State::Evicting => g
+            .inflight
+            .iter()
+            .any(|(_, _, v)| v.iter().any(|&(p, _)| p == s)),
+        _ => false,
+    }
+}
+
+/// Reaps and completes the ring's windows until page `s` no longer waits
+/// for it. Windows complete in ticket order.
+fn ring_wait<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>, s: u32) -> MutexGuard<'a, Inner> {
+    let Some(ring) = &sh.ring else {
+        return g;
+    };
+    while waits_for_ring(&g, s) {
+        drop(g);
+        issue_queued(sh);
+        let reaped = ring.lock().unwrap_or_else(|p| p.into_inner()).reap(true);
+        if reaped.is_err() {
+            // Not a wait (EBUSY and the like): the reads still complete.
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        g = sh.lock();
+        complete_ready(sh, &mut g);
+    }
+    g
+}
+
+/// Completes, in ticket order, the windows whose reads the ring has reaped:
+/// their pages become Resident and PENDING, mapped but for the marker, as a
+/// reader thread would leave them; the victims the ring punched are freed.
+fn complete_ready(sh: &Shared, g: &mut Inner) {
+    let Some(ring) = &sh.ring else {
+        return;
+    };
+    while let Some(&(first, n, _)) = g.inflight.front() {
+        let ticket = g.prefetch_done;
+        let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(mut res) = r.take(ticket) else {
+            return;
+        };
+        let punch_failed = r.punch_failed(ticket);
+        drop(r);
+        g.prefetch_done += 1;
+        let Some((_, _, victims)) = g.inflight.pop_front() else {
+            return;
+        };
+        if !victims.is_empty() {
+            if punch_failed || res == -libc::ECANCELED {
+                for (p, c) in crate::engine::runs(victims.iter().map(|v| v.0)) {
+                    let _ = sys::punch_hole(sh.memfd.as_raw_fd(), p as usize * PAGE, c * PAGE);
+                }
+            }
+            sh.finish_evictions(g, &victims, &[]);
+        }
+        let want = n * PAGE;
+        if res == -libc::ECANCELED {
+            // Cancelled with its punch: read it here.
+            res = 0;
+        }
+        let read = if res < 0 {
+            Err(std::io::Error::from_raw_os_error(-res))
+        } else if (res as usize) < want {
+            // A short read (end of file, or the kernel stopped early): the
+            // rest is read here, as `Dataspace::read` would have.
+            let done = res as usize / PAGE;
+            let q = first + done as u32;
+            // SAFETY: the window's pages are still Loading: frames unused.
+            unsafe { sh.store.read(q as usize, n - done, sh.pager_addr(q)) }
+        } else {
+            Ok(())
+        };
+        match read {
+            Ok(()) => {
+                Counters::add(&sh.stats.bytes_read, want as u64);
+                Counters::add(&sh.stats.missing_faults, n as u64);
+                Counters::add(&sh.stats.readahead_pages, n as u64);
+                for q in first..first + n as u32 {
+                    g.table.set(q, State::Resident, PENDING);
+                }
+                g.pending.push_back((first, n));
+                if n > 1 {
+                    map(sh, first + 1, n - 1, sh.writable);
+                }
+            }
+            Err(_) => {
+                Counters::add(&sh.stats.read_errors, 1);
+                for q in first..first + n as u32 {
+                    g.table.set(q, State::Absent, 0);
+                }
+                let _ = sys::punch_hole(sh.memfd.as_raw_fd(), first as usize * PAGE, want);
+            }
+        }
+    }
 }
 
 fn serve_wp(sh: &Shared, s: u32) {
     Counters::add(&sh.stats.wp_faults, 1);
-    let g = sh.lock();
+    let g = ring_wait(sh, sh.lock(), s);
     let mut g = sh.wait_stable(g, s);
     let addr = sh.app_addr(s);
     match g.table.state(s) {
@@ -163,7 +341,11 @@ fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
 
 fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
     let write = flags & FLAG_WRITE != 0;
-    let g = sh.lock();
+    let mut g = sh.lock();
+    if g.table.state(s) == State::Loading {
+        stall(sh, &mut g, s);
+    }
+    let g = ring_wait(sh, g, s);
     let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident => {
@@ -281,9 +463,27 @@ fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
         return;
     };
     g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
-    let ahead = g.pending.len() - i - 1;
-    prefetch_ahead(sh, g, ahead);
+    prefetch_ahead(sh, g, i + 1);
     hand_over(g, i + 1);
+}
+
+/// The application reached page `s` of a prefetched window whose read is
+/// still in flight: it has finished with every window before it, so their
+/// frames go to the next window now, while this one is read, rather than
+/// when it is entered (the disk then has `readahead_depth + 1` reads in
+/// flight while the application waits, for the same frames). Windows read
+/// but skipped are handed to the policy first, as on a missing fault.
+fn stall(sh: &Shared, g: &mut Inner, s: u32) {
+    let Some(j) = g
+        .inflight
+        .iter()
+        .position(|(f, n, _)| (*f..*f + *n as u32).contains(&s))
+    else {
+        return;
+    };
+    let all = g.pending.len();
+    hand_over(g, all);
+    prefetch_ahead(sh, g, j + 1);
 }
 
 /// Hands the first `count` pending windows to the policy, page by page in
@@ -326,10 +526,13 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
     hand_over(&mut g, all);
     let tx = g.readers.clone().filter(|_| sh.tuning.fault_reads);
     let Some(tx) = tx.filter(|_| sh.store.has_data(s as usize)) else {
-        fill(sh, g, s, n, Cause::Fault(write), None);
+        // The windows ahead are issued first, their victims chosen while
+        // the policy does not know this cluster: an MRU-like policy would
+        // otherwise give up the pages the application is about to use.
         if sequential {
-            prefetch_ahead(sh, &mut sh.lock(), 0);
+            prefetch_ahead(sh, &mut g, 0);
         }
+        fill(sh, g, s, n, Cause::Fault(write), None);
         return;
     };
     // A reader thread reads and maps the cluster (waking the faulting
@@ -391,18 +594,21 @@ fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write
 
 /// Keeps up to `readahead_depth` windows ahead of the application, from
 /// `next_expected` on: windows in flight plus windows read but not touched
-/// yet. All of them fit in half the budget, or they would evict each other.
-fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
+/// yet, less the first `behind` of them (pending first, then in flight: the
+/// ones the application is in or has passed). All of them fit in half the
+/// budget, or they would evict each other.
+fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     if !sh.tuning.async_readahead {
         return;
     }
-    let Some(tx) = g.readers.clone() else {
+    let tx = g.readers.clone();
+    if tx.is_none() && sh.ring.is_none() {
         return;
-    };
+    }
     let w = g.window.max(1);
     let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
     let depth = sh.tuning.readahead_depth.min(room);
-    while pending_ahead + ((g.prefetch_issued - g.prefetch_done) as usize) < depth {
+    while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
         let first = g.next_expected;
         if first as usize >= g.table.pages() {
             break;
@@ -424,7 +630,15 @@ fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
             write: false,
             victims,
         };
-        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+        let sent = match &tx {
+            Some(tx) => tx.send(job),
+            None => {
+                // Evicted for and submitted after the lock is released.
+                g.queued.push(job);
+                Ok(())
+            }
+        };
+        if let Err(std::sync::mpsc::SendError(job)) = sent {
             // No prefetcher left (cannot happen while the sender lives):
             // give the frames back and forget the window.
             let mut victims = job.victims;
@@ -436,6 +650,7 @@ fn prefetch_ahead(sh: &Shared, g: &mut Inner, pending_ahead: usize) {
             break;
         }
         g.prefetch_issued += 1;
+        g.inflight.push_back((first, n, Vec::new()));
         g.next_expected = first + n as u32;
     }
 }
@@ -546,6 +761,7 @@ fn fill(
     if let Cause::Prefetch(ticket) = cause {
         g = wait_turn(sh, g, ticket);
         g.prefetch_done += 1;
+        g.inflight.pop_front();
     }
     sh.finish_evictions(&mut g, &victims, &failed);
     match read {

@@ -31,6 +31,7 @@ mod handler;
 mod options;
 mod region;
 mod resident;
+mod ring;
 mod sigbus;
 mod stats;
 pub mod sys;

@@ -40,16 +40,16 @@ pub struct RegionOptions {
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
-    /// Whether a sequence of faults also starts reading the next window in
-    /// the background (a prefetcher thread), so that I/O overlaps the
-    /// application's use of the current one. Off by default: the window's
-    /// victims are chosen before the application reaches it, which suits
-    /// LRU-like policies but makes MRU-like ones (MRU, SEQ) evict the window
-    /// the application is about to use.
+    /// Whether a sequence of faults also starts reading the next windows in
+    /// the background (on the io_uring, or by reader threads), so that I/O
+    /// overlaps the application's use of the current one. Off by default:
+    /// the windows ahead cost an MRU-like policy (MRU, SEQ) (depth + 1) * k
+    /// frames of its resident set, i.e. that many page-ins per pass of a
+    /// cyclic scan (docs/pager.md, "Clustered reads").
     pub async_readahead: bool,
     /// With `async_readahead`: how many prefetched windows are kept ahead of
-    /// the application, each read by its own prefetcher thread (several
-    /// reads in flight), capped so that they fit in half the budget.
+    /// the application (several reads in flight), capped so that they fit in
+    /// half the budget.
     pub readahead_depth: usize,
     /// Reader threads to which handler threads hand the reads of missing
     /// faults, so that one handler keeps several reads in flight (faults of
@@ -61,6 +61,12 @@ pub struct RegionOptions {
     pub reader_threads: usize,
     /// Who serves faults: handler threads, or the faulting thread itself.
     pub fault_service: FaultService,
+    /// With `async_readahead` and one handler thread: the handler reads the
+    /// prefetched windows through an io_uring of its own, reaping a window
+    /// when the application reaches it (no reader threads, no hand-off per
+    /// window). On by default; off, or where io_uring is unavailable,
+    /// reader threads read them.
+    pub io_uring: bool,
     /// Microseconds a handler thread keeps polling for the next fault after
     /// serving one, before it sleeps (0: always sleep).
     pub handler_spin_us: u64,
@@ -82,6 +88,7 @@ impl Default for RegionOptions {
             async_readahead: false,
             readahead_depth: 4,
             reader_threads: 0,
+            io_uring: true,
         }
     }
 }
@@ -139,6 +146,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::fault_service`].
     pub fn with_fault_service(mut self, service: FaultService) -> Self {
         self.fault_service = service;
+        self
+    }
+    /// Sets [`RegionOptions::io_uring`].
+    pub fn with_io_uring(mut self, on: bool) -> Self {
+        self.io_uring = on;
         self
     }
     /// Sets [`RegionOptions::len`].

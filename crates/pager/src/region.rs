@@ -164,6 +164,15 @@ impl Region {
             return Err(MapError::Unsupported("UFFDIO_CONTINUE"));
         }
         let stop = sys::eventfd().map_err(sys_err("eventfd"))?;
+        // Prefetched windows are read on a ring where the kernel has one;
+        // reader threads otherwise (and when asked for: `io_uring: false`).
+        let ring = (opts.io_uring
+            && opts.async_readahead
+            && opts.readahead_max_pages > 1
+            && opts.reader_threads == 0)
+            .then(crate::ring::Ring::new)
+            .and_then(Result::ok)
+            .map(Mutex::new);
         std::mem::forget(guard);
         let shared = Arc::new(Shared {
             uffd,
@@ -181,6 +190,8 @@ impl Region {
                 next_expected: u32::MAX,
                 window: 1,
                 pending: Default::default(),
+                inflight: Default::default(),
+                queued: Vec::new(),
                 readers: None,
                 prefetch_issued: 0,
                 prefetch_done: 0,
@@ -195,6 +206,7 @@ impl Region {
                 readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),
                 fault_reads: !in_thread && opts.reader_threads > 0,
             },
+            ring,
             poison: got & sys::FEATURE_POISON != 0,
             stop,
             evict_seq: std::sync::atomic::AtomicU64::new(0),
@@ -210,26 +222,8 @@ impl Region {
             in_thread,
             closed: false,
         };
-        // Reader threads: one per prefetched window in flight, and the
-        // reads of missing faults (each blocks in its own read).
-        let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
-            (true, true) => shared.tuning.readahead_depth.max(opts.reader_threads),
-            (true, false) => shared.tuning.readahead_depth,
-            (false, true) => opts.reader_threads,
-            (false, false) => 0,
-        };
-        if readers > 0 {
-            let (tx, rx) = std::sync::mpsc::channel();
-            shared.lock().readers = Some(tx);
-            let rx = Arc::new(Mutex::new(rx));
-            for i in 0..readers {
-                let (sh, rx) = (shared.clone(), rx.clone());
-                let h = std::thread::Builder::new()
-                    .name(format!("pagepilot-read-{i}"))
-                    .spawn(move || handler::run_reader(sh, rx))
-                    .map_err(sys_err("thread spawn"))?;
-                region.handlers.push(h);
-            }
+        if shared.ring.is_none() {
+            spawn_readers(&mut region, &shared, opts.reader_threads)?;
         }
         if in_thread {
             sigbus::register(shared)?;
@@ -241,6 +235,7 @@ impl Region {
                 return Ok(region);
             }
         }
+
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
             let waiter = sys::Waiter::new(sh.uffd.raw(), std::os::fd::AsRawFd::as_raw_fd(&sh.stop))
@@ -424,7 +419,46 @@ impl Region {
         for h in self.handlers.drain(..) {
             let _ = h.join();
         }
+        // Reads in flight write into the frames: wait for them.
+        if let Some(r) = &self.shared.ring {
+            r.lock().unwrap_or_else(|p| p.into_inner()).drain();
+        }
     }
+}
+
+/// Starts the region's reader threads, if it needs any: one per prefetched
+/// window in flight (depth + 1 while the application waits for one, see
+/// `handler::stall`), and `fault_readers` for the reads of missing faults
+/// (each blocks in its own read).
+fn spawn_readers(
+    region: &mut Region,
+    shared: &Arc<Shared>,
+    fault_readers: usize,
+) -> Result<(), MapError> {
+    let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
+        (true, true) => (shared.tuning.readahead_depth + 1).max(fault_readers),
+        (true, false) => shared.tuning.readahead_depth + 1,
+        (false, true) => fault_readers,
+        (false, false) => 0,
+    };
+    if readers == 0 {
+        return Ok(());
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    shared.lock().readers = Some(tx);
+    let rx = Arc::new(Mutex::new(rx));
+    for i in 0..readers {
+        let (sh, rx) = (shared.clone(), rx.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("pagepilot-read-{i}"))
+            .spawn(move || handler::run_reader(sh, rx))
+            .map_err(|source| MapError::Sys {
+                call: "thread spawn",
+                source,
+            })?;
+        region.handlers.push(h);
+    }
+    Ok(())
 }
 
 /// Starts the region's only handler thread in blocking mode, with its
