@@ -10,7 +10,7 @@ use std::time::Instant;
 use pagepilot_policy::{Fault, FaultKind, Page};
 
 use crate::engine::{Inner, ReadJob, Shared};
-use crate::resident::{State, MODIFIED, PENDING, REFERENCED};
+use crate::resident::{State, Table, MODIFIED, PENDING, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 
@@ -278,15 +278,19 @@ fn complete_ready(sh: &Shared, g: &mut Inner) {
                     map(sh, first + 1, n - 1, sh.writable);
                 }
             }
-            Err(_) => {
-                Counters::add(&sh.stats.read_errors, 1);
-                for q in first..first + n as u32 {
-                    g.table.set(q, State::Absent, 0);
-                }
-                let _ = sys::punch_hole(sh.memfd.as_raw_fd(), first as usize * PAGE, want);
-            }
+            Err(_) => forget_failed_read(sh, &mut g.table, first, n),
         }
     }
+}
+
+/// A read of pages `first..first + n` failed: they become absent again and
+/// their frames are freed.
+fn forget_failed_read(sh: &Shared, table: &mut Table, first: u32, n: usize) {
+    Counters::add(&sh.stats.read_errors, 1);
+    for q in first..first + n as u32 {
+        table.set(q, State::Absent, 0);
+    }
+    let _ = sys::punch_hole(sh.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
 }
 
 fn serve_wp(sh: &Shared, s: u32) {
@@ -811,11 +815,7 @@ fn fill(
             }
         }
         Err(_) => {
-            Counters::add(&sh.stats.read_errors, 1);
-            for q in s..s + n as u32 {
-                g.table.set(q, State::Absent, 0);
-            }
-            let _ = sys::punch_hole(sh.memfd.as_raw_fd(), s as usize * PAGE, n * PAGE);
+            forget_failed_read(sh, &mut g.table, s, n);
             if !prefetch {
                 // The faulting thread gets SIGBUS rather than wrong data.
                 let addr = sh.app_addr(s);

@@ -339,6 +339,17 @@ pub fn run(args: Args) -> CmdResult {
     }
 
     let runs = args.runs.max(1);
+    // The policy of variant `which` (the order of VARIANTS).
+    let variant = |which: usize| -> Result<Box<dyn Policy>, registry::RegistryError> {
+        Ok(match which {
+            0 => native_policy()?,
+            1 => interpreted(true),
+            2 => interpreted(false),
+            3 => replay(Bits::Untouched),
+            4 => replay(Bits::Cleared),
+            _ => replay(Bits::Read),
+        })
+    };
     if let Some(only) = &args.only {
         let which = VARIANTS
             .iter()
@@ -346,14 +357,7 @@ pub fn run(args: Args) -> CmdResult {
             .ok_or_else(|| format!("--only {only}: expected one of {}", VARIANTS.join(", ")))?;
         let t = pagepilot_pager::sys::thread_cpu_ns();
         for _ in 0..runs {
-            let policy: Box<dyn Policy> = match which {
-                0 => native_policy()?,
-                1 => interpreted(true),
-                2 => interpreted(false),
-                3 => replay(Bits::Untouched),
-                4 => replay(Bits::Cleared),
-                _ => replay(Bits::Read),
-            };
+            let policy = variant(which)?;
             std::hint::black_box(simulate(&trace, Built::Live(policy), frames));
         }
         let ns = pagepilot_pager::sys::thread_cpu_ns().saturating_sub(t) as f64;
@@ -367,14 +371,7 @@ pub fn run(args: Args) -> CmdResult {
     for r in 0..runs {
         for k in 0..6 {
             let which = (k + r) % 6;
-            let policy: Box<dyn Policy> = match which {
-                0 => native_policy()?,
-                1 => interpreted(true),
-                2 => interpreted(false),
-                3 => replay(Bits::Untouched),
-                4 => replay(Bits::Cleared),
-                _ => replay(Bits::Read),
-            };
+            let policy = variant(which)?;
             let t = pagepilot_pager::sys::thread_cpu_ns();
             let c = simulate(&trace, Built::Live(policy), frames);
             let ms = pagepilot_pager::sys::thread_cpu_ns().saturating_sub(t) as f64 / 1e6;
