@@ -126,30 +126,11 @@ fn test_writes_to_prefetched_pages_reach_the_file() {
 fn test_fault_reads_by_reader_threads_keep_data() {
     // One handler hands the reads of missing faults to four reader threads:
     // four application threads' faults are read concurrently.
-    let d = Scratch::new("readers");
-    let path = d.file("data");
-    let len = 1024 * PAGE_SIZE;
-    let data = random_file(&path, len, 3);
-    let shadow = shadow_of(&data);
-    let region = Region::map(
-        RegionOptions::new(
-            Backing::File {
-                path: path.clone(),
-                writable: true,
-            },
-            len / 4,
-            "clock",
-        )
-        .with_reader_threads(4),
-    )
-    .unwrap();
-    let bad = hammer(region.as_ptr(), len, &shadow, 4, 200_000);
-    let stats = region.stats();
-    assert_eq!(bad, 0, "{stats:?}");
+    let out = hammer_file_region("readers", 3, 1024 * PAGE_SIZE, "clock", 4, 200_000, |o| {
+        o.with_reader_threads(4)
+    });
+    let stats = out.stats;
     assert_eq!(stats.overruled, 0, "{stats:?}");
     assert!(stats.evictions > 500, "{stats:?}");
-    assert!(region.allocated_bytes() <= (stats.budget_frames as usize * PAGE_SIZE) as u64);
-    region.unmap().unwrap();
-    let back = std::fs::read(&path).unwrap();
-    assert_eq!(diff(&back, &image(&shadow, &data)), 0);
+    assert!(out.allocated_bytes <= (stats.budget_frames as usize * PAGE_SIZE) as u64);
 }

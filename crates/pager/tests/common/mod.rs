@@ -185,3 +185,56 @@ pub fn diff(a: &[u8], b: &[u8]) -> usize {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).filter(|(x, y)| x != y).count()
 }
+
+/// What [`hammer_file_region`] saw before it unmapped the region.
+pub struct HammerOutcome {
+    /// The region's statistics after the threads finished.
+    pub stats: pagepilot_pager::RegionStats,
+    /// The memfd's allocated bytes then (frames actually held).
+    pub allocated_bytes: u64,
+}
+
+/// Writes a random file of `len` bytes, maps it writable under a quarter of
+/// its size with `configure`d options, runs `threads` threads doing `ops`
+/// random reads and writes checked against a shadow copy, unmaps, and
+/// asserts that no read disagreed and that the file holds the shadow's bytes.
+pub fn hammer_file_region(
+    tag: &str,
+    seed: u64,
+    len: usize,
+    policy: &str,
+    threads: usize,
+    ops: usize,
+    configure: impl FnOnce(pagepilot_pager::RegionOptions) -> pagepilot_pager::RegionOptions,
+) -> HammerOutcome {
+    use pagepilot_pager::{Backing, Region, RegionOptions};
+    let dir = Scratch::new(tag);
+    let path = dir.file("data");
+    let data = random_file(&path, len, seed);
+    let shadow = shadow_of(&data);
+    let backing = Backing::File {
+        path: path.clone(),
+        writable: true,
+    };
+    let region = Region::map(configure(RegionOptions::new(backing, len / 4, policy))).unwrap();
+    let bad = hammer(region.as_ptr(), len, &shadow, threads, ops);
+    let stats = region.stats();
+    println!("{}", region.stats_json());
+    assert_eq!(
+        bad, 0,
+        "reads that disagreed with the shadow copy: {stats:?}"
+    );
+    let allocated_bytes = region.allocated_bytes();
+    region.unmap().unwrap();
+    let back = std::fs::read(&path).unwrap();
+    assert_eq!(back.len(), len, "the file's length must not change");
+    assert_eq!(
+        diff(&back, &image(&shadow, &data)),
+        0,
+        "bytes differing from the shadow copy"
+    );
+    HammerOutcome {
+        stats,
+        allocated_bytes,
+    }
+}
