@@ -56,10 +56,6 @@ pub struct ReadJob {
     pub victims: Vec<(u32, bool)>,
 }
 
-/// A prefetched window in flight: first page, pages, and the victims the
-/// ring evicts before reading it (empty when they were evicted already).
-pub type InFlight = (u32, usize, Vec<(u32, bool)>);
-
 /// What the lock guards.
 pub struct Inner {
     /// The frame table (the policy's [`pagepilot_policy::Memory`]).
@@ -75,9 +71,9 @@ pub struct Inner {
     /// Prefetched windows `(first, pages)` read but not entered by the
     /// application yet, in ticket order: their pages are `PENDING`.
     pub pending: std::collections::VecDeque<(u32, usize)>,
-    /// Prefetched windows `(first, pages, victims)` issued but not read yet,
-    /// in ticket order; the victims are those the ring evicts before the read.
-    pub inflight: std::collections::VecDeque<InFlight>,
+    /// Prefetched windows `(first, pages)` issued but not read yet, in
+    /// ticket order.
+    pub inflight: std::collections::VecDeque<(u32, usize)>,
     /// The region's reader threads, if it has any.
     pub readers: Option<std::sync::mpsc::Sender<ReadJob>>,
     /// Windows issued for the ring under the lock, whose victims are

@@ -115,9 +115,9 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) {
 }
 
 /// Submits the reads of the windows issued for the ring under the lock.
-/// Clean victims are punched out by the ring's worker, linked before the
-/// read (they stay `Evicting` until the window completes); dirty ones are
-/// written back and evicted here first. A read the ring cannot take is done
+/// Their victims are evicted here first (written back if dirty, punched
+/// out), so that the memfd never holds more than the budget; the read then
+/// goes to the disk from this thread. A read the ring cannot take is done
 /// here and recorded as completed.
 fn issue_queued(sh: &Shared) {
     let Some(ring) = &sh.ring else {
@@ -128,32 +128,6 @@ fn issue_queued(sh: &Shared) {
         let ticket = job.ticket.unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
         let dst = sh.pager_addr(job.first);
-        let source = sh.store.read_source(first, n);
-        let clean = job.victims.iter().all(|&(_, dirty)| !dirty);
-        if let (Some((fd, off)), true) = (source, clean) {
-            job.victims.sort_unstable();
-            let punch: Vec<(u64, u64)> = crate::engine::runs(job.victims.iter().map(|v| v.0))
-                .into_iter()
-                .map(|(p, c)| ((p as usize * PAGE) as u64, (c * PAGE) as u64))
-                .collect();
-            // Recorded before the submission: whichever thread reaps the
-            // window ends these evictions.
-            set_ring_victims(sh, job.first, &job.victims);
-            let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
-            let frames = sh.memfd.as_raw_fd();
-            // SAFETY: the window's pages are Loading and the victims
-            // Evicting until the read is reaped: nobody maps or touches
-            // their frames. The pager view, the memfd and the store's
-            // descriptor outlive the ring's requests (it is drained when
-            // the region closes).
-            let ok = unsafe { r.punch_and_read(frames, &punch, (fd, dst, n * PAGE, off), ticket) };
-            drop(r);
-            if ok.is_ok() {
-                continue;
-            }
-            // Not submitted, so nobody can have completed the window.
-            set_ring_victims(sh, job.first, &[]);
-        }
         if !job.victims.is_empty() {
             let failed = sh.evict_io(&mut job.victims);
             let mut g = sh.lock();
@@ -162,8 +136,11 @@ fn issue_queued(sh: &Shared) {
             sh.notify();
         }
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
-        let submitted = source.is_some_and(|(fd, off)| {
-            // SAFETY: as above, for the window's pages.
+        let submitted = sh.store.read_source(first, n).is_some_and(|(fd, off)| {
+            // SAFETY: the window's pages are Loading until the read is
+            // reaped: nobody maps or touches their frames. The pager view
+            // and the store's descriptor outlive the ring's requests (it is
+            // drained when the region closes).
             unsafe { r.read(fd, dst, n * PAGE, off, ticket) }.is_ok()
         });
         if !submitted {
@@ -177,28 +154,13 @@ fn issue_queued(sh: &Shared) {
     }
 }
 
-/// Records the victims the ring evicts before reading the window at `first`.
-fn set_ring_victims(sh: &Shared, first: u32, victims: &[(u32, bool)]) {
-    let mut g = sh.lock();
-    if let Some(w) = g.inflight.iter_mut().find(|w| w.0 == first) {
-        w.2 = victims.to_vec();
-    }
-}
-
 /// Whether page `s` waits for the ring: Loading in a prefetched window in
-/// flight, or Evicting as the victim the ring punches out before one.
+/// flight.
 fn waits_for_ring(g: &Inner, s: u32) -> bool {
-    match g.table.state(s) {
-        State::Loading => g
-            .inflight
+    g.table.state(s) == State::Loading
+        && g.inflight
             .iter()
-            .any(|(f, n, _)| (*f..*f + *n as u32).contains(&s)),
-        State::Evicting => g
-            .inflight
-            .iter()
-            .any(|(_, _, v)| v.iter().any(|&(p, _)| p == s)),
-        _ => false,
-    }
+            .any(|&(f, n)| (f..f + n as u32).contains(&s))
 }
 
 /// Reaps and completes the ring's windows until page `s` no longer waits
@@ -223,48 +185,34 @@ fn ring_wait<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>, s: u32) -> MutexG
 
 /// Completes, in ticket order, the windows whose reads the ring has reaped:
 /// their pages become Resident and PENDING, mapped but for the marker, as a
-/// reader thread would leave them; the victims the ring punched are freed.
+/// reader thread would leave them.
 fn complete_ready(sh: &Shared, g: &mut Inner) {
     let Some(ring) = &sh.ring else {
         return;
     };
-    while let Some(&(first, n, _)) = g.inflight.front() {
+    while let Some(&(first, n)) = g.inflight.front() {
         let ticket = g.prefetch_done;
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(mut res) = r.take(ticket) else {
+        let Some(res) = r.take(ticket) else {
             return;
         };
-        let punch_failed = r.punch_failed(ticket);
         drop(r);
         g.prefetch_done += 1;
-        let Some((_, _, victims)) = g.inflight.pop_front() else {
-            return;
-        };
-        if !victims.is_empty() {
-            if punch_failed || res == -libc::ECANCELED {
-                for (p, c) in crate::engine::runs(victims.iter().map(|v| v.0)) {
-                    let _ = sys::punch_hole(sh.memfd.as_raw_fd(), p as usize * PAGE, c * PAGE);
-                }
-            }
-            sh.finish_evictions(g, &victims, &[]);
-        }
+        g.inflight.pop_front();
         let want = n * PAGE;
-        if res == -libc::ECANCELED {
-            // Cancelled with its punch: read it here.
-            res = 0;
-        }
-        let read = if res < 0 {
+        // Whole pages the read brought; the rest (end of file, or the
+        // kernel stopped early) is read here, as `Dataspace::read` would.
+        let whole = usize::try_from(res).map_or(0, |b| b.min(want) / PAGE);
+        let mut read = if res < 0 {
             Err(std::io::Error::from_raw_os_error(-res))
-        } else if (res as usize) < want {
-            // A short read (end of file, or the kernel stopped early): the
-            // rest is read here, as `Dataspace::read` would have.
-            let done = res as usize / PAGE;
-            let q = first + done as u32;
-            // SAFETY: the window's pages are still Loading: frames unused.
-            unsafe { sh.store.read(q as usize, n - done, sh.pager_addr(q)) }
         } else {
             Ok(())
         };
+        if read.is_ok() && whole < n {
+            let q = first + whole as u32;
+            // SAFETY: the window's pages are still Loading: frames unused.
+            read = unsafe { sh.store.read(q as usize, n - whole, sh.pager_addr(q)) };
+        }
         match read {
             Ok(()) => {
                 Counters::add(&sh.stats.bytes_read, want as u64);
@@ -481,7 +429,7 @@ fn stall(sh: &Shared, g: &mut Inner, s: u32) {
     let Some(j) = g
         .inflight
         .iter()
-        .position(|(f, n, _)| (*f..*f + *n as u32).contains(&s))
+        .position(|&(f, n)| (f..f + n as u32).contains(&s))
     else {
         return;
     };
@@ -654,7 +602,7 @@ fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
             break;
         }
         g.prefetch_issued += 1;
-        g.inflight.push_back((first, n, Vec::new()));
+        g.inflight.push_back((first, n));
         g.next_expected = first + n as u32;
     }
 }

@@ -3,6 +3,8 @@
 //! it (by any thread serving the region's faults). No reader threads, no
 //! hand-off per window: in the faulting-thread mode the application's own
 //! thread issues, waits and maps, with reads in flight while it computes.
+//! The read is issued by the submitting thread itself (an `O_DIRECT` read
+//! does not block), so no io_uring worker is woken on the way to the disk.
 //!
 //! Default setup flags: a completion is posted by task work of the
 //! submitting thread, which the kernel runs promptly (waking it from an
@@ -15,21 +17,16 @@ use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::RawFd;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, types, IoUring};
 
-/// Reads in flight on one thread's ring, keyed by ticket.
+/// Reads in flight on one region's ring, keyed by ticket.
 pub struct Ring {
     ring: IoUring,
     /// Reads submitted and not reaped yet.
     in_flight: usize,
     /// Reaped results (bytes read, or `-errno`) not consumed yet, by ticket.
     done: BTreeMap<u64, i32>,
-    /// Reads whose linked punch failed.
-    punch_failed: std::collections::BTreeSet<u64>,
 }
-
-/// Tag of a punch's completion (the rest is its read's ticket).
-const PUNCH: u64 = 1 << 63;
 
 /// Submission-queue entries: more than the most windows in flight.
 const ENTRIES: u32 = 32;
@@ -38,12 +35,10 @@ impl Ring {
     /// A ring. Fails where the kernel has no io_uring, or forbids it
     /// (`kernel.io_uring_disabled`).
     pub fn new() -> io::Result<Ring> {
-        let ring = IoUring::new(ENTRIES)?;
         Ok(Ring {
-            ring,
+            ring: IoUring::new(ENTRIES)?,
             in_flight: 0,
             done: BTreeMap::new(),
-            punch_failed: Default::default(),
         })
     }
 
@@ -77,63 +72,6 @@ impl Ring {
         Ok(())
     }
 
-    /// Submits the eviction of the frames `punch` (byte ranges `(offset,
-    /// len)` of the memfd `frames`, punched out) and then, linked after
-    /// them, a read like [`Ring::read`]'s, all done by the kernel's io_uring
-    /// worker: the submitting thread only queues them. If a punch fails the
-    /// read is cancelled (`-ECANCELED`) and the punch is reported by
-    /// [`Ring::punch_failed`].
-    ///
-    /// # Safety
-    /// As for [`Ring::read`]; and nothing may map or read the punched frames
-    /// until the read is reaped.
-    pub unsafe fn punch_and_read(
-        &mut self,
-        frames: RawFd,
-        punch: &[(u64, u64)],
-        read: (RawFd, *mut u8, usize, u64),
-        ticket: u64,
-    ) -> io::Result<()> {
-        let (fd, dst, len, off) = read;
-        let len = u32::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let sq = self.ring.submission();
-        if sq.capacity() - sq.len() < punch.len() + 1 {
-            return Err(io::Error::from(io::ErrorKind::WouldBlock));
-        }
-        drop(sq);
-        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-        for &(at, bytes) in punch {
-            let sqe = opcode::Fallocate::new(types::Fd(frames), bytes)
-                .offset(at)
-                .mode(mode)
-                .build()
-                .flags(squeue::Flags::IO_LINK)
-                .user_data(PUNCH | ticket);
-            // SAFETY: a fallocate entry carries no buffer; room was checked.
-            unsafe { self.ring.submission().push(&sqe) }
-                .map_err(|_| io::Error::from(io::ErrorKind::WouldBlock))?;
-        }
-        // The read is issued by the worker too (ASYNC), not by task work
-        // interrupting the submitter when the punch completes.
-        let sqe = opcode::Read::new(types::Fd(fd), dst, len)
-            .offset(off)
-            .build()
-            .flags(squeue::Flags::ASYNC)
-            .user_data(ticket);
-        // SAFETY: the caller keeps `dst` and `fd` valid until the read is
-        // reaped; room was checked.
-        unsafe { self.ring.submission().push(&sqe) }
-            .map_err(|_| io::Error::from(io::ErrorKind::WouldBlock))?;
-        self.in_flight += punch.len() + 1;
-        let _ = self.ring.submit();
-        Ok(())
-    }
-
-    /// Whether a punch linked before read `ticket` failed (forgotten then).
-    pub fn punch_failed(&mut self, ticket: u64) -> bool {
-        self.punch_failed.remove(&ticket)
-    }
-
     /// Records the result of a read done without the ring (a fallback), as
     /// if it had completed.
     pub fn record(&mut self, ticket: u64, result: i32) {
@@ -159,18 +97,12 @@ impl Ring {
     pub fn poll(&mut self) {
         for cqe in self.ring.completion() {
             self.in_flight = self.in_flight.saturating_sub(1);
-            let tag = cqe.user_data();
-            if tag & PUNCH != 0 {
-                if cqe.result() < 0 {
-                    self.punch_failed.insert(tag & !PUNCH);
-                }
-            } else {
-                self.done.insert(tag, cqe.result());
-            }
+            self.done.insert(cqe.user_data(), cqe.result());
         }
     }
 
-    /// The result of read `ticket` if it was reaped (it is forgotten).
+    /// The result of read `ticket` (bytes read, or `-errno`) if it was
+    /// reaped (it is forgotten).
     pub fn take(&mut self, ticket: u64) -> Option<i32> {
         self.done.remove(&ticket)
     }
