@@ -47,6 +47,9 @@ typedef struct pp_options {
                                    per fault); the kernel's own accesses to an unmapped page
                                    (read(2) into the region) then fail with EFAULT: call
                                    pp_prefault on the range first */
+    int handler_any_cpu;        /* non-zero: a lone handler thread may run on any CPU; by
+                                   default it keeps to the CPU pp_map was called on, where
+                                   a hand-off costs no wake-up of another (halted) CPU */
 } pp_options;
 
 void pp_options_init(pp_options *opts);

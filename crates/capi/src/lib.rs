@@ -64,6 +64,8 @@ pub struct pp_options {
     pub swap_dir: *const c_char,
     /// Non-zero: faults are served in the faulting thread (SIGBUS), see `pp_prefault`.
     pub faulting_thread: c_int,
+    /// Non-zero: a lone handler thread runs on any CPU, not only the mapping thread's.
+    pub handler_any_cpu: c_int,
 }
 
 /// Fills `*opts` with the defaults: anonymous, no length, no budget, policy "clock".
@@ -87,6 +89,7 @@ pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
         handler_threads: 0,
         swap_dir: std::ptr::null(),
         faulting_thread: 0,
+        handler_any_cpu: 0,
     };
     // SAFETY: the caller guarantees opts points to one writable pp_options.
     unsafe { opts.write(o) };
@@ -205,6 +208,9 @@ pub unsafe extern "C" fn pp_map(
         }
         if o.faulting_thread != 0 {
             ro = ro.with_fault_service(FaultService::FaultingThread);
+        }
+        if o.handler_any_cpu != 0 {
+            ro = ro.with_handler_on_mapping_cpu(false);
         }
         Ok(ro)
     })
