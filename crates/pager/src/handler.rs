@@ -582,13 +582,7 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
 /// the pages never enter a transition state and nobody waits for them (the
 /// fast path of a first touch, or of a stream of them). Each page is handed
 /// to the policy as a missing fault, in order.
-fn zero_fill(
-    sh: &Shared,
-    mut g: std::sync::MutexGuard<'_, Inner>,
-    s: u32,
-    n: usize,
-    write: bool,
-) {
+fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, write: bool) {
     Counters::add(&sh.stats.missing_faults, n as u64);
     Counters::add(&sh.stats.zero_around_pages, n as u64 - 1);
     for q in s..s + n as u32 {
@@ -833,7 +827,11 @@ fn fill(
             }
             for q in (s..s + n as u32).filter(|_| !prefetch) {
                 // A zero cluster is mapped writable for a write: all dirty.
-                let dirty = if write && (zero || q == s) { MODIFIED } else { 0 };
+                let dirty = if write && (zero || q == s) {
+                    MODIFIED
+                } else {
+                    0
+                };
                 g.table.set(q, State::Resident, REFERENCED | dirty);
                 g.time += 1;
                 let fault = Fault {
