@@ -36,6 +36,10 @@ pub struct Args {
     /// Rounds; ratios are per round, the report gives their median.
     #[arg(long, alias = "runs", default_value_t = 15)]
     rounds: usize,
+    /// Largest zero cluster of the stream rows, pages (the region option
+    /// `zero_around_max_pages`; 1: every first touch a fault of its own).
+    #[arg(long, default_value_t = 16)]
+    zero_around: usize,
     /// Also run the rounds inside a fresh cgroup v1 memory cgroup (both sides).
     #[arg(long)]
     cgroup: bool,
@@ -203,6 +207,8 @@ pub struct FaultsReport {
     pub pages: usize,
     /// Rounds.
     pub rounds: usize,
+    /// Largest zero cluster of the stream rows, pages.
+    pub zero_around_max_pages: usize,
     /// `/proc/loadavg` (1, 5, 15 min) before the run.
     pub load_before: [f64; 3],
     /// `/proc/loadavg` after the run.
@@ -282,10 +288,12 @@ impl StreamSeries {
         &mut self,
         order: &[usize],
         service: FaultService,
+        zero_around: usize,
     ) -> Result<(), Box<dyn std::error::Error>> {
         let len = order.len() * sys::PAGE;
         let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
             .with_readahead(1)
+            .with_zero_around(zero_around)
             .with_fault_service(service);
         let region = Region::map(opts)?;
         let start = Instant::now();
@@ -409,6 +417,7 @@ impl Pool {
 /// Runs `rounds` rounds of `pages` first touches of every kind.
 fn rounds(
     pages: usize,
+    zero_around: usize,
     rounds: usize,
     cgroup: &'static str,
 ) -> Result<Rounds, Box<dyn std::error::Error>> {
@@ -426,7 +435,12 @@ fn rounds(
         // A new random order each round, the same for the kernel and the pager.
         let mut random = sequential.clone();
         random.shuffle(&mut rng);
-        let orders = [&sequential, &random];
+        // Which order goes first alternates too (the first run after another kind's gets the
+        // pages that kind freed).
+        let mut orders = [(0, &sequential), (1, &random)];
+        if r % 2 == 1 {
+            orders.reverse();
+        }
         // Back to back, the kernel first in even rounds and last in odd ones: drift on the
         // noisy machine, and the temperature of recycled pages, hit every kind alike.
         let mut steps: Vec<u8> = (0..10).collect();
@@ -474,9 +488,9 @@ fn rounds(
                 }
                 // The streams: the kernel's next to the pager's, both orders each.
                 7 => {
-                    for (s, order) in streams.iter_mut().zip(orders) {
+                    for (o, order) in orders {
                         let wall = probe::kernel_stream(order)?;
-                        for series in s.iter_mut() {
+                        for series in streams[o].iter_mut() {
                             series.kernel_wall.push(wall);
                         }
                     }
@@ -486,8 +500,8 @@ fn rounds(
                         8 => (0, FaultService::FaultingThread),
                         _ => (1, FaultService::HandlerThreads),
                     };
-                    for (s, order) in streams.iter_mut().zip(orders) {
-                        s[i].pager(order, service)?;
+                    for (o, order) in orders {
+                        streams[o][i].pager(order, service, zero_around)?;
                     }
                 }
                 _ => {}
@@ -570,11 +584,15 @@ fn own_memory_cgroup() -> Option<std::path::PathBuf> {
 }
 
 /// The rounds inside a fresh memory cgroup (no limit that matters: 1 GiB), then back.
-fn rounds_in_fresh_cgroup(pages: usize, n: usize) -> Result<Rounds, Box<dyn std::error::Error>> {
+fn rounds_in_fresh_cgroup(
+    pages: usize,
+    zero_around: usize,
+    n: usize,
+) -> Result<Rounds, Box<dyn std::error::Error>> {
     let home = own_memory_cgroup().ok_or("--cgroup: this process's memory cgroup is unknown")?;
     let cg = MemCgroup::create(1 << 30)?;
     cgroup::join(cg.dir())?;
-    let result = rounds(pages, n, "fresh");
+    let result = rounds(pages, zero_around, n, "fresh");
     // Back home before the cgroup is removed (its drop empties it).
     cgroup::join(&home)?;
     drop(cg);
@@ -586,9 +604,14 @@ pub fn run(args: Args) -> CmdResult {
     check_range("--pages", args.pages, 1 << 20)?;
     check_range("--rounds", args.rounds, 1000)?;
     let (load_before, steal_before) = (loadavg(), steal_ms());
-    let process = rounds(args.pages, args.rounds, "process")?;
+    check_range("--zero-around", args.zero_around, 1 << 16)?;
+    let process = rounds(args.pages, args.zero_around, args.rounds, "process")?;
     let fresh_cgroup = if args.cgroup {
-        Some(rounds_in_fresh_cgroup(args.pages, args.rounds)?)
+        Some(rounds_in_fresh_cgroup(
+            args.pages,
+            args.zero_around,
+            args.rounds,
+        )?)
     } else {
         None
     };
@@ -596,6 +619,7 @@ pub fn run(args: Args) -> CmdResult {
         bench: "faults",
         pages: args.pages,
         rounds: args.rounds,
+        zero_around_max_pages: args.zero_around,
         load_before,
         load_after: loadavg(),
         steal_ms: steal_ms().saturating_sub(steal_before),
@@ -635,14 +659,14 @@ fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
          rounds of per-round ratios); load {:.2} -> {:.2}, steal {} ms",
         r.rounds, r.pages, r.load_before[0], r.load_after[0], r.steal_ms
     )?;
-    print_rounds(&r.process, out)?;
+    print_rounds(&r.process, r.zero_around_max_pages, out)?;
     if let Some(f) = &r.fresh_cgroup {
-        print_rounds(f, out)?;
+        print_rounds(f, r.zero_around_max_pages, out)?;
     }
     Ok(())
 }
 
-fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
+fn print_rounds(r: &Rounds, zero_around: usize, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "[memory cgroup: {}]", r.cgroup)?;
     writeln!(
         out,
@@ -732,8 +756,9 @@ fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "  first-touch stream, zero clusters on (wall per page, against the kernel's first touch \
-         of as many pages in the same order):"
+        "  first-touch stream, zero clusters of up to {} pages (wall per page, against the \
+         kernel's first touch of as many pages in the same order):",
+        zero_around
     )?;
     let st = &r.stream;
     for (name, s) in [
