@@ -150,6 +150,9 @@ pub struct StreamRow {
     pub fault_events_per_page: f64,
     /// Pages zero-filled ahead of their touch in clusters, per page touched (median).
     pub zero_around_per_page: f64,
+    /// The pager's service time per fault event (`stats().latency` p50: lookup, policy and
+    /// the cluster's ioctl), median over rounds, ns.
+    pub service_p50_ns: u64,
 }
 
 /// The first-touch stream rows: order x who serves the faults.
@@ -279,6 +282,7 @@ struct StreamSeries {
     kernel_wall: Vec<u64>,
     events: Vec<f64>,
     ahead: Vec<f64>,
+    service: Vec<u64>,
 }
 
 impl StreamSeries {
@@ -308,6 +312,7 @@ impl StreamSeries {
         let n = order.len().max(1) as f64;
         self.events.push(stats.fault_events as f64 / n);
         self.ahead.push(stats.zero_around_pages as f64 / n);
+        self.service.push(stats.latency.p50_ns);
         Ok(())
     }
 
@@ -325,6 +330,7 @@ impl StreamSeries {
             ),
             fault_events_per_page: median_f(self.events.clone()),
             zero_around_per_page: median_f(self.ahead.clone()),
+            service_p50_ns: median(self.service.clone()),
         }
     }
 }
@@ -776,12 +782,13 @@ fn print_rounds(r: &Rounds, zero_around: usize, out: &mut dyn Write) -> std::io:
         writeln!(
             out,
             "    {name:<29} {:>6.2} us/page (kernel {:>5.2})   x kernel: wall {:.2}   fault \
-             events/page {:.3}, zero-filled ahead/page {:.3}",
+             events/page {:.3}, zero-filled ahead/page {:.3}, service p50 {:.2} us/event",
             s.per_page_ns as f64 / 1e3,
             s.kernel_per_page_ns as f64 / 1e3,
             s.ratio_wall,
             s.fault_events_per_page,
-            s.zero_around_per_page
+            s.zero_around_per_page,
+            s.service_p50_ns as f64 / 1e3
         )?;
     }
     Ok(())
