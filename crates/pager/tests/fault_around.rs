@@ -254,3 +254,62 @@ fn test_zero_around_of_one_page_fills_every_first_touch_alone() {
         r.unmap().unwrap();
     }
 }
+
+#[test]
+fn test_threads_streaming_through_shared_pages_keep_every_write() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    for service in SERVICES {
+        // Four threads walk the same pages in order, each reading then
+        // writing its own word of every page: a cluster made by one thread's
+        // fault (write: writable and dirty; read: write-protected) is used by
+        // the others, and the region, four times its budget, is evicted to
+        // swap behind them.
+        let (pages, budget, threads) = (512, 128, 4);
+        let r = anon_region(pages, budget, "clock", service);
+        let base = r.as_ptr() as usize;
+        let word = |p: usize, t: usize| (base + p * PAGE_SIZE + t * 8) as *const AtomicU64;
+        let shadow: Vec<AtomicU64> = (0..pages * threads).map(|_| AtomicU64::new(0)).collect();
+        for pass in 1..=2u64 {
+            let bad = AtomicU64::new(0);
+            std::thread::scope(|sc| {
+                for t in 0..threads {
+                    let (bad, shadow) = (&bad, &shadow);
+                    sc.spawn(move || {
+                        for p in 0..pages {
+                            // SAFETY: inside the region, 8-aligned; only
+                            // thread t writes word t of a page.
+                            let cell = unsafe { &*word(p, t) };
+                            let want = shadow[p * threads + t].load(Ordering::Relaxed);
+                            if cell.load(Ordering::Relaxed) != want {
+                                bad.fetch_add(1, Ordering::Relaxed);
+                            }
+                            let v = stamp(p * threads + t, pass);
+                            cell.store(v, Ordering::Relaxed);
+                            shadow[p * threads + t].store(v, Ordering::Relaxed);
+                        }
+                    });
+                }
+            });
+            let s = r.stats();
+            assert_eq!(bad.into_inner(), 0, "{service:?} pass {pass}: {s:?}");
+            assert_within_budget(&s, pages);
+        }
+        let s = r.stats();
+        assert!(
+            s.zero_around_pages > 0 && s.evictions > 0,
+            "{service:?}: {s:?}"
+        );
+        for p in 0..pages {
+            for t in 0..threads {
+                // SAFETY: as above; the threads have finished.
+                let got = unsafe { &*word(p, t) }.load(Ordering::Relaxed);
+                assert_eq!(
+                    got,
+                    stamp(p * threads + t, 2),
+                    "{service:?} page {p} word {t}"
+                );
+            }
+        }
+        r.unmap().unwrap();
+    }
+}
