@@ -147,6 +147,23 @@ fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
         assert!(b["delivery"]["mean_ns"].as_u64().unwrap() > 0);
         assert!(b["ratio_to_kernel_mean"].as_f64().unwrap() > 0.0);
     }
+    // First-touch streams with zero clusters: a sequential one takes a fault per cluster, a
+    // random one about one per page; each against the kernel in the same order.
+    for (row, fewer) in [
+        ("sequential_faulting_thread", true),
+        ("sequential_handler_thread", true),
+        ("random_faulting_thread", false),
+        ("random_handler_thread", false),
+    ] {
+        let s = &r["stream"][row];
+        let events = s["fault_events_per_page"].as_f64().unwrap();
+        assert!(
+            if fewer { events < 0.25 } else { events > 0.8 },
+            "{row}: {s}"
+        );
+        assert!(s["ratio_wall"].as_f64().unwrap() > 0.0, "{row}: {s}");
+        assert!(s["kernel_per_page_ns"].as_u64().unwrap() > 0, "{row}: {s}");
+    }
 }
 
 #[test]

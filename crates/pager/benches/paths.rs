@@ -113,7 +113,9 @@ fn fault_cost(len: usize, runs: usize, service: FaultService, handlers: usize, s
         unmap_kernel(k, len, fd);
 
         let r = Region::map(
+            // One fault per page (no zero clusters): the per-fault cost.
             RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+                .with_zero_around(1)
                 .with_fault_service(service)
                 .with_handler_threads(handlers)
                 .with_handler_spin(spin_us),
@@ -233,7 +235,9 @@ fn scaling(len: usize, runs: usize) {
             let mut v = vec![];
             let mut k = vec![];
             for _ in 0..runs {
-                let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo");
+                // Faults per second: one fault per page (no zero clusters).
+                let opts =
+                    RegionOptions::new(Backing::Anonymous { len }, len, "fifo").with_zero_around(1);
                 // 0 handler threads: faults served in the faulting thread.
                 let opts = if handlers == 0 {
                     opts.with_fault_service(FaultService::FaultingThread)

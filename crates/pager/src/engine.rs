@@ -28,6 +28,8 @@ pub struct Tuning {
     pub fault_around: usize,
     /// Largest read-ahead window along a sequence of faults, pages.
     pub readahead_max: usize,
+    /// Largest cluster of zero-filled pages along a stream of first touches.
+    pub zero_around_max: usize,
     /// Whether sequential faults start asynchronous read-ahead of the next window.
     pub async_readahead: bool,
     /// Prefetched windows kept ahead of the application (reads in flight).

@@ -348,40 +348,47 @@ fn page(s: u32) -> Page {
     }
 }
 
-/// How many pages to read for a missing fault at `s`: the fault-around size,
-/// or a window doubling along a sequence of faults, cut at the first page
-/// that is not absent, at the region's end and at half the budget.
+/// How many pages to bring in for a missing fault at `s`: the fault-around
+/// size, or a window doubling along a sequence of faults, cut at the first
+/// page that is not absent or not of `s`'s kind, at the region's end and at
+/// half the budget. A page with nothing to read (anonymous memory never
+/// written out) is zero-filled: alone outside a sequence (a random first
+/// touch has no stream to amortise over), in clusters of up to
+/// `zero_around_max` pages along one (a stream of first touches: the fault
+/// at `s` continues the previous fill, i.e. the last fault was at `s - 1`
+/// or the stream has run through the last cluster).
 fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
     let sequential = s == g.next_expected && s != 0;
-    g.window = if sequential {
-        (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1))
+    let (max, alone) = if sh.store.has_data(s as usize) {
+        (sh.tuning.readahead_max, sh.tuning.fault_around)
     } else {
-        sh.tuning.fault_around.max(1)
+        (sh.tuning.zero_around_max, 1)
+    };
+    g.window = if sequential {
+        (g.window * 2).clamp(1, max.max(1))
+    } else {
+        alone.max(1)
     };
     let n = absent_run(sh, g, s, g.window);
     g.next_expected = s + n as u32;
     (n, sequential)
 }
 
-/// Absent pages from `s` on that must be read, at most `want`, at most half
-/// the budget. A page with nothing to read (anonymous memory never written
-/// out) is filled alone: there is no I/O to amortise, and a cluster would map
-/// its other pages write-protected, so a stream of first writes would pay a
-/// write-protect fault per page instead of one zero-fill fault.
+/// Absent pages from `s` on of `s`'s kind (all to be read, or all with
+/// nothing to read, to be zero-filled), at most `want`, at most half the
+/// budget (a cluster never evicts most of the resident set).
 fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
     if g.table.state(s) != State::Absent {
         return 0;
     }
-    if !sh.store.has_data(s as usize) {
-        return 1;
-    }
+    let data = sh.store.has_data(s as usize);
     let limit = want
         .min(g.table.pages() - s as usize)
         .min((g.table.capacity / 2).max(1));
     let mut n = 1;
     while n < limit
         && g.table.state(s + n as u32) == State::Absent
-        && sh.store.has_data((s + n as u32) as usize)
+        && sh.store.has_data((s + n as u32) as usize) == data
     {
         n += 1;
     }
@@ -468,8 +475,14 @@ fn hand_over(g: &mut Inner, count: usize) {
 fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
     Counters::add(&sh.stats.fault_events, 1);
     let (n, sequential) = plan(sh, &mut g, s);
-    if n == 1 && g.table.has_room() && !sh.store.has_data(s as usize) {
-        zero_fill(sh, g, s, write);
+    // A zero cluster within the free frames is filled under the lock. One
+    // that needs frames goes through `fill` like a read cluster: its extra
+    // pages take victims (`choose_victims`) rather than the cluster being cut
+    // to the free room, so a stream over a region larger than its budget
+    // keeps its clusters (each evicting, and writing back, up to k pages in
+    // one go) and the budget stays exact.
+    if !sh.store.has_data(s as usize) && n <= g.table.room() {
+        zero_fill(sh, g, s, n, write);
         return;
     }
     // A missing fault means the application is not inside prefetched
@@ -512,35 +525,57 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
     }
 }
 
-/// Fills page `s` with zeros and maps it, all under the lock: nothing to
-/// read and no victim to evict, so the page never enters a transition state
-/// and nobody waits for it (the fast path of a first touch).
-fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
-    Counters::add(&sh.stats.missing_faults, 1);
-    g.table.set(
-        s,
-        State::Resident,
-        REFERENCED | if write { MODIFIED } else { 0 },
-    );
-    g.time += 1;
-    let fault = Fault {
-        page: page(s),
-        kind: FaultKind::Missing,
-        write,
-        time: g.time,
-    };
-    let Inner { table, policy, .. } = &mut *g;
-    policy.on_fault(fault, table);
-    table.zap_cleared();
-    let wp = sh.writable && !write;
-    if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
-        let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
-        map(sh, s, 1, wp);
+/// Fills pages `s..s + n` with zeros and maps them, all under the lock:
+/// nothing to read and no victim to evict (they fit in the free frames), so
+/// the pages never enter a transition state and nobody waits for them (the
+/// fast path of a first touch, or of a stream of them). Each page is handed
+/// to the policy as a missing fault, in order.
+fn zero_fill(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, n: usize, write: bool) {
+    Counters::add(&sh.stats.missing_faults, n as u64);
+    Counters::add(&sh.stats.zero_around_pages, n as u64 - 1);
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Resident, zero_flags(write));
+        g.time += 1;
+        let fault = Fault {
+            page: page(q),
+            kind: FaultKind::Missing,
+            write: write && q == s,
+            time: g.time,
+        };
+        let Inner { table, policy, .. } = &mut *g;
+        policy.on_fault(fault, table);
     }
+    // Mapped before the cleared referenced bits are zapped: a cluster page
+    // the policy cleared meanwhile is unmapped again, as its flags say.
+    map_zeros(sh, s, n, write);
+    g.table.zap_cleared();
     let queued = std::mem::take(&mut g.table.flush_queue);
     drop(g);
     if !queued.is_empty() {
         let _ = sh.flush(Some(&queued));
+    }
+}
+
+/// The flags of a zero-filled page: referenced, and modified if the fault
+/// was a write. A write fault's whole cluster is mapped writable, so every
+/// page of it must count as modified (the stream is writing them): one
+/// written back while still all zeros is correct, one written but thought
+/// clean would be lost.
+fn zero_flags(write: bool) -> u8 {
+    REFERENCED | if write { MODIFIED } else { 0 }
+}
+
+/// Maps pages `s..s + n` (absent from the memfd) as zero pages in one call:
+/// writable for a write fault, else write-protected where dirty tracking is
+/// on, so a later write to any of them is seen (a stream of reads then
+/// writes pays one write-protect fault per page, as it did unclustered).
+fn map_zeros(sh: &Shared, s: u32, n: usize, write: bool) {
+    let wp = sh.writable && !write;
+    if sh.uffd.zero_range(sh.app_addr(s), n * PAGE, wp).is_err() {
+        // Some page has a frame already (or the ioctl is unavailable): fill
+        // the holes through the pager's view and map what is not mapped.
+        let _ = sys::populate(sh.pager_addr(s) as usize, n * PAGE);
+        map(sh, s, n, wp);
     }
 }
 
@@ -562,7 +597,9 @@ fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     let depth = sh.tuning.readahead_depth.min(room);
     while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
         let first = g.next_expected;
-        if first as usize >= g.table.pages() {
+        if first as usize >= g.table.pages() || !sh.store.has_data(first as usize) {
+            // Nothing to read ahead: a stream of first touches gets zero
+            // clusters at its faults instead.
             break;
         }
         // The pages are Loading from now on: a fault on them waits for the
@@ -689,10 +726,10 @@ fn fill(
     } else {
         sh.evict_io(&mut victims)
     };
-    // A single page the store knows to be zero (anonymous memory never
-    // written out) is filled and mapped by one UFFDIO_COPY below: no read.
+    // Pages the store knows to be zero (anonymous memory never written out)
+    // are filled and mapped by one ioctl below: no read.
     let prefetch = matches!(cause, Cause::Prefetch(_));
-    let zero = n == 1 && !prefetch && !sh.store.has_data(s as usize);
+    let zero = !prefetch && !sh.store.has_data(s as usize);
     let read = if zero {
         Ok(())
     } else {
@@ -723,7 +760,12 @@ fn fill(
             }
             Counters::add(&sh.stats.missing_faults, n as u64);
             let ahead = if prefetch { n } else { n - 1 };
-            Counters::add(&sh.stats.readahead_pages, ahead as u64);
+            let kind = if zero {
+                &sh.stats.zero_around_pages
+            } else {
+                &sh.stats.readahead_pages
+            };
+            Counters::add(kind, ahead as u64);
             if prefetch {
                 // Handed to the policy when the application enters the window.
                 for q in s..s + n as u32 {
@@ -732,7 +774,12 @@ fn fill(
                 g.pending.push_back((s, n));
             }
             for q in (s..s + n as u32).filter(|_| !prefetch) {
-                let dirty = if q == s && write { MODIFIED } else { 0 };
+                // A zero cluster is mapped writable for a write: all dirty.
+                let dirty = if write && (zero || q == s) {
+                    MODIFIED
+                } else {
+                    0
+                };
                 g.table.set(q, State::Resident, REFERENCED | dirty);
                 g.time += 1;
                 let fault = Fault {
@@ -750,15 +797,11 @@ fn fill(
             if prefetch {
                 // The first page stays unmapped: its touch enters the window.
             } else if zero {
-                let wp = sh.writable && !write;
-                if sh.uffd.zero_page(sh.app_addr(s), wp).is_err() {
-                    let _ = sys::populate(sh.pager_addr(s) as usize, PAGE);
-                    map(sh, s, 1, wp);
-                }
+                map_zeros(sh, s, n, write);
             } else {
                 map(sh, s, 1, sh.writable && !write);
             }
-            if n > 1 {
+            if n > 1 && !zero {
                 map(sh, s + 1, n - 1, sh.writable);
             }
         }

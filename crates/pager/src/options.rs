@@ -36,6 +36,15 @@ pub struct RegionOptions {
     pub fault_around_pages: usize,
     /// Largest read-ahead window along sequential faults, pages (1: off).
     pub readahead_max_pages: usize,
+    /// Largest cluster of zero-filled pages along a stream of first touches
+    /// (1: off). A missing fault on a page with nothing to read (anonymous
+    /// memory never written out) that continues the previous zero fill fills
+    /// and maps up to this many absent pages at once, the cluster doubling
+    /// along the stream: one fault and one ioctl for several first touches,
+    /// as the kernel's fault-around does. Outside a stream a first touch is
+    /// filled alone. A write fault maps the cluster writable and dirty (the
+    /// stream is writing it), a read fault write-protected (dirty tracking).
+    pub zero_around_max_pages: usize,
     /// Fault-handler threads reading the region's userfaultfd.
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
@@ -88,6 +97,7 @@ impl Default for RegionOptions {
             len: None,
             fault_around_pages: 1,
             readahead_max_pages: 16,
+            zero_around_max_pages: 16,
             handler_threads: 1,
             swap_dir: None,
             handler_spin_us: 0,
@@ -119,6 +129,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::readahead_max_pages`].
     pub fn with_readahead(mut self, pages: usize) -> Self {
         self.readahead_max_pages = pages;
+        self
+    }
+    /// Sets [`RegionOptions::zero_around_max_pages`].
+    pub fn with_zero_around(mut self, pages: usize) -> Self {
+        self.zero_around_max_pages = pages;
         self
     }
     /// Sets [`RegionOptions::handler_threads`].

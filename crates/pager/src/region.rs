@@ -201,6 +201,7 @@ impl Region {
             tuning: Tuning {
                 fault_around: opts.fault_around_pages.max(1),
                 readahead_max: opts.readahead_max_pages.max(1),
+                zero_around_max: opts.zero_around_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
                 readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),

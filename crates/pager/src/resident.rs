@@ -154,9 +154,9 @@ impl Table {
         (self.held - self.evicting).saturating_sub(self.capacity)
     }
 
-    /// Whether one more page fits in the budget without an eviction.
-    pub fn has_room(&self) -> bool {
-        self.held - self.evicting < self.capacity
+    /// Pages that fit in the budget without an eviction.
+    pub fn room(&self) -> usize {
+        self.capacity.saturating_sub(self.held - self.evicting)
     }
 
     /// Zaps the PTEs of the pages whose referenced bit was cleared, one

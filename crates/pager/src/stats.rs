@@ -104,6 +104,7 @@ pub struct Counters {
     pub(crate) missing_faults: AtomicU64,
     pub(crate) fault_events: AtomicU64,
     pub(crate) readahead_pages: AtomicU64,
+    pub(crate) zero_around_pages: AtomicU64,
     pub(crate) minor_faults: AtomicU64,
     pub(crate) wp_faults: AtomicU64,
     pub(crate) evictions: AtomicU64,
@@ -136,6 +137,9 @@ pub struct RegionStats {
     pub fault_events: u64,
     /// Of `missing_faults`, pages read ahead of the faulting page.
     pub readahead_pages: u64,
+    /// Of `missing_faults`, pages zero-filled ahead of the faulting page in
+    /// clusters along a stream of first touches (`zero_around_max_pages`).
+    pub zero_around_pages: u64,
     /// Minor faults from reference-bit emulation.
     pub minor_faults: u64,
     /// Write-protect faults (first write to a clean page: dirty tracking).
@@ -190,6 +194,7 @@ impl Counters {
             missing_faults: l(&self.missing_faults),
             fault_events: l(&self.fault_events),
             readahead_pages: l(&self.readahead_pages),
+            zero_around_pages: l(&self.zero_around_pages),
             minor_faults: l(&self.minor_faults),
             wp_faults: l(&self.wp_faults),
             evictions: l(&self.evictions),

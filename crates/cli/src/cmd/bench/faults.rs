@@ -7,10 +7,17 @@
 //! odd ones), and ratios are taken within a round, then the median over rounds is reported.
 //! Both sides run in this process, so in the same memory cgroup; `--cgroup` repeats the rounds
 //! inside a fresh cgroup v1 memory cgroup and reports them too.
+//!
+//! The single-fault rows time one fault per page (zero clusters off): the honest per-fault
+//! figure. The stream rows first-touch the round's pages with zero clusters on (the default:
+//! one fault and one ioctl for up to 16 pages along a sequence), in sequential and in random
+//! order, against the kernel's first touch of as many shmem pages in the same order in the
+//! same round: wall time per page and fault events per page.
 
 use std::io::Write;
 use std::time::Instant;
 
+use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
 use serde::Serialize;
 
 use super::cgroup::{self, MemCgroup};
@@ -29,6 +36,10 @@ pub struct Args {
     /// Rounds; ratios are per round, the report gives their median.
     #[arg(long, alias = "runs", default_value_t = 15)]
     rounds: usize,
+    /// Largest zero cluster of the stream rows, pages (the region option
+    /// `zero_around_max_pages`; 1: every first touch a fault of its own).
+    #[arg(long, default_value_t = 16)]
+    zero_around: usize,
     /// Also run the rounds inside a fresh cgroup v1 memory cgroup (both sides).
     #[arg(long)]
     cgroup: bool,
@@ -123,6 +134,40 @@ pub struct Breakdown {
     pub ratio_to_kernel_mean: f64,
 }
 
+/// A stream of first touches through the real pager with zero clusters on, against the
+/// kernel's first touch of as many fresh shmem pages in the same order, in the same round.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct StreamRow {
+    /// Wall time to first-touch the round's pages, per page, ns (median over rounds).
+    pub per_page_ns: u64,
+    /// The kernel's wall time for the same number of pages in the same order, per page, ns
+    /// (median over rounds).
+    pub kernel_per_page_ns: u64,
+    /// Median over rounds of (this wall time / the kernel's in the same round): < 1 is faster.
+    pub ratio_wall: f64,
+    /// Fault events (signals or userfaultfd messages) per page touched, median over rounds:
+    /// 1 when every first touch is a fault of its own.
+    pub fault_events_per_page: f64,
+    /// Pages zero-filled ahead of their touch in clusters, per page touched (median).
+    pub zero_around_per_page: f64,
+    /// The pager's service time per fault event (`stats().latency` p50: lookup, policy and
+    /// the cluster's ioctl), median over rounds, ns.
+    pub service_p50_ns: u64,
+}
+
+/// The first-touch stream rows: order x who serves the faults.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct Streams {
+    /// Pages in order, faults served in the faulting thread (SIGBUS).
+    pub sequential_faulting_thread: StreamRow,
+    /// Pages in order, one handler thread.
+    pub sequential_handler_thread: StreamRow,
+    /// Pages in a random order (new each round, the same for both sides), faulting thread.
+    pub random_faulting_thread: StreamRow,
+    /// Pages in a random order, one handler thread.
+    pub random_handler_thread: StreamRow,
+}
+
 /// All rounds in one cgroup setting.
 #[derive(Serialize, Default)]
 pub struct Rounds {
@@ -152,6 +197,8 @@ pub struct Rounds {
     pub probe_missing_copy: Breakdown,
     /// Handler-thread probe: minor fault (page in the memfd, PTE zapped), `UFFDIO_CONTINUE`.
     pub probe_minor: Breakdown,
+    /// First-touch streams with zero clusters on.
+    pub stream: Streams,
 }
 
 /// The whole report.
@@ -163,6 +210,8 @@ pub struct FaultsReport {
     pub pages: usize,
     /// Rounds.
     pub rounds: usize,
+    /// Largest zero cluster of the stream rows, pages.
+    pub zero_around_max_pages: usize,
     /// `/proc/loadavg` (1, 5, 15 min) before the run.
     pub load_before: [f64; 3],
     /// `/proc/loadavg` after the run.
@@ -199,8 +248,10 @@ fn pager_block(
     service: FaultService,
 ) -> Result<PagerBlock, Box<dyn std::error::Error>> {
     let len = pages * sys::PAGE;
+    // One fault per page: zero clusters off.
     let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
         .with_readahead(1)
+        .with_zero_around(1)
         .with_fault_service(service);
     let region = Region::map(opts)?;
     let (waited, start) = (run_delay_ns(), Instant::now());
@@ -222,6 +273,66 @@ fn pager_block(
         service_p50_ns: stats.latency.p50_ns,
         app_wait_ns,
     })
+}
+
+/// Per-round samples of one first-touch stream against the kernel's in the same order.
+#[derive(Default)]
+struct StreamSeries {
+    wall: Vec<u64>,
+    kernel_wall: Vec<u64>,
+    events: Vec<f64>,
+    ahead: Vec<f64>,
+    service: Vec<u64>,
+}
+
+impl StreamSeries {
+    /// First-touches `order`'s pages of a fresh anonymous region (within its budget, zero
+    /// clusters on by default) and records the loop's wall time and the region's counters.
+    fn pager(
+        &mut self,
+        order: &[usize],
+        service: FaultService,
+        zero_around: usize,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let len = order.len() * sys::PAGE;
+        let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
+            .with_readahead(1)
+            .with_zero_around(zero_around)
+            .with_fault_service(service);
+        let region = Region::map(opts)?;
+        let start = Instant::now();
+        for &p in order {
+            // SAFETY: `order` holds page indices below its length: inside the region, which
+            // stays mapped until unmap below.
+            unsafe { std::ptr::write_volatile(region.as_ptr().add(p * sys::PAGE), 1) };
+        }
+        self.wall.push(start.elapsed().as_nanos() as u64);
+        let stats = region.stats();
+        region.unmap()?;
+        let n = order.len().max(1) as f64;
+        self.events.push(stats.fault_events as f64 / n);
+        self.ahead.push(stats.zero_around_pages as f64 / n);
+        self.service.push(stats.latency.p50_ns);
+        Ok(())
+    }
+
+    fn row(&self, pages: usize) -> StreamRow {
+        let per_page = |xs: &[u64]| median(xs.to_vec()) / pages.max(1) as u64;
+        StreamRow {
+            per_page_ns: per_page(&self.wall),
+            kernel_per_page_ns: per_page(&self.kernel_wall),
+            ratio_wall: median_f(
+                self.wall
+                    .iter()
+                    .zip(&self.kernel_wall)
+                    .map(|(&x, &y)| ratio(x as f64, y as f64))
+                    .collect(),
+            ),
+            fault_events_per_page: median_f(self.events.clone()),
+            zero_around_per_page: median_f(self.ahead.clone()),
+            service_p50_ns: median(self.service.clone()),
+        }
+    }
 }
 
 /// Per-round samples of one kind.
@@ -312,6 +423,7 @@ impl Pool {
 /// Runs `rounds` rounds of `pages` first touches of every kind.
 fn rounds(
     pages: usize,
+    zero_around: usize,
     rounds: usize,
     cgroup: &'static str,
 ) -> Result<Rounds, Box<dyn std::error::Error>> {
@@ -321,10 +433,23 @@ fn rounds(
     let (mut pinned, mut p_svc) = (Series::default(), Vec::new());
     let (mut h_svc, mut ft_svc, mut sig_ioctl) = (Vec::new(), Vec::new(), Vec::new());
     let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
+    // Streams: [sequential, random] x [faulting thread, handler thread].
+    let mut streams: [[StreamSeries; 2]; 2] = Default::default();
+    let mut rng = StdRng::seed_from_u64(0x5EED_F17E);
+    let sequential: Vec<usize> = (0..pages).collect();
     for r in 0..rounds {
+        // A new random order each round, the same for the kernel and the pager.
+        let mut random = sequential.clone();
+        random.shuffle(&mut rng);
+        // Which order goes first alternates too (the first run after another kind's gets the
+        // pages that kind freed).
+        let mut orders = [(0, &sequential), (1, &random)];
+        if r % 2 == 1 {
+            orders.reverse();
+        }
         // Back to back, the kernel first in even rounds and last in odd ones: drift on the
         // noisy machine, and the temperature of recycled pages, hit every kind alike.
-        let mut steps: Vec<u8> = (0..7).collect();
+        let mut steps: Vec<u8> = (0..10).collect();
         if r % 2 == 1 {
             steps.reverse();
         }
@@ -363,10 +488,29 @@ fn rounds(
                     zero.add(run.missing, run.handler_wait_ns);
                     minor.add(run.minor, 0);
                 }
-                _ => {
+                5 => {
                     let run = probe::pagepilot_probe(pages, Fill::Copy)?;
                     copy.add(run.missing, run.handler_wait_ns);
                 }
+                // The streams: the kernel's next to the pager's, both orders each.
+                7 => {
+                    for (o, order) in orders {
+                        let wall = probe::kernel_stream(order)?;
+                        for series in streams[o].iter_mut() {
+                            series.kernel_wall.push(wall);
+                        }
+                    }
+                }
+                8 | 9 => {
+                    let (i, service) = match step {
+                        8 => (0, FaultService::FaultingThread),
+                        _ => (1, FaultService::HandlerThreads),
+                    };
+                    for (o, order) in orders {
+                        streams[o][i].pager(order, service, zero_around)?;
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -401,6 +545,12 @@ fn rounds(
         probe_missing_zero: zero.breakdown(&k_missing),
         probe_missing_copy: copy.breakdown(&k_missing),
         probe_minor: minor.breakdown(&k_minor),
+        stream: Streams {
+            sequential_faulting_thread: streams[0][0].row(pages),
+            sequential_handler_thread: streams[0][1].row(pages),
+            random_faulting_thread: streams[1][0].row(pages),
+            random_handler_thread: streams[1][1].row(pages),
+        },
     })
 }
 
@@ -440,11 +590,15 @@ fn own_memory_cgroup() -> Option<std::path::PathBuf> {
 }
 
 /// The rounds inside a fresh memory cgroup (no limit that matters: 1 GiB), then back.
-fn rounds_in_fresh_cgroup(pages: usize, n: usize) -> Result<Rounds, Box<dyn std::error::Error>> {
+fn rounds_in_fresh_cgroup(
+    pages: usize,
+    zero_around: usize,
+    n: usize,
+) -> Result<Rounds, Box<dyn std::error::Error>> {
     let home = own_memory_cgroup().ok_or("--cgroup: this process's memory cgroup is unknown")?;
     let cg = MemCgroup::create(1 << 30)?;
     cgroup::join(cg.dir())?;
-    let result = rounds(pages, n, "fresh");
+    let result = rounds(pages, zero_around, n, "fresh");
     // Back home before the cgroup is removed (its drop empties it).
     cgroup::join(&home)?;
     drop(cg);
@@ -456,9 +610,14 @@ pub fn run(args: Args) -> CmdResult {
     check_range("--pages", args.pages, 1 << 20)?;
     check_range("--rounds", args.rounds, 1000)?;
     let (load_before, steal_before) = (loadavg(), steal_ms());
-    let process = rounds(args.pages, args.rounds, "process")?;
+    check_range("--zero-around", args.zero_around, 1 << 16)?;
+    let process = rounds(args.pages, args.zero_around, args.rounds, "process")?;
     let fresh_cgroup = if args.cgroup {
-        Some(rounds_in_fresh_cgroup(args.pages, args.rounds)?)
+        Some(rounds_in_fresh_cgroup(
+            args.pages,
+            args.zero_around,
+            args.rounds,
+        )?)
     } else {
         None
     };
@@ -466,6 +625,7 @@ pub fn run(args: Args) -> CmdResult {
         bench: "faults",
         pages: args.pages,
         rounds: args.rounds,
+        zero_around_max_pages: args.zero_around,
         load_before,
         load_after: loadavg(),
         steal_ms: steal_ms().saturating_sub(steal_before),
@@ -505,14 +665,14 @@ fn print_text(r: &FaultsReport, out: &mut dyn Write) -> std::io::Result<()> {
          rounds of per-round ratios); load {:.2} -> {:.2}, steal {} ms",
         r.rounds, r.pages, r.load_before[0], r.load_after[0], r.steal_ms
     )?;
-    print_rounds(&r.process, out)?;
+    print_rounds(&r.process, r.zero_around_max_pages, out)?;
     if let Some(f) = &r.fresh_cgroup {
-        print_rounds(f, out)?;
+        print_rounds(f, r.zero_around_max_pages, out)?;
     }
     Ok(())
 }
 
-fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
+fn print_rounds(r: &Rounds, zero_around: usize, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "[memory cgroup: {}]", r.cgroup)?;
     writeln!(
         out,
@@ -598,6 +758,37 @@ fn print_rounds(r: &Rounds, out: &mut dyn Write) -> std::io::Result<()> {
             us(b.map_and_resume),
             us(b.continue_ioctl),
             b.cpu_wait_per_fault_ns as f64 / 1e3
+        )?;
+    }
+    writeln!(
+        out,
+        "  first-touch stream, zero clusters of up to {} pages (wall per page, against the \
+         kernel's first touch of as many pages in the same order):",
+        zero_around
+    )?;
+    let st = &r.stream;
+    for (name, s) in [
+        (
+            "sequential, faulting thread",
+            &st.sequential_faulting_thread,
+        ),
+        (
+            "sequential, 1 handler thread",
+            &st.sequential_handler_thread,
+        ),
+        ("random, faulting thread", &st.random_faulting_thread),
+        ("random, 1 handler thread", &st.random_handler_thread),
+    ] {
+        writeln!(
+            out,
+            "    {name:<29} {:>6.2} us/page (kernel {:>5.2})   x kernel: wall {:.2}   fault \
+             events/page {:.3}, zero-filled ahead/page {:.3}, service p50 {:.2} us/event",
+            s.per_page_ns as f64 / 1e3,
+            s.kernel_per_page_ns as f64 / 1e3,
+            s.ratio_wall,
+            s.fault_events_per_page,
+            s.zero_around_per_page,
+            s.service_p50_ns as f64 / 1e3
         )?;
     }
     Ok(())

@@ -251,6 +251,21 @@ pub fn kernel_faults(pages: usize) -> io::Result<(Vec<u64>, Vec<u64>, u64)> {
     Ok((missing, minor, wall))
 }
 
+/// The kernel's first write-touch of a fresh shmem memfd's pages in `order` (page indices, each
+/// once), timed as one loop without per-page clocks: the wall time in ns. The baseline for a
+/// stream of first touches (shmem has no huge pages here and a write fault maps one page).
+pub fn kernel_stream(order: &[usize]) -> io::Result<u64> {
+    let pages = order.iter().max().map_or(0, |&m| m + 1);
+    let fd = sys::memfd("pagepilot-kernel-stream", pages.max(1) * PAGE)?;
+    let map = Mapping::shared(fd.as_raw_fd(), pages.max(1) * PAGE, true)?;
+    let start = Instant::now();
+    for &p in order {
+        // SAFETY: p < pages: inside our mapping.
+        unsafe { std::ptr::write_volatile(map.ptr().add(p * PAGE), 1) };
+    }
+    Ok(start.elapsed().as_nanos() as u64)
+}
+
 /// The kernel's first touch of private anonymous memory (`MAP_PRIVATE | MAP_ANONYMOUS`, what
 /// `malloc` hands out): per-fault times in ns and the loop's wall time.
 pub fn kernel_anon_faults(pages: usize) -> io::Result<(Vec<u64>, u64)> {
