@@ -50,6 +50,8 @@ typedef struct pp_options {
     int handler_any_cpu;        /* non-zero: a lone handler thread may run on any CPU; by
                                    default it keeps to the CPU pp_map was called on, where
                                    a hand-off costs no wake-up of another (halted) CPU */
+    size_t zero_around_max_pages; /* anonymous: largest cluster of zero pages one fault fills
+                                   along a stream of first touches (1: one page per fault) */
 } pp_options;
 
 void pp_options_init(pp_options *opts);
