@@ -47,9 +47,6 @@ typedef struct pp_options {
                                    per fault); the kernel's own accesses to an unmapped page
                                    (read(2) into the region) then fail with EFAULT: call
                                    pp_prefault on the range first */
-    int handler_any_cpu;        /* non-zero: a lone handler thread may run on any CPU; by
-                                   default it keeps to the CPU pp_map was called on, where
-                                   a hand-off costs no wake-up of another (halted) CPU */
     size_t zero_around_max_pages; /* anonymous: largest cluster of zero pages one fault fills
                                    along a stream of first touches (1: one page per fault) */
 } pp_options;

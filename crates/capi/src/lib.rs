@@ -64,8 +64,6 @@ pub struct pp_options {
     pub swap_dir: *const c_char,
     /// Non-zero: faults are served in the faulting thread (SIGBUS), see `pp_prefault`.
     pub faulting_thread: c_int,
-    /// Non-zero: a lone handler thread runs on any CPU, not only the mapping thread's.
-    pub handler_any_cpu: c_int,
     /// Largest cluster of zero pages filled along a stream of first touches (0: default, 1: off).
     pub zero_around_max_pages: usize,
 }
@@ -91,7 +89,6 @@ pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
         handler_threads: 0,
         swap_dir: std::ptr::null(),
         faulting_thread: 0,
-        handler_any_cpu: 0,
         zero_around_max_pages: 0,
     };
     // SAFETY: the caller guarantees opts points to one writable pp_options.
@@ -211,9 +208,6 @@ pub unsafe extern "C" fn pp_map(
         }
         if o.faulting_thread != 0 {
             ro = ro.with_fault_service(FaultService::FaultingThread);
-        }
-        if o.handler_any_cpu != 0 {
-            ro = ro.with_handler_on_mapping_cpu(false);
         }
         if o.zero_around_max_pages != 0 {
             ro = ro.with_zero_around(o.zero_around_max_pages);

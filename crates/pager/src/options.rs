@@ -79,13 +79,6 @@ pub struct RegionOptions {
     /// Microseconds a handler thread keeps polling for the next fault after
     /// serving one, before it sleeps (0: always sleep).
     pub handler_spin_us: u64,
-    /// With one handler thread: it runs only on the CPU the region was
-    /// mapped from (on by default). A fault is then two context switches on
-    /// one CPU; otherwise the hand-off may have to wake the other, halted,
-    /// CPU, which on virtual machines costs tens of microseconds per fault
-    /// now and then (`docs/pager.md`, "Fault cost"). Off: the scheduler
-    /// places the handler.
-    pub handler_on_mapping_cpu: bool,
 }
 
 impl Default for RegionOptions {
@@ -101,7 +94,6 @@ impl Default for RegionOptions {
             handler_threads: 1,
             swap_dir: None,
             handler_spin_us: 0,
-            handler_on_mapping_cpu: true,
             fault_service: FaultService::HandlerThreads,
             async_readahead: false,
             readahead_depth: 4,
@@ -149,11 +141,6 @@ impl RegionOptions {
     /// Sets [`RegionOptions::handler_spin_us`].
     pub fn with_handler_spin(mut self, us: u64) -> Self {
         self.handler_spin_us = us;
-        self
-    }
-    /// Sets [`RegionOptions::handler_on_mapping_cpu`].
-    pub fn with_handler_on_mapping_cpu(mut self, on: bool) -> Self {
-        self.handler_on_mapping_cpu = on;
         self
     }
     /// Sets [`RegionOptions::async_readahead`].

@@ -230,12 +230,8 @@ impl Region {
             sigbus::register(shared)?;
             return Ok(region);
         }
-        // The mapping thread's CPU, for a lone handler thread to keep to.
-        let cpu = (opts.handler_threads == 1 && opts.handler_on_mapping_cpu)
-            .then(sys::current_cpu_set)
-            .and_then(Result::ok);
         if opts.handler_threads == 1 && opts.handler_spin_us == 0 {
-            if let Some(b) = spawn_blocking(&shared, cpu) {
+            if let Some(b) = spawn_blocking(&shared) {
                 region.blocking = Some(Box::new(b));
                 return Ok(region);
             }
@@ -245,8 +241,9 @@ impl Region {
             let sh = shared.clone();
             let waiter = sys::Waiter::new(sh.uffd.raw(), std::os::fd::AsRawFd::as_raw_fd(&sh.stop))
                 .map_err(sys_err("epoll"))?;
-            let name = format!("pagepilot-fault-{i}");
-            let h = spawn_kept_to(cpu, name, move || handler::run(sh, waiter))
+            let h = std::thread::Builder::new()
+                .name(format!("pagepilot-fault-{i}"))
+                .spawn(move || handler::run(sh, waiter))
                 .map_err(sys_err("thread spawn"))?;
             region.handlers.push(h);
         }
@@ -467,40 +464,17 @@ fn spawn_readers(
 
 /// Starts the region's only handler thread in blocking mode, with its
 /// doorbell; `None` (nothing changed) if any step fails.
-/// Starts thread `name` kept to the CPUs `cpu`, if given: it inherits them
-/// from this thread, pinned for the moment of its creation (so it never runs
-/// elsewhere). Best effort: where the affinity cannot be set (a cpuset
-/// changed since), the scheduler places the thread.
-fn spawn_kept_to<T: Send + 'static>(
-    cpu: Option<libc::cpu_set_t>,
-    name: String,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::io::Result<JoinHandle<T>> {
-    let own = cpu.and_then(|set| {
-        let own = sys::affinity().ok()?;
-        sys::set_affinity(&set).ok().map(|()| own)
-    });
-    let h = std::thread::Builder::new().name(name).spawn(f);
-    if let Some(own) = own {
-        let _ = sys::set_affinity(&own);
-    }
-    h
-}
-
-fn spawn_blocking(
-    shared: &Arc<Shared>,
-    cpu: Option<libc::cpu_set_t>,
-) -> Option<(JoinHandle<bool>, usize)> {
+fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
     let bell = sys::map_anon_page().ok()?;
     let ready = shared.uffd.register(bell, PAGE, sys::MODE_MISSING).is_ok()
         && shared.uffd.set_blocking().is_ok();
     let sh = shared.clone();
     let h = ready
         .then(|| {
-            spawn_kept_to(cpu, "pagepilot-fault-0".into(), move || {
-                handler::run_blocking(sh, bell)
-            })
-            .ok()
+            std::thread::Builder::new()
+                .name("pagepilot-fault-0".into())
+                .spawn(move || handler::run_blocking(sh, bell))
+                .ok()
         })
         .flatten();
     match h {

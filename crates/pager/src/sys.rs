@@ -827,8 +827,9 @@ pub fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
     Ok(())
 }
 
-/// The set holding only the CPU this thread runs on now.
-pub fn current_cpu_set() -> io::Result<libc::cpu_set_t> {
+/// Pins this thread to the CPU it runs on now. Threads it creates afterwards
+/// inherit the affinity (a region's handler thread, for example).
+pub fn pin_to_current_cpu() -> io::Result<()> {
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = unsafe { libc::sched_getcpu() };
     if cpu < 0 {
@@ -836,15 +837,10 @@ pub fn current_cpu_set() -> io::Result<libc::cpu_set_t> {
     }
     // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET writes inside it
     // for any cpu below CPU_SETSIZE, which sched_getcpu's answer is.
-    Ok(unsafe {
+    let set = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
         set
-    })
-}
-
-/// Pins this thread to the CPU it runs on now. Threads it creates afterwards
-/// inherit the affinity (a region's handler thread, for example).
-pub fn pin_to_current_cpu() -> io::Result<()> {
-    set_affinity(&current_cpu_set()?)
+    };
+    set_affinity(&set)
 }
