@@ -108,6 +108,40 @@ fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
 }
 
 #[test]
+fn test_join_bench_window_rows_page_in_by_the_window_formula() {
+    let r = json(&[
+        "bench",
+        "join",
+        "--outer-mb",
+        "24",
+        "--budget-mb",
+        "16",
+        "--loops",
+        "3",
+        "--policies",
+        "mru,kernel",
+        "--windows",
+        "32x1,40x0",
+        "--format",
+        "json",
+    ]);
+    let size = &r["sizes"][0];
+    let (o, m) = (6144u64, 4096u64);
+    let rows = size["policies"].as_array().unwrap();
+    let labels: Vec<&str> = rows.iter().map(|p| p["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["mru", "mru 32x1", "mru 40x0", "kernel"]);
+    // Each row's windows keep (depth + 1) * k frames outside MRU's resident set.
+    for (row, frames) in [(&rows[1], 64), (&rows[2], 40)] {
+        let want = o + (o - m + frames) * 2;
+        assert_eq!(row["window_formula_faults"].as_u64(), Some(want), "{row}");
+        assert_eq!(row["faults"].as_u64(), Some(want), "{row}");
+        assert!(row["speedup_vs_kernel"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    assert_eq!(rows[2]["window"]["depth"].as_u64(), Some(0));
+    assert!(rows[3]["window"].is_null() && rows[3]["speedup_vs_kernel"].is_null());
+}
+
+#[test]
 fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
     let r = json(&[
         "bench", "faults", "--pages", "256", "--rounds", "2", "--format", "json",
@@ -214,6 +248,10 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         (
             &["bench", "join", "--outer-mb", "8", "--runs", "0"],
             "--runs",
+        ),
+        (
+            &["bench", "join", "--outer-mb", "8", "--windows", "64x99"],
+            "--windows",
         ),
         (&["bench", "scan", "--threads", "0"], "--threads"),
         (&["bench", "faults", "--pages", "0"], "--pages"),

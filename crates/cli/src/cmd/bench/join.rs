@@ -7,8 +7,10 @@
 //! pagepilot's live "lru" is CLOCK (second chance), which on a cyclic scan also faults on
 //! every page of every loop.
 
+use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use serde::Serialize;
 
@@ -51,8 +53,51 @@ pub struct Args {
     /// thread (false) for every policy.
     #[arg(long)]
     faulting_thread: Option<bool>,
+    /// Extra rows: every pagepilot policy again with each of these read-ahead windows, as
+    /// `KxD` (k pages, D windows kept ahead; `x0` reads synchronously), e.g. `24x1,64x1,128x1`.
+    /// Under MRU each costs (D + 1) * k page-ins per pass: the frontier between page-ins
+    /// and speed, measured side by side with the kernel.
+    #[arg(long, value_delimiter = ',')]
+    windows: Vec<Window>,
     #[command(flatten)]
     common: FileBenchArgs,
+}
+
+/// A read-ahead window setting: `pages` per window, `depth` windows kept ahead (0: synchronous).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// Pages per window (k).
+    pub pages: usize,
+    /// Windows in flight ahead of the one in use; 0 reads each window synchronously.
+    pub depth: usize,
+}
+
+impl Window {
+    /// Frames the windows keep outside an MRU policy's resident set: (depth + 1) * k.
+    pub fn frames(&self) -> u64 {
+        ((self.depth + 1) * self.pages) as u64
+    }
+}
+
+impl FromStr for Window {
+    type Err = JoinArgError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || JoinArgError::Window(text.to_string());
+        let (pages, depth) = text.split_once('x').ok_or_else(bad)?;
+        let pages: usize = pages.trim().parse().map_err(|_| bad())?;
+        let depth: usize = depth.trim().parse().map_err(|_| bad())?;
+        if pages == 0 || pages > 4096 || depth > 16 {
+            return Err(bad());
+        }
+        Ok(Window { pages, depth })
+    }
+}
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.pages, self.depth)
+    }
 }
 
 /// Failure of the join benchmark's arguments.
@@ -67,6 +112,9 @@ pub enum JoinArgError {
     /// Unknown entry in `--policies` is reported by the pager; empty list here.
     #[error("--policies is empty")]
     NoPolicies,
+    /// An entry of `--windows` is not `KxD` with 1 <= K <= 4096 pages and D <= 16.
+    #[error("--windows {0:?}: expected KxD, k pages (1-4096) and D windows ahead (0-16), like 64x1")]
+    Window(String),
 }
 
 /// Parameters of one join comparison.
@@ -91,6 +139,8 @@ pub struct JoinSetup {
     pub readahead_depth: Option<usize>,
     /// Faulting-thread override.
     pub faulting_thread: Option<bool>,
+    /// Extra rows: each pagepilot policy again with each of these windows.
+    pub windows: Vec<Window>,
 }
 
 /// One policy at one size.
@@ -98,6 +148,10 @@ pub struct JoinSetup {
 pub struct PolicyResult {
     /// Policy name, or `kernel`.
     pub policy: String,
+    /// The row's name: the policy, followed by its window for `--windows` rows (`mru 64x1`).
+    pub label: String,
+    /// The window this row read with (pagepilot rows).
+    pub window: Option<Window>,
     /// Median elapsed time in ms.
     pub elapsed_ms: f64,
     /// Median page-ins (pagepilot missing faults; kernel major faults).
@@ -110,6 +164,9 @@ pub struct PolicyResult {
     pub analytic_faults: Option<u64>,
     /// Measured faults / analytic faults.
     pub faults_vs_analytic: Option<f64>,
+    /// MRU's page-ins with its windows' frames taken out of its resident set (docs/pager.md):
+    /// O + (O - M + (depth + 1) * k) * (Loop - 1).
+    pub window_formula_faults: Option<u64>,
     /// Kernel time / this policy's time (above 1: faster than the kernel).
     pub speedup_vs_kernel: Option<f64>,
     /// pagepilot's options for this policy (none for the kernel).
@@ -158,6 +215,52 @@ pub fn analytic_faults(o: u64, m: u64, loops: u64) -> (u64, u64) {
     (o * loops, o + (o - m) * (loops.saturating_sub(1)))
 }
 
+/// MRU's page-ins when its read-ahead windows keep `w.frames()` frames outside its resident
+/// set: O + (O - M + (depth + 1) * k) * (Loop - 1), capped at LRU's O * Loop.
+pub fn mru_window_faults(o: u64, m: u64, loops: u64, w: Window) -> u64 {
+    if o <= m {
+        return o;
+    }
+    let per_pass = (o - m + w.frames()).min(o);
+    o + per_pass * loops.saturating_sub(1)
+}
+
+/// One row of the comparison: a policy and its pager options (`None`: the kernel).
+struct Row {
+    label: String,
+    policy: String,
+    tuning: Option<live::Tuning>,
+}
+
+/// The rows to measure, in order: each policy with its own tuning, then again with each of
+/// `s.windows`; the kernel once.
+fn rows(s: &JoinSetup, o: u64, m: u64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for policy in &s.policies {
+        if policy == "kernel" {
+            rows.push(Row {
+                label: policy.clone(),
+                policy: policy.clone(),
+                tuning: None,
+            });
+            continue;
+        }
+        rows.push(Row {
+            label: policy.clone(),
+            policy: policy.clone(),
+            tuning: Some(join_tuning(policy, o, m, s)),
+        });
+        for &w in &s.windows {
+            rows.push(Row {
+                label: format!("{policy} {w}"),
+                policy: policy.clone(),
+                tuning: Some(window_tuning(w, s)),
+            });
+        }
+    }
+    rows
+}
+
 fn parse_sizes(text: &str) -> Result<Vec<usize>, JoinArgError> {
     let bad = || JoinArgError::OuterSizes(text.to_string());
     let sizes: Vec<usize> = if let Some((a, b)) = text.split_once("..") {
@@ -204,6 +307,7 @@ pub fn run(args: Args) -> CmdResult {
         async_readahead: args.async_readahead,
         readahead_depth: args.readahead_depth,
         faulting_thread: args.faulting_thread,
+        windows: args.windows,
     };
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
@@ -230,55 +334,63 @@ pub fn measure(
         let file = DataFile::create(&s.dir, &format!("join-{outer_mb}mb"), outer_mb * MB)?;
         let o = file.pages() as u64;
         let m = (budget / PAGE) as u64;
-        let tunings: Vec<Option<live::Tuning>> = s
-            .policies
-            .iter()
-            .map(|p| (p != "kernel").then(|| join_tuning(p, o, m, s)))
-            .collect();
-        let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); s.policies.len()];
+        let rows = rows(s, o, m);
+        let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); rows.len()];
         for _ in 0..s.runs {
-            for (i, policy) in s.policies.iter().enumerate() {
-                let m = match tunings[i] {
+            for (row, runs) in rows.iter().zip(runs.iter_mut()) {
+                let measured = match row.tuning {
                     None => kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?,
-                    Some(t) => live::run(&file, budget, policy, t, workload)?,
+                    Some(t) => live::run(&file, budget, &row.policy, t, workload)?,
                 };
                 progress(&format!(
-                    "{outer_mb} MB {policy}: {} ms",
-                    m.elapsed_ns / 1_000_000
+                    "{outer_mb} MB {}: {} ms",
+                    row.label,
+                    measured.elapsed_ns / 1_000_000
                 ));
-                runs[i].push(m);
+                runs.push(measured);
             }
         }
         let (pf_lru, pf_mru) = analytic_faults(o, m, s.loops as u64);
-        let kernel_ns = s
-            .policies
+        let kernel_ns = rows
             .iter()
-            .position(|p| p == "kernel")
+            .position(|r| r.tuning.is_none())
             .map(|k| median_of(&runs[k]).elapsed_ns as f64);
-        let policies = s
-            .policies
-            .iter()
+        let policies = rows
+            .into_iter()
             .zip(runs)
-            .zip(tunings)
-            .map(|((policy, runs), tuning)| {
+            .map(|(row, runs)| {
                 let med = median_of(&runs);
-                let analytic = match policy.as_str() {
+                let mru = matches!(row.policy.as_str(), "mru" | "mru-live");
+                let analytic = match row.policy.as_str() {
                     "lru" | "clock" => Some(pf_lru),
-                    "mru" | "mru-live" => Some(pf_mru),
+                    _ if mru => Some(pf_mru),
                     _ => None,
                 };
+                let window = row.tuning.map(|t| Window {
+                    pages: t.readahead.unwrap_or(1),
+                    depth: if t.async_readahead == Some(true) {
+                        t.readahead_depth.unwrap_or(1)
+                    } else {
+                        0
+                    },
+                });
                 PolicyResult {
-                    policy: policy.clone(),
+                    policy: row.policy,
+                    label: row.label,
+                    window,
                     elapsed_ms: med.elapsed_ns as f64 / 1e6,
                     faults: med.faults,
                     minor_faults: med.minor_faults,
                     bytes_read: med.bytes_read,
                     analytic_faults: analytic,
                     faults_vs_analytic: analytic.map(|a| ratio(med.faults as f64, a as f64)),
+                    window_formula_faults: window
+                        .filter(|_| mru)
+                        .map(|w| mru_window_faults(o, m, s.loops as u64, w)),
                     speedup_vs_kernel: kernel_ns
-                        .filter(|_| policy != "kernel")
+                        .filter(|_| row.tuning.is_some())
                         .map(|k| ratio(k, med.elapsed_ns as f64)),
-                    tuning,
+                    tuning: row.tuning,
                     runs,
                 }
             })
@@ -328,6 +440,17 @@ fn join_tuning(policy: &str, o: u64, m: u64, s: &JoinSetup) -> live::Tuning {
     }
 }
 
+/// pagepilot's options for a `--windows` row: the window, on the io_uring unless synchronous.
+fn window_tuning(w: Window, s: &JoinSetup) -> live::Tuning {
+    live::Tuning {
+        readahead: Some(w.pages),
+        async_readahead: Some(w.depth > 0),
+        readahead_depth: Some(w.depth.max(1)),
+        faulting_thread: s.faulting_thread.unwrap_or(true),
+        ..Default::default()
+    }
+}
+
 /// Prints the report as a table.
 pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
@@ -343,12 +466,14 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
         writeln!(
             out,
-            "  {:<8} {:>11} {:>10} {:>10} {:>12} {:>10} {:>18}",
+            "  {:<12} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>18}",
             "policy",
+            "window",
             "elapsed ms",
             "faults",
             "analytic",
             "meas/analyt",
+            "formula",
             "MB read",
             "speedup vs kernel"
         )?;
@@ -356,15 +481,17 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             let opt = |v: Option<f64>, suffix: &str| {
                 v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}{suffix}"))
             };
+            let text = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
             writeln!(
                 out,
-                "  {:<8} {:>11.1} {:>10} {:>10} {:>12} {:>10.1} {:>18}",
-                p.policy,
+                "  {:<12} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>18}",
+                p.label,
+                text(p.window.map(|w| w.to_string())),
                 p.elapsed_ms,
                 p.faults,
-                p.analytic_faults
-                    .map_or_else(|| "-".to_string(), |a| a.to_string()),
+                text(p.analytic_faults.map(|a| a.to_string())),
                 opt(p.faults_vs_analytic, ""),
+                text(p.window_formula_faults.map(|f| f.to_string())),
                 p.bytes_read as f64 / MB as f64,
                 opt(p.speedup_vs_kernel, "x"),
             )?;
@@ -373,12 +500,23 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "\nfaults: pagepilot page-ins; kernel: major faults (its read-ahead maps many pages \
-         per fault). speedup: kernel time / policy time."
+         per fault).\nwindow: k pages x D windows ahead (D = 0: synchronous). formula: MRU's \
+         page-ins with the windows' frames outside its resident set,\n\
+         O + (O-M+(D+1)k)(Loop-1). speedup: kernel time / policy time."
     )
 }
 
+/// Window of the demo's extra rows: at its size, 64 pages one ahead cost MRU 4% more page-ins
+/// than PF_m but read in requests large enough for these disks (docs/pager.md, "Fifth round").
+const DEMO_WINDOW: Window = Window {
+    pages: 64,
+    depth: 1,
+};
+
 /// The live join at a size that finishes in well under a minute (24 MB outer table, 16 MB
-/// budget, 8 loops; smaller cgroup limits OOM-kill the kernel baseline's own process), printed as a table: what `pagepilot demo` shows.
+/// budget, 8 loops; smaller cgroup limits OOM-kill the kernel baseline's own process), each
+/// policy with its own tuning and with [`DEMO_WINDOW`], printed as a table: what
+/// `pagepilot demo` shows.
 pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
     let setup = JoinSetup {
         outer_mb: vec![24],
@@ -391,9 +529,16 @@ pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> 
         async_readahead: None,
         readahead_depth: None,
         faulting_thread: None,
+        windows: vec![DEMO_WINDOW],
     };
     let report = measure(&setup, &mut |_| {})?;
     print_text(&report, out)?;
+    writeln!(
+        out,
+        "\nmru and seq read ahead in windows of (O-M)/212 pages by default, so that their \
+         frames keep page-ins within 1% of PF_m;\nthe {DEMO_WINDOW} rows spend more frames \
+         ahead (more page-ins for MRU, none for LRU) on fewer, larger reads."
+    )?;
     Ok(())
 }
 
@@ -409,6 +554,62 @@ mod tests {
         assert_eq!(m, 15360 + 5120 * 63);
         // Fits in memory: each page faults once.
         assert_eq!(analytic_faults(5120, 10240, 64), (5120, 5120));
+    }
+
+    #[test]
+    fn test_windows_parse_as_pages_x_depth_and_refuse_the_rest() {
+        assert_eq!("64x1".parse::<Window>().unwrap(), Window { pages: 64, depth: 1 });
+        assert_eq!("52x0".parse::<Window>().unwrap().frames(), 52);
+        assert_eq!(Window { pages: 24, depth: 1 }.to_string(), "24x1");
+        for bad in ["64", "x1", "0x1", "64x", "64x17", "5000x1", "-1x1", "64*1"] {
+            assert!(
+                matches!(bad.parse::<Window>(), Err(JoinArgError::Window(t)) if t == bad),
+                "{bad} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn test_mru_window_faults_add_the_windows_frames_to_each_pass() {
+        // The paper's 60 MB / 40 MB join: one 24-page window ahead costs 48 pages a pass.
+        let w = Window { pages: 24, depth: 1 };
+        assert_eq!(mru_window_faults(15360, 10240, 64, w), 15360 + (5120 + 48) * 63);
+        // Demand paging (one page, synchronous): one page a pass over PF_m, the frame MRU-live
+        // reads into.
+        let one = Window { pages: 1, depth: 0 };
+        assert_eq!(mru_window_faults(15360, 10240, 64, one), 15360 + 5121 * 63);
+        // Windows as large as the budget make MRU fault like LRU, not more.
+        let huge = Window { pages: 4096, depth: 16 };
+        assert_eq!(mru_window_faults(15360, 10240, 64, huge), 15360 * 64);
+        assert_eq!(mru_window_faults(5120, 10240, 64, w), 5120);
+    }
+
+    #[test]
+    fn test_rows_repeat_each_pagepilot_policy_per_window_and_the_kernel_once() {
+        let setup = JoinSetup {
+            outer_mb: vec![60],
+            budget_mb: 40,
+            policies: ["mru", "kernel", "lru"].map(String::from).to_vec(),
+            loops: 64,
+            runs: 1,
+            dir: PathBuf::from("/tmp"),
+            readahead: None,
+            async_readahead: None,
+            readahead_depth: None,
+            faulting_thread: None,
+            windows: vec![Window { pages: 64, depth: 1 }, Window { pages: 52, depth: 0 }],
+        };
+        let rows = rows(&setup, 15360, 10240);
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["mru", "mru 64x1", "mru 52x0", "kernel", "lru", "lru 64x1", "lru 52x0"]
+        );
+        assert!(rows[3].tuning.is_none());
+        let sync = rows[2].tuning.unwrap();
+        assert_eq!((sync.readahead, sync.async_readahead), (Some(52), Some(false)));
+        // The policy's own row keeps the 1% tuning: (O - M)/212 pages, one ahead.
+        assert_eq!(rows[0].tuning.unwrap().readahead, Some(24));
     }
 
     #[test]
