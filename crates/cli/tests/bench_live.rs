@@ -136,6 +136,8 @@ fn test_join_bench_window_rows_page_in_by_the_window_formula() {
         assert_eq!(row["window_formula_faults"].as_u64(), Some(want), "{row}");
         assert_eq!(row["faults"].as_u64(), Some(want), "{row}");
         assert!(row["speedup_vs_kernel"].as_f64().unwrap() > 0.0, "{row}");
+        let rounds = row["speedup_per_round"]["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 1, "{row}");
     }
     assert_eq!(rows[2]["window"]["depth"].as_u64(), Some(0));
     assert!(rows[3]["window"].is_null() && rows[3]["speedup_vs_kernel"].is_null());

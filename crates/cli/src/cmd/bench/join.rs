@@ -113,7 +113,9 @@ pub enum JoinArgError {
     #[error("--policies is empty")]
     NoPolicies,
     /// An entry of `--windows` is not `KxD` with 1 <= K <= 4096 pages and D <= 16.
-    #[error("--windows {0:?}: expected KxD, k pages (1-4096) and D windows ahead (0-16), like 64x1")]
+    #[error(
+        "--windows {0:?}: expected KxD, k pages (1-4096) and D windows ahead (0-16), like 64x1"
+    )]
     Window(String),
 }
 
@@ -167,12 +169,47 @@ pub struct PolicyResult {
     /// MRU's page-ins with its windows' frames taken out of its resident set (docs/pager.md):
     /// O + (O - M + (depth + 1) * k) * (Loop - 1).
     pub window_formula_faults: Option<u64>,
-    /// Kernel time / this policy's time (above 1: faster than the kernel).
+    /// Kernel time / this policy's time (above 1: faster than the kernel), of the medians.
     pub speedup_vs_kernel: Option<f64>,
+    /// Kernel time / this policy's time within each round (the rows of a round run back to
+    /// back, so the machine's drift between rounds cancels out).
+    pub speedup_per_round: Option<PairedSpeedup>,
     /// pagepilot's options for this policy (none for the kernel).
     pub tuning: Option<live::Tuning>,
     /// Every run.
     pub runs: Vec<Measured>,
+}
+
+/// Per-round speedups over the kernel and their median and range.
+#[derive(Serialize)]
+pub struct PairedSpeedup {
+    /// Median over rounds.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Kernel time / policy time in each round, in order.
+    pub rounds: Vec<f64>,
+}
+
+impl PairedSpeedup {
+    /// `kernel[i] / policy[i]` for each round `i`.
+    fn of(kernel: &[Measured], policy: &[Measured]) -> Option<PairedSpeedup> {
+        let rounds: Vec<f64> = kernel
+            .iter()
+            .zip(policy)
+            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64))
+            .collect();
+        let mut sorted = rounds.clone();
+        sorted.sort_by(f64::total_cmp);
+        Some(PairedSpeedup {
+            median: *sorted.get(sorted.len() / 2)?,
+            min: *sorted.first()?,
+            max: *sorted.last()?,
+            rounds,
+        })
+    }
 }
 
 /// All policies at one outer size.
@@ -351,10 +388,9 @@ pub fn measure(
             }
         }
         let (pf_lru, pf_mru) = analytic_faults(o, m, s.loops as u64);
-        let kernel_ns = rows
-            .iter()
-            .position(|r| r.tuning.is_none())
-            .map(|k| median_of(&runs[k]).elapsed_ns as f64);
+        let kernel_row = rows.iter().position(|r| r.tuning.is_none());
+        let kernel_ns = kernel_row.map(|k| median_of(&runs[k]).elapsed_ns as f64);
+        let kernel_runs = kernel_row.map(|k| runs[k].clone());
         let policies = rows
             .into_iter()
             .zip(runs)
@@ -390,6 +426,10 @@ pub fn measure(
                     speedup_vs_kernel: kernel_ns
                         .filter(|_| row.tuning.is_some())
                         .map(|k| ratio(k, med.elapsed_ns as f64)),
+                    speedup_per_round: kernel_runs
+                        .as_deref()
+                        .filter(|_| row.tuning.is_some())
+                        .and_then(|k| PairedSpeedup::of(k, &runs)),
                     tuning: row.tuning,
                     runs,
                 }
@@ -466,7 +506,7 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
         writeln!(
             out,
-            "  {:<12} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>18}",
+            "  {:<12} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>18} {:>20}",
             "policy",
             "window",
             "elapsed ms",
@@ -475,7 +515,8 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             "meas/analyt",
             "formula",
             "MB read",
-            "speedup vs kernel"
+            "speedup vs kernel",
+            "per round [range]"
         )?;
         for p in &s.policies {
             let opt = |v: Option<f64>, suffix: &str| {
@@ -484,7 +525,7 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             let text = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
             writeln!(
                 out,
-                "  {:<12} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>18}",
+                "  {:<12} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>18} {:>20}",
                 p.label,
                 text(p.window.map(|w| w.to_string())),
                 p.elapsed_ms,
@@ -494,6 +535,11 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
                 text(p.window_formula_faults.map(|f| f.to_string())),
                 p.bytes_read as f64 / MB as f64,
                 opt(p.speedup_vs_kernel, "x"),
+                text(
+                    p.speedup_per_round
+                        .as_ref()
+                        .map(|s| format!("{:.2}x [{:.2}-{:.2}]", s.median, s.min, s.max))
+                ),
             )?;
         }
     }
@@ -502,7 +548,8 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
         "\nfaults: pagepilot page-ins; kernel: major faults (its read-ahead maps many pages \
          per fault).\nwindow: k pages x D windows ahead (D = 0: synchronous). formula: MRU's \
          page-ins with the windows' frames outside its resident set,\n\
-         O + (O-M+(D+1)k)(Loop-1). speedup: kernel time / policy time."
+         O + (O-M+(D+1)k)(Loop-1). speedup: kernel time / policy time, of the medians; \
+         per round: its median over the rounds (each round runs every row back to back)."
     )
 }
 
@@ -558,9 +605,22 @@ mod tests {
 
     #[test]
     fn test_windows_parse_as_pages_x_depth_and_refuse_the_rest() {
-        assert_eq!("64x1".parse::<Window>().unwrap(), Window { pages: 64, depth: 1 });
+        assert_eq!(
+            "64x1".parse::<Window>().unwrap(),
+            Window {
+                pages: 64,
+                depth: 1
+            }
+        );
         assert_eq!("52x0".parse::<Window>().unwrap().frames(), 52);
-        assert_eq!(Window { pages: 24, depth: 1 }.to_string(), "24x1");
+        assert_eq!(
+            Window {
+                pages: 24,
+                depth: 1
+            }
+            .to_string(),
+            "24x1"
+        );
         for bad in ["64", "x1", "0x1", "64x", "64x17", "5000x1", "-1x1", "64*1"] {
             assert!(
                 matches!(bad.parse::<Window>(), Err(JoinArgError::Window(t)) if t == bad),
@@ -572,14 +632,23 @@ mod tests {
     #[test]
     fn test_mru_window_faults_add_the_windows_frames_to_each_pass() {
         // The paper's 60 MB / 40 MB join: one 24-page window ahead costs 48 pages a pass.
-        let w = Window { pages: 24, depth: 1 };
-        assert_eq!(mru_window_faults(15360, 10240, 64, w), 15360 + (5120 + 48) * 63);
+        let w = Window {
+            pages: 24,
+            depth: 1,
+        };
+        assert_eq!(
+            mru_window_faults(15360, 10240, 64, w),
+            15360 + (5120 + 48) * 63
+        );
         // Demand paging (one page, synchronous): one page a pass over PF_m, the frame MRU-live
         // reads into.
         let one = Window { pages: 1, depth: 0 };
         assert_eq!(mru_window_faults(15360, 10240, 64, one), 15360 + 5121 * 63);
         // Windows as large as the budget make MRU fault like LRU, not more.
-        let huge = Window { pages: 4096, depth: 16 };
+        let huge = Window {
+            pages: 4096,
+            depth: 16,
+        };
         assert_eq!(mru_window_faults(15360, 10240, 64, huge), 15360 * 64);
         assert_eq!(mru_window_faults(5120, 10240, 64, w), 5120);
     }
@@ -597,7 +666,16 @@ mod tests {
             async_readahead: None,
             readahead_depth: None,
             faulting_thread: None,
-            windows: vec![Window { pages: 64, depth: 1 }, Window { pages: 52, depth: 0 }],
+            windows: vec![
+                Window {
+                    pages: 64,
+                    depth: 1,
+                },
+                Window {
+                    pages: 52,
+                    depth: 0,
+                },
+            ],
         };
         let rows = rows(&setup, 15360, 10240);
         let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
@@ -607,9 +685,30 @@ mod tests {
         );
         assert!(rows[3].tuning.is_none());
         let sync = rows[2].tuning.unwrap();
-        assert_eq!((sync.readahead, sync.async_readahead), (Some(52), Some(false)));
+        assert_eq!(
+            (sync.readahead, sync.async_readahead),
+            (Some(52), Some(false))
+        );
         // The policy's own row keeps the 1% tuning: (O - M)/212 pages, one ahead.
         assert_eq!(rows[0].tuning.unwrap().readahead, Some(24));
+    }
+
+    fn timed(ms: &[u64]) -> Vec<Measured> {
+        ms.iter()
+            .map(|&ms| Measured {
+                elapsed_ns: ms * 1_000_000,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn test_paired_speedup_divides_within_each_round() {
+        // The kernel slows down in round 2; the policy with it: per round the ratio holds.
+        let s = PairedSpeedup::of(&timed(&[400, 800, 420]), &timed(&[200, 400, 300])).unwrap();
+        assert_eq!(s.rounds, [2.0, 2.0, 1.4]);
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.4, 2.0));
+        assert!(PairedSpeedup::of(&[], &[]).is_none());
     }
 
     #[test]
