@@ -52,9 +52,9 @@ fn within(measured: u64, analytic: u64, tolerance: f64) -> bool {
     (measured as f64 - analytic as f64).abs() <= tolerance * analytic as f64
 }
 
-#[test]
-fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
-    let r = json(&[
+/// `bench join` over a 24 MB outer table (6144 pages) with a 16 MB budget (4096 pages), as JSON.
+fn small_join(loops: &str, policies: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
         "bench",
         "join",
         "--outer-mb",
@@ -62,12 +62,19 @@ fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
         "--budget-mb",
         "16",
         "--loops",
-        "4",
+        loops,
         "--policies",
-        "lru,mru,kernel",
+        policies,
         "--format",
         "json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    json(&args)
+}
+
+#[test]
+fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
+    let r = small_join("4", "lru,mru,kernel", &[]);
     let size = &r["sizes"][0];
     let (o, m) = (
         size["outer_pages"].as_u64().unwrap(),
@@ -109,22 +116,7 @@ fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
 
 #[test]
 fn test_join_bench_window_rows_page_in_by_the_window_formula() {
-    let r = json(&[
-        "bench",
-        "join",
-        "--outer-mb",
-        "24",
-        "--budget-mb",
-        "16",
-        "--loops",
-        "3",
-        "--policies",
-        "mru,kernel",
-        "--windows",
-        "32x1,40x0",
-        "--format",
-        "json",
-    ]);
+    let r = small_join("3", "mru,kernel", &["--windows", "32x1,40x0"]);
     let size = &r["sizes"][0];
     let (o, m) = (6144u64, 4096u64);
     let rows = size["policies"].as_array().unwrap();
