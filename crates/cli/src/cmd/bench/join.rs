@@ -7,15 +7,16 @@
 //! pagepilot's live "lru" is CLOCK (second chance), which on a cyclic scan also faults on
 //! every page of every loop.
 
-use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use serde::Serialize;
 
 use super::datafile::DataFile;
-use super::measure::{check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange};
+use super::measure::{
+    check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange, PairedSpeedup,
+};
+use super::window::{mru_window_faults, Window};
 use super::workload::Workload;
 use super::{kernel, live};
 use crate::cmd::CmdResult;
@@ -63,43 +64,6 @@ pub struct Args {
     common: FileBenchArgs,
 }
 
-/// A read-ahead window setting: `pages` per window, `depth` windows kept ahead (0: synchronous).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Window {
-    /// Pages per window (k).
-    pub pages: usize,
-    /// Windows in flight ahead of the one in use; 0 reads each window synchronously.
-    pub depth: usize,
-}
-
-impl Window {
-    /// Frames the windows keep outside an MRU policy's resident set: (depth + 1) * k.
-    pub fn frames(&self) -> u64 {
-        ((self.depth + 1) * self.pages) as u64
-    }
-}
-
-impl FromStr for Window {
-    type Err = JoinArgError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || JoinArgError::Window(text.to_string());
-        let (pages, depth) = text.split_once('x').ok_or_else(bad)?;
-        let pages: usize = pages.trim().parse().map_err(|_| bad())?;
-        let depth: usize = depth.trim().parse().map_err(|_| bad())?;
-        if pages == 0 || pages > 4096 || depth > 16 {
-            return Err(bad());
-        }
-        Ok(Window { pages, depth })
-    }
-}
-
-impl fmt::Display for Window {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}", self.pages, self.depth)
-    }
-}
-
 /// Failure of the join benchmark's arguments.
 #[derive(Debug, thiserror::Error)]
 pub enum JoinArgError {
@@ -112,11 +76,6 @@ pub enum JoinArgError {
     /// Unknown entry in `--policies` is reported by the pager; empty list here.
     #[error("--policies is empty")]
     NoPolicies,
-    /// An entry of `--windows` is not `KxD` with 1 <= K <= 4096 pages and D <= 16.
-    #[error(
-        "--windows {0:?}: expected KxD, k pages (1-4096) and D windows ahead (0-16), like 64x1"
-    )]
-    Window(String),
 }
 
 /// Parameters of one join comparison.
@@ -180,38 +139,6 @@ pub struct PolicyResult {
     pub runs: Vec<Measured>,
 }
 
-/// Per-round speedups over the kernel and their median and range.
-#[derive(Serialize)]
-pub struct PairedSpeedup {
-    /// Median over rounds.
-    pub median: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-    /// Kernel time / policy time in each round, in order.
-    pub rounds: Vec<f64>,
-}
-
-impl PairedSpeedup {
-    /// `kernel[i] / policy[i]` for each round `i`.
-    fn of(kernel: &[Measured], policy: &[Measured]) -> Option<PairedSpeedup> {
-        let rounds: Vec<f64> = kernel
-            .iter()
-            .zip(policy)
-            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64))
-            .collect();
-        let mut sorted = rounds.clone();
-        sorted.sort_by(f64::total_cmp);
-        Some(PairedSpeedup {
-            median: *sorted.get(sorted.len() / 2)?,
-            min: *sorted.first()?,
-            max: *sorted.last()?,
-            rounds,
-        })
-    }
-}
-
 /// All policies at one outer size.
 #[derive(Serialize)]
 pub struct SizeResult {
@@ -250,16 +177,6 @@ pub fn analytic_faults(o: u64, m: u64, loops: u64) -> (u64, u64) {
         return (o, o);
     }
     (o * loops, o + (o - m) * (loops.saturating_sub(1)))
-}
-
-/// MRU's page-ins when its read-ahead windows keep `w.frames()` frames outside its resident
-/// set: O + (O - M + (depth + 1) * k) * (Loop - 1), capped at LRU's O * Loop.
-pub fn mru_window_faults(o: u64, m: u64, loops: u64, w: Window) -> u64 {
-    if o <= m {
-        return o;
-    }
-    let per_pass = (o - m + w.frames()).min(o);
-    o + per_pass * loops.saturating_sub(1)
 }
 
 /// One row of the comparison: a policy and its pager options (`None`: the kernel).
@@ -604,56 +521,6 @@ mod tests {
     }
 
     #[test]
-    fn test_windows_parse_as_pages_x_depth_and_refuse_the_rest() {
-        assert_eq!(
-            "64x1".parse::<Window>().unwrap(),
-            Window {
-                pages: 64,
-                depth: 1
-            }
-        );
-        assert_eq!("52x0".parse::<Window>().unwrap().frames(), 52);
-        assert_eq!(
-            Window {
-                pages: 24,
-                depth: 1
-            }
-            .to_string(),
-            "24x1"
-        );
-        for bad in ["64", "x1", "0x1", "64x", "64x17", "5000x1", "-1x1", "64*1"] {
-            assert!(
-                matches!(bad.parse::<Window>(), Err(JoinArgError::Window(t)) if t == bad),
-                "{bad} accepted"
-            );
-        }
-    }
-
-    #[test]
-    fn test_mru_window_faults_add_the_windows_frames_to_each_pass() {
-        // The paper's 60 MB / 40 MB join: one 24-page window ahead costs 48 pages a pass.
-        let w = Window {
-            pages: 24,
-            depth: 1,
-        };
-        assert_eq!(
-            mru_window_faults(15360, 10240, 64, w),
-            15360 + (5120 + 48) * 63
-        );
-        // Demand paging (one page, synchronous): one page a pass over PF_m, the frame MRU-live
-        // reads into.
-        let one = Window { pages: 1, depth: 0 };
-        assert_eq!(mru_window_faults(15360, 10240, 64, one), 15360 + 5121 * 63);
-        // Windows as large as the budget make MRU fault like LRU, not more.
-        let huge = Window {
-            pages: 4096,
-            depth: 16,
-        };
-        assert_eq!(mru_window_faults(15360, 10240, 64, huge), 15360 * 64);
-        assert_eq!(mru_window_faults(5120, 10240, 64, w), 5120);
-    }
-
-    #[test]
     fn test_rows_repeat_each_pagepilot_policy_per_window_and_the_kernel_once() {
         let setup = JoinSetup {
             outer_mb: vec![60],
@@ -691,24 +558,6 @@ mod tests {
         );
         // The policy's own row keeps the 1% tuning: (O - M)/212 pages, one ahead.
         assert_eq!(rows[0].tuning.unwrap().readahead, Some(24));
-    }
-
-    fn timed(ms: &[u64]) -> Vec<Measured> {
-        ms.iter()
-            .map(|&ms| Measured {
-                elapsed_ns: ms * 1_000_000,
-                ..Default::default()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn test_paired_speedup_divides_within_each_round() {
-        // The kernel slows down in round 2; the policy with it: per round the ratio holds.
-        let s = PairedSpeedup::of(&timed(&[400, 800, 420]), &timed(&[200, 400, 300])).unwrap();
-        assert_eq!(s.rounds, [2.0, 2.0, 1.4]);
-        assert_eq!((s.median, s.min, s.max), (2.0, 1.4, 2.0));
-        assert!(PairedSpeedup::of(&[], &[]).is_none());
     }
 
     #[test]

@@ -61,31 +61,35 @@ pub fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Per-round speedups over the kernel and their median and range.
+#[derive(Serialize)]
+pub struct PairedSpeedup {
+    /// Median over rounds.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Kernel time / policy time in each round, in order.
+    pub rounds: Vec<f64>,
+}
 
-    #[test]
-    fn test_median_takes_the_middle_run_per_field() {
-        let runs = [
-            Measured {
-                elapsed_ns: 5,
-                faults: 1,
-                ..Default::default()
-            },
-            Measured {
-                elapsed_ns: 1,
-                faults: 9,
-                ..Default::default()
-            },
-            Measured {
-                elapsed_ns: 3,
-                faults: 4,
-                ..Default::default()
-            },
-        ];
-        let m = median_of(&runs);
-        assert_eq!((m.elapsed_ns, m.faults), (3, 4));
+impl PairedSpeedup {
+    /// `kernel[i] / policy[i]` for each round `i`.
+    pub fn of(kernel: &[Measured], policy: &[Measured]) -> Option<PairedSpeedup> {
+        let rounds: Vec<f64> = kernel
+            .iter()
+            .zip(policy)
+            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64))
+            .collect();
+        let mut sorted = rounds.clone();
+        sorted.sort_by(f64::total_cmp);
+        Some(PairedSpeedup {
+            median: *sorted.get(sorted.len() / 2)?,
+            min: *sorted.first()?,
+            max: *sorted.last()?,
+            rounds,
+        })
     }
 }
 
@@ -132,4 +136,50 @@ pub fn check_range(name: &'static str, v: usize, max: usize) -> Result<(), OutOf
         return Err(OutOfRange(name, max));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_median_takes_the_middle_run_per_field() {
+        let runs = [
+            Measured {
+                elapsed_ns: 5,
+                faults: 1,
+                ..Default::default()
+            },
+            Measured {
+                elapsed_ns: 1,
+                faults: 9,
+                ..Default::default()
+            },
+            Measured {
+                elapsed_ns: 3,
+                faults: 4,
+                ..Default::default()
+            },
+        ];
+        let m = median_of(&runs);
+        assert_eq!((m.elapsed_ns, m.faults), (3, 4));
+    }
+
+    fn timed(ms: &[u64]) -> Vec<Measured> {
+        ms.iter()
+            .map(|&ms| Measured {
+                elapsed_ns: ms * 1_000_000,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn test_paired_speedup_divides_within_each_round() {
+        // The kernel slows down in round 2; the policy with it: per round the ratio holds.
+        let s = PairedSpeedup::of(&timed(&[400, 800, 420]), &timed(&[200, 400, 300])).unwrap();
+        assert_eq!(s.rounds, [2.0, 2.0, 1.4]);
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.4, 2.0));
+        assert!(PairedSpeedup::of(&[], &[]).is_none());
+    }
 }

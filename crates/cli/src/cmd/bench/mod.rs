@@ -14,6 +14,7 @@ mod probe;
 mod scan;
 mod sigprobe;
 mod sim;
+mod window;
 mod workload;
 
 /// Benchmarks.
