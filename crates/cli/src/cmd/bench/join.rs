@@ -179,11 +179,12 @@ pub fn analytic_faults(o: u64, m: u64, loops: u64) -> (u64, u64) {
     (o * loops, o + (o - m) * (loops.saturating_sub(1)))
 }
 
-/// One row of the comparison: a policy and its pager options (`None`: the kernel).
+/// One row of the comparison: a policy and the read-ahead window it reads with (`None`: the
+/// kernel).
 struct Row {
     label: String,
     policy: String,
-    tuning: Option<live::Tuning>,
+    window: Option<Window>,
 }
 
 /// The rows to measure, in order: each policy with its own tuning, then again with each of
@@ -195,20 +196,20 @@ fn rows(s: &JoinSetup, o: u64, m: u64) -> Vec<Row> {
             rows.push(Row {
                 label: policy.clone(),
                 policy: policy.clone(),
-                tuning: None,
+                window: None,
             });
             continue;
         }
         rows.push(Row {
             label: policy.clone(),
             policy: policy.clone(),
-            tuning: Some(join_tuning(policy, o, m, s)),
+            window: Some(join_window(policy, o, m, s)),
         });
         for &w in &s.windows {
             rows.push(Row {
                 label: format!("{policy} {w}"),
                 policy: policy.clone(),
-                tuning: Some(window_tuning(w, s)),
+                window: Some(w),
             });
         }
     }
@@ -292,9 +293,9 @@ pub fn measure(
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); rows.len()];
         for _ in 0..s.runs {
             for (row, runs) in rows.iter().zip(runs.iter_mut()) {
-                let measured = match row.tuning {
+                let measured = match row.window {
                     None => kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?,
-                    Some(t) => live::run(&file, budget, &row.policy, t, workload)?,
+                    Some(w) => live::run(&file, budget, &row.policy, tuning(w, s), workload)?,
                 };
                 progress(&format!(
                     "{outer_mb} MB {}: {} ms",
@@ -305,7 +306,7 @@ pub fn measure(
             }
         }
         let (pf_lru, pf_mru) = analytic_faults(o, m, s.loops as u64);
-        let kernel_row = rows.iter().position(|r| r.tuning.is_none());
+        let kernel_row = rows.iter().position(|r| r.window.is_none());
         let kernel_ns = kernel_row.map(|k| median_of(&runs[k]).elapsed_ns as f64);
         let kernel_runs = kernel_row.map(|k| runs[k].clone());
         let policies = rows
@@ -319,14 +320,7 @@ pub fn measure(
                     _ if mru => Some(pf_mru),
                     _ => None,
                 };
-                let window = row.tuning.map(|t| Window {
-                    pages: t.readahead.unwrap_or(1),
-                    depth: if t.async_readahead == Some(true) {
-                        t.readahead_depth.unwrap_or(1)
-                    } else {
-                        0
-                    },
-                });
+                let window = row.window;
                 PolicyResult {
                     policy: row.policy,
                     label: row.label,
@@ -341,13 +335,13 @@ pub fn measure(
                         .filter(|_| mru)
                         .map(|w| mru_window_faults(o, m, s.loops as u64, w)),
                     speedup_vs_kernel: kernel_ns
-                        .filter(|_| row.tuning.is_some())
+                        .filter(|_| window.is_some())
                         .map(|k| ratio(k, med.elapsed_ns as f64)),
                     speedup_per_round: kernel_runs
                         .as_deref()
-                        .filter(|_| row.tuning.is_some())
+                        .filter(|_| window.is_some())
                         .and_then(|k| PairedSpeedup::of(k, &runs)),
-                    tuning: row.tuning,
+                    tuning: window.map(|w| tuning(w, s)),
                     runs,
                 }
             })
@@ -370,7 +364,8 @@ pub fn measure(
     })
 }
 
-/// pagepilot's options for `policy` on the join (docs/pager.md, "Tuning for the benchmarks").
+/// The read-ahead window of `policy` on the join (docs/pager.md, "Tuning for the benchmarks"),
+/// with the command line's overrides applied.
 ///
 /// Every policy reads ahead asynchronously on the io_uring, faults served in the faulting
 /// thread (the join is one thread that never hands region memory to the kernel), so reads
@@ -379,7 +374,7 @@ pub fn measure(
 /// page-ins per pass: one window ahead (depth 1) and k = (O - M)/212 keep that under 0.95%
 /// of PF_m (k = 24 at the paper's 60 MB / 40 MB). LRU/CLOCK/FIFO page in O*Loop whatever
 /// the window: 128 pages, 4 ahead.
-fn join_tuning(policy: &str, o: u64, m: u64, s: &JoinSetup) -> live::Tuning {
+fn join_window(policy: &str, o: u64, m: u64, s: &JoinSetup) -> Window {
     let mru_like = policy.starts_with("mru") || policy.starts_with("seq");
     let (k, depth) = if !mru_like {
         (128, 4)
@@ -388,17 +383,20 @@ fn join_tuning(policy: &str, o: u64, m: u64, s: &JoinSetup) -> live::Tuning {
     } else {
         (64, 1)
     };
-    live::Tuning {
-        readahead: Some(s.readahead.unwrap_or(k)),
-        async_readahead: Some(s.async_readahead.unwrap_or(true)),
-        readahead_depth: Some(s.readahead_depth.unwrap_or(depth)),
-        faulting_thread: s.faulting_thread.unwrap_or(true),
-        ..Default::default()
+    Window {
+        pages: s.readahead.unwrap_or(k),
+        // The pager keeps 1 to 16 windows ahead; asynchronous read-ahead off reads synchronously.
+        depth: if s.async_readahead.unwrap_or(true) {
+            s.readahead_depth.unwrap_or(depth).clamp(1, 16)
+        } else {
+            0
+        },
     }
 }
 
-/// pagepilot's options for a `--windows` row: the window, on the io_uring unless synchronous.
-fn window_tuning(w: Window, s: &JoinSetup) -> live::Tuning {
+/// pagepilot's options for reading with window `w`: on the io_uring unless synchronous, faults
+/// served in the faulting thread unless overridden.
+fn tuning(w: Window, s: &JoinSetup) -> live::Tuning {
     live::Tuning {
         readahead: Some(w.pages),
         async_readahead: Some(w.depth > 0),
@@ -550,14 +548,14 @@ mod tests {
             labels,
             ["mru", "mru 64x1", "mru 52x0", "kernel", "lru", "lru 64x1", "lru 52x0"]
         );
-        assert!(rows[3].tuning.is_none());
-        let sync = rows[2].tuning.unwrap();
+        assert!(rows[3].window.is_none());
+        let sync = tuning(rows[2].window.unwrap(), &setup);
         assert_eq!(
             (sync.readahead, sync.async_readahead),
             (Some(52), Some(false))
         );
         // The policy's own row keeps the 1% tuning: (O - M)/212 pages, one ahead.
-        assert_eq!(rows[0].tuning.unwrap().readahead, Some(24));
+        assert_eq!(tuning(rows[0].window.unwrap(), &setup).readahead, Some(24));
     }
 
     #[test]
