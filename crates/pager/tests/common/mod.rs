@@ -238,3 +238,86 @@ pub fn hammer_file_region(
         allocated_bytes,
     }
 }
+
+/// How a test body run by [`in_child_process`] ended.
+#[derive(Debug)]
+pub struct ChildOutcome {
+    /// The child's exit status (`None` if the watchdog killed it).
+    pub status: Option<std::process::ExitStatus>,
+    /// What the child printed on standard output.
+    pub stdout: String,
+    /// What the child printed on standard error.
+    pub stderr: String,
+}
+
+impl ChildOutcome {
+    /// The signal that ended the child, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.and_then(|s| s.signal())
+    }
+    /// Whether the child exited normally with code 0.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+    /// Whether the watchdog had to kill it (a hang).
+    pub fn hung(&self) -> bool {
+        self.status.is_none()
+    }
+}
+
+/// Runs `body` in a separate process: the test binary run again with only
+/// the test `test` selected and `PAGEPILOT_SCENARIO=test` in its environment.
+/// Call it first thing in that test: in the child it runs `body` and exits
+/// with code 0 (`std::process::exit`: atexit handlers run); in the test it
+/// spawns the child, kills it if it runs past `timeout`, and returns how it
+/// ended. Processes are the point where a signal is expected to end the
+/// program, or where exit itself is under test.
+pub fn in_child_process(
+    test: &str,
+    timeout: std::time::Duration,
+    body: impl FnOnce(),
+) -> ChildOutcome {
+    use std::io::Read;
+    if std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(test) {
+        body();
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::process::exit(0);
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PAGEPILOT_SCENARIO", test)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the test binary");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    ChildOutcome {
+        status,
+        stdout: reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    }
+}
