@@ -57,6 +57,11 @@ pp_region *pp_map(const pp_options *opts, char *err, size_t errlen);
 void  *pp_addr(pp_region *r);                        /* NULL for a NULL handle */
 size_t pp_len(pp_region *r);                         /* 0 for a NULL handle */
 int    pp_flush(pp_region *r);                       /* 0 or -errno */
+int    pp_invalidate(pp_region *r);                  /* pp_flush, then drops every clean page
+                                                        (msync MS_INVALIDATE): the next access
+                                                        re-reads the file and sees what other
+                                                        processes (a child after fork) wrote;
+                                                        0 or -errno */
 int    pp_prefault(pp_region *r, size_t offset, size_t len, int write);
                                                      /* maps [offset, offset+len) now, for a
                                                         system call about to use it (writable
@@ -67,6 +72,15 @@ int    pp_stats_json(pp_region *r, char *buf, size_t len); /* bytes written or -
 int    pp_unmap(pp_region *r);                       /* flushes; 0 or -errno. On failure the
                                                         region stays mapped with its dirty
                                                         data and r stays valid. */
+
+/* Lifecycle (docs/lifecycle.md): at a normal exit (return from main, exit(),
+   the last thread's pthread_exit) every dirty page of every region still
+   mapped is written back; _exit and SIGKILL lose them. At fork the parent
+   writes back its file regions' dirty pages, and in the child a file region
+   is the kernel's MAP_SHARED mapping of the file at the same address (an
+   anonymous region is absent: SIGSEGV); pp_flush and pp_unmap work in the
+   child on that mapping. An access beyond the file's current end (truncated
+   while mapped) or whose read fails raises SIGBUS in the faulting thread. */
 
 #ifdef __cplusplus
 }

@@ -247,12 +247,33 @@ pub unsafe extern "C" fn pp_len(r: *mut pp_region) -> usize {
 /// As [`pp_addr`].
 #[no_mangle]
 pub unsafe extern "C" fn pp_flush(r: *mut pp_region) -> c_int {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { write_back(r, Region::flush) }
+}
+
+/// Writes back every dirty page, then drops every clean page from memory
+/// (msync's `MS_INVALIDATE`): the next access reads the file again, with
+/// what other processes (a child after `fork`) wrote since. 0, or -errno.
+///
+/// # Safety
+/// As [`pp_addr`].
+#[no_mangle]
+pub unsafe extern "C" fn pp_invalidate(r: *mut pp_region) -> c_int {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { write_back(r, Region::invalidate) }
+}
+
+/// Runs a write-back of the region behind `r`: 0, or -errno.
+///
+/// # Safety
+/// As [`pp_addr`].
+unsafe fn write_back(r: *mut pp_region, op: fn(&Region) -> Result<(), FlushError>) -> c_int {
     guard(-libc::EIO, || {
         // SAFETY: forwarded from the caller's contract.
         let Some(region) = (unsafe { pp_region::get(r) }) else {
             return -libc::EINVAL;
         };
-        match region.flush() {
+        match op(region) {
             Ok(()) => 0,
             Err(e) => -flush_errno(&e),
         }

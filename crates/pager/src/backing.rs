@@ -32,13 +32,18 @@ pub enum Backing {
 /// A backing store, page-addressed. Buffers are page aligned and whole pages.
 pub trait Dataspace: Send + Sync {
     /// Fills `pages` pages at `dst` with the data of pages `first..first+pages`.
+    /// Returns how many of them exist: fewer than `pages` when the store
+    /// ends before (a file truncated while mapped); the bytes of the last
+    /// page beyond the end are left zero.
     ///
     /// # Safety
     /// `dst` must be page aligned, valid for `pages * PAGE` bytes of writes and
     /// not accessed by anyone else during the call.
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<()>;
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize>;
 
-    /// Stores `pages` pages from `src` as pages `first..first+pages`.
+    /// Stores `pages` pages from `src` as pages `first..first+pages`. Bytes
+    /// beyond the store's current end are dropped, as the kernel drops the
+    /// pages of a truncated file.
     ///
     /// # Safety
     /// `src` must be page aligned and valid for `pages * PAGE` bytes of reads.
@@ -63,6 +68,12 @@ pub trait Dataspace: Send + Sync {
         None
     }
 
+    /// The file a child process maps in the region's place after `fork`
+    /// (`None`: the region is absent in the child).
+    fn file(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
     /// Whether a write-back is needed for a page that was never modified.
     /// (Anonymous memory that was never written need not be stored.)
     fn persistent(&self) -> bool;
@@ -72,8 +83,8 @@ pub trait Dataspace: Send + Sync {
 pub struct FileDataspace {
     direct: File,
     is_direct: bool,
-    /// Buffered descriptor for the partial last page: an O_DIRECT write of a
-    /// whole page there would grow the file.
+    /// Buffered descriptor (writable regions) for a partial last page: an
+    /// O_DIRECT write of a whole page there would grow the file.
     tail: Option<File>,
     len: u64,
 }
@@ -120,7 +131,9 @@ impl FileDataspace {
             },
         };
         let (direct, is_direct) = sys::open_direct(path, writable, false).map_err(map_open)?;
-        let tail = if writable && len % PAGE as u64 != 0 {
+        // Also for a file of whole pages: truncated while mapped, it may end
+        // inside a page.
+        let tail = if writable {
             Some(
                 std::fs::OpenOptions::new()
                     .read(true)
@@ -146,17 +159,19 @@ impl FileDataspace {
 }
 
 impl Dataspace for FileDataspace {
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<()> {
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
         let off = (first * PAGE) as u64;
         // SAFETY: the caller guarantees `dst` covers `pages * PAGE` writable bytes.
         // A short read at end of file leaves the rest of the (zeroed) frame as is.
-        unsafe { sys::pread_full(self.direct.as_raw_fd(), dst, pages * PAGE, off)? };
-        Ok(())
+        let done = unsafe { sys::pread_full(self.direct.as_raw_fd(), dst, pages * PAGE, off)? };
+        Ok(done.div_ceil(PAGE))
     }
 
     unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
         let off = (first * PAGE) as u64;
-        let end = (off + (pages * PAGE) as u64).min(self.len);
+        // The file as it is now: another process may have truncated it.
+        let now = self.direct.metadata()?.len();
+        let end = (off + (pages * PAGE) as u64).min(self.len).min(now);
         if end <= off {
             return Ok(());
         }
@@ -180,6 +195,10 @@ impl Dataspace for FileDataspace {
 
     fn read_source(&self, first: usize, _pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
         Some((self.direct.as_raw_fd(), (first * PAGE) as u64))
+    }
+
+    fn file(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.direct.as_raw_fd())
     }
 
     fn direct(&self) -> bool {
@@ -230,7 +249,7 @@ impl SwapDataspace {
 }
 
 impl Dataspace for SwapDataspace {
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<()> {
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
         // Read runs of stored pages; pages never stored are zero already.
         let mut p = 0;
         while p < pages {
@@ -255,7 +274,7 @@ impl Dataspace for SwapDataspace {
                 )?
             };
         }
-        Ok(())
+        Ok(pages)
     }
 
     unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {

@@ -125,10 +125,24 @@ pub struct Shared {
     /// Threads waiting on `cv` (changed under the lock): a notification is a
     /// system call, made only when someone waits.
     pub waiting: std::sync::atomic::AtomicUsize,
+    /// The process that mapped the region: in another (a child after
+    /// `fork`) nothing serves its faults and this state is a stale copy.
+    pub owner: u32,
+    /// In a child after `fork`: the backing file is mapped in the region's
+    /// place (`lifecycle`).
+    pub child_view: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        if self.forked() {
+            if self.child_view.load(SeqCst) {
+                // SAFETY: the child's mapping of the file, made in its place
+                // by `lifecycle` and used by nothing once the region is gone.
+                unsafe { sys::unmap(self.app, self.map_len) };
+            }
+            return;
+        }
         // SAFETY: both views were mapped by this region and nothing uses them
         // once the last reference to the shared state is gone.
         unsafe {
@@ -175,6 +189,12 @@ impl Shared {
         if self.waiting.load(SeqCst) > 0 {
             self.cv.notify_all();
         }
+    }
+
+    /// Whether this process is not the one that mapped the region (a child
+    /// after `fork`): its faults are not served here.
+    pub fn forked(&self) -> bool {
+        std::process::id() != self.owner
     }
 
     /// Address of page `s` in the application's view.
@@ -355,10 +375,47 @@ impl Shared {
         failed
     }
 
+    /// [`Shared::write_back`], then syncs the backing store.
+    pub fn flush(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
+        self.write_back(only)?;
+        self.store.sync().map_err(FlushError::Sync)
+    }
+
+    /// Drops every clean resident page (msync's MS_INVALIDATE): the next
+    /// access reads the backing store again, and sees what other processes
+    /// wrote to it. Dirty pages and pages in a transition are left alone.
+    pub fn drop_clean(&self) {
+        let mut g = self.lock();
+        let mut victims = Vec::new();
+        for s in 0..g.table.pages() as u32 {
+            let f = g.table.flags(s);
+            if g.table.state(s) != State::Resident || f & (MODIFIED | FLUSHING | PENDING) != 0 {
+                continue;
+            }
+            g.table.set(s, State::Evicting, f);
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_evict(
+                Page {
+                    slot: s,
+                    vpn: u64::from(s),
+                },
+                table,
+            );
+            table.zap_cleared();
+            victims.push((s, false));
+        }
+        drop(g);
+        let failed = self.evict_io(&mut victims);
+        let mut g = self.lock();
+        self.finish_evictions(&mut g, &victims, &failed);
+        drop(g);
+        self.notify();
+    }
+
     /// Writes back every dirty page (resident or pinned). Pinned pages that
     /// are written are freed. Reports the pages that could not be written;
     /// they stay in memory and dirty.
-    pub fn flush(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
+    pub fn write_back(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
         if !self.store.persistent() {
             return Ok(());
         }
@@ -448,7 +505,7 @@ impl Shared {
             failed.sort_by_key(|f| f.page);
             return Err(FlushError::WriteBack { pages: failed });
         }
-        self.store.sync().map_err(FlushError::Sync)
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@ use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 /// burst of first touches), and catching the next one awake saves the
 /// handler's wake-up, the larger part of a fault's cost on these machines.
 pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
+    sys::block_async_signals();
     let mut msgs = [UffdMsg::default(); 16];
     let spin = std::time::Duration::from_micros(shared.tuning.spin_us);
     let mut last_served: Option<Instant> = None;
@@ -45,6 +46,7 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
                 }
                 continue;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
         for m in &msgs[..n] {
@@ -67,6 +69,7 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
 /// for missing faults; the handler maps it (waking that thread) and returns
 /// `true` (`false`: the userfaultfd failed).
 pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
+    sys::block_async_signals();
     let mut msgs = [UffdMsg::default(); 16];
     loop {
         // Read before blocking: an eviction while blocked makes an event
@@ -97,21 +100,35 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
     }
 }
 
+/// How a fault ended for the thread that raised it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The page is mapped (or the thread was woken to fault again).
+    Served,
+    /// The page cannot be served (beyond the file's end, or its read
+    /// failed): the thread gets SIGBUS. The page is poisoned for a thread
+    /// waiting on the userfaultfd; a faulting thread serving itself raises
+    /// the signal to the application (`sigbus::on_sigbus`).
+    Signal,
+}
+
 /// Serves one fault at `addr`. `stamp` is the region's eviction sequence
 /// number read before the fault was (tells a stale event, see `serve_access`).
-pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) {
+pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) -> Outcome {
     if addr < sh.app || addr >= sh.app + sh.map_len {
-        return;
+        return Outcome::Served;
     }
     let slot = ((addr - sh.app) / PAGE) as u32;
-    if flags & FLAG_WP != 0 {
+    let outcome = if flags & FLAG_WP != 0 {
         serve_wp(sh, slot);
+        Outcome::Served
     } else {
-        serve_access(sh, slot, flags, stamp);
-    }
+        serve_access(sh, slot, flags, stamp)
+    };
     // Windows queued for the ring are evicted for and submitted now, after
     // the faulting thread was woken: that work overlaps its run.
     issue_queued(sh);
+    outcome
 }
 
 /// Submits the reads of the windows issued for the ring under the lock.
@@ -146,7 +163,7 @@ fn issue_queued(sh: &Shared) {
         if !submitted {
             // SAFETY: as above: the pages are Loading, their frames unused.
             let res = match unsafe { sh.store.read(first, n, dst) } {
-                Ok(()) => (n * PAGE) as i32,
+                Ok(have) => (have * PAGE) as i32,
                 Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
             };
             r.record(ticket, res);
@@ -206,39 +223,73 @@ fn complete_ready(sh: &Shared, g: &mut Inner) {
         let mut read = if res < 0 {
             Err(std::io::Error::from_raw_os_error(-res))
         } else {
-            Ok(())
+            Ok(whole)
         };
         if read.is_ok() && whole < n {
             let q = first + whole as u32;
             // SAFETY: the window's pages are still Loading: frames unused.
-            read = unsafe { sh.store.read(q as usize, n - whole, sh.pager_addr(q)) };
+            read = unsafe { sh.store.read(q as usize, n - whole, sh.pager_addr(q)) }
+                .map(|have| whole + have);
         }
         match read {
-            Ok(()) => {
-                Counters::add(&sh.stats.bytes_read, want as u64);
+            Ok(have) => {
+                // Pages beyond the file's end (truncated meanwhile) are not
+                // read ahead: a touch faults and gets SIGBUS.
+                forget(sh, &mut g.table, first + have as u32, n - have);
+                let n = have;
+                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
                 Counters::add(&sh.stats.missing_faults, n as u64);
                 Counters::add(&sh.stats.readahead_pages, n as u64);
                 for q in first..first + n as u32 {
                     g.table.set(q, State::Resident, PENDING);
                 }
-                g.pending.push_back((first, n));
+                if n > 0 {
+                    g.pending.push_back((first, n));
+                }
                 if n > 1 {
                     map(sh, first + 1, n - 1, sh.writable);
                 }
             }
-            Err(_) => forget_failed_read(sh, &mut g.table, first, n),
+            Err(_) => {
+                Counters::add(&sh.stats.read_errors, 1);
+                forget(sh, &mut g.table, first, n);
+            }
         }
     }
 }
 
-/// A read of pages `first..first + n` failed: they become absent again and
-/// their frames are freed.
-fn forget_failed_read(sh: &Shared, table: &mut Table, first: u32, n: usize) {
-    Counters::add(&sh.stats.read_errors, 1);
+/// Pages `first..first + n`, being read, were not (the read failed, or
+/// they lie beyond the file's end): they become absent again and their
+/// frames are freed.
+fn forget(sh: &Shared, table: &mut Table, first: u32, n: usize) {
+    if n == 0 {
+        return;
+    }
     for q in first..first + n as u32 {
         table.set(q, State::Absent, 0);
     }
     let _ = sys::punch_hole(sh.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
+}
+
+/// The fault at page `s` cannot be served (its read failed, or it lies
+/// beyond the file's end): the faulting thread gets SIGBUS, as it would
+/// from the kernel's `MAP_SHARED` mapping, instead of wrong data or a wait
+/// that never ends. The page is poisoned, so that a thread waiting on the
+/// userfaultfd retries its access into SIGBUS (without UFFDIO_POISON it is
+/// woken and faults again: the read is retried).
+fn signal(sh: &Shared, s: u32) -> Outcome {
+    Counters::add(&sh.stats.signalled_faults, 1);
+    let addr = sh.app_addr(s);
+    let poisoned = sh.poison
+        && (sh.uffd.poison(addr, PAGE).is_ok()
+            // EEXIST: the empty PTE holds a write-protect marker, which
+            // un-protecting clears.
+            || (sh.uffd.writeprotect(addr, PAGE, false).is_ok()
+                && sh.uffd.poison(addr, PAGE).is_ok()));
+    if !poisoned {
+        let _ = sh.uffd.wake(addr, PAGE);
+    }
+    Outcome::Signal
 }
 
 fn serve_wp(sh: &Shared, s: u32) {
@@ -291,7 +342,7 @@ fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
     }
 }
 
-fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
+fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) -> Outcome {
     let write = flags & FLAG_WRITE != 0;
     let mut g = sh.lock();
     if g.table.state(s) == State::Loading {
@@ -336,9 +387,10 @@ fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) {
             Counters::add(&sh.stats.retried_faults, 1);
             let _ = sh.uffd.wake(sh.app_addr(s), PAGE);
         }
-        State::Absent => load(sh, g, s, write),
+        State::Absent => return load(sh, g, s, write),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
     }
+    Outcome::Served
 }
 
 fn page(s: u32) -> Page {
@@ -472,7 +524,7 @@ fn hand_over(g: &mut Inner, count: usize) {
     }
 }
 
-fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) {
+fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: bool) -> Outcome {
     Counters::add(&sh.stats.fault_events, 1);
     let (n, sequential) = plan(sh, &mut g, s);
     // A zero cluster within the free frames is filled under the lock. One
@@ -483,7 +535,7 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
     // one go) and the budget stays exact.
     if !sh.store.has_data(s as usize) && n <= g.table.room() {
         zero_fill(sh, g, s, n, write);
-        return;
+        return Outcome::Served;
     }
     // A missing fault means the application is not inside prefetched
     // windows: the ones it skipped become the policy's (and evictable).
@@ -497,8 +549,7 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
         if sequential {
             prefetch_ahead(sh, &mut g, 0);
         }
-        fill(sh, g, s, n, Cause::Fault(write), None);
-        return;
+        return fill(sh, g, s, n, Cause::Fault(write), None);
     };
     // A reader thread reads and maps the cluster (waking the faulting
     // thread); this handler goes on with the next fault.
@@ -518,9 +569,10 @@ fn load(sh: &Shared, mut g: std::sync::MutexGuard<'_, Inner>, s: u32, write: boo
             if sequential {
                 prefetch_ahead(sh, &mut g, 0);
             }
+            Outcome::Served
         }
         Err(std::sync::mpsc::SendError(job)) => {
-            fill(sh, g, s, n, Cause::Fault(write), Some(job.victims));
+            fill(sh, g, s, n, Cause::Fault(write), Some(job.victims))
         }
     }
 }
@@ -661,6 +713,7 @@ pub fn run_reader(
     shared: Arc<Shared>,
     rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<ReadJob>>>,
 ) {
+    sys::block_async_signals();
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(job) = next else {
@@ -672,7 +725,7 @@ pub fn run_reader(
             Some(t) => Cause::Prefetch(t),
             None => Cause::Fault(job.write),
         };
-        fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
+        let _ = fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
     }
 }
 
@@ -711,7 +764,7 @@ fn fill(
     n: usize,
     cause: Cause,
     chosen: Option<Vec<(u32, bool)>>,
-) {
+) -> Outcome {
     for q in s..s + n as u32 {
         g.table.set(q, State::Loading, 0);
     }
@@ -731,7 +784,7 @@ fn fill(
     let prefetch = matches!(cause, Cause::Prefetch(_));
     let zero = !prefetch && !sh.store.has_data(s as usize);
     let read = if zero {
-        Ok(())
+        Ok(n)
     } else {
         let t_read = Instant::now();
         // SAFETY: pages s..s+n are Loading: no handler maps them and the
@@ -753,8 +806,15 @@ fn fill(
         g.inflight.pop_front();
     }
     sh.finish_evictions(&mut g, &victims, &failed);
+    // Pages beyond the file's end (truncated while mapped) are not brought in.
+    let read = read.map(|have| {
+        forget(sh, &mut g.table, s + have as u32, n - have);
+        have
+    });
+    let mut outcome = Outcome::Served;
     match read {
-        Ok(()) => {
+        Ok(have) if have > 0 => {
+            let n = have;
             if !zero {
                 Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             }
@@ -805,14 +865,17 @@ fn fill(
                 map(sh, s + 1, n - 1, sh.writable);
             }
         }
-        Err(_) => {
-            forget_failed_read(sh, &mut g.table, s, n);
+        Ok(_) => {
+            // The faulting page itself lies beyond the file's end.
             if !prefetch {
-                // The faulting thread gets SIGBUS rather than wrong data.
-                let addr = sh.app_addr(s);
-                if !sh.poison || sh.uffd.poison(addr, PAGE).is_err() {
-                    let _ = sh.uffd.wake(addr, PAGE);
-                }
+                outcome = signal(sh, s);
+            }
+        }
+        Err(_) => {
+            Counters::add(&sh.stats.read_errors, 1);
+            forget(sh, &mut g.table, s, n);
+            if !prefetch {
+                outcome = signal(sh, s);
             }
         }
     }
@@ -822,4 +885,5 @@ fn fill(
     if !queued.is_empty() {
         let _ = sh.flush(Some(&queued));
     }
+    outcome
 }

@@ -28,6 +28,7 @@ mod engine;
 mod error;
 mod guard;
 mod handler;
+mod lifecycle;
 mod options;
 mod region;
 mod resident;

@@ -17,7 +17,7 @@ pub use crate::options::{FaultService, RegionOptions};
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
-use crate::{handler, sigbus};
+use crate::{handler, lifecycle, sigbus};
 
 /// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
 /// bytes, usable from any thread with ordinary loads and stores. Dropping it
@@ -212,7 +212,10 @@ impl Region {
             stop,
             evict_seq: std::sync::atomic::AtomicU64::new(0),
             waiting: std::sync::atomic::AtomicUsize::new(0),
+            owner: std::process::id(),
+            child_view: std::sync::atomic::AtomicBool::new(false),
         });
+        lifecycle::adopt(&shared)?;
         let mut region = Region {
             shared: shared.clone(),
             handlers: Vec::new(),
@@ -336,6 +339,10 @@ impl Region {
     /// policy's `reclaim` names the pages, `victim` the rest); dirty pages
     /// are written back first, and those whose write-back fails stay.
     pub fn set_budget(&mut self, budget_bytes: usize) -> Result<(), FlushError> {
+        if self.shared.forked() {
+            // A child's region is the kernel's mapping of the file.
+            return Ok(());
+        }
         let frames = (budget_bytes / PAGE).max(1);
         let failed = self.shared.set_budget(frames);
         self.budget_frames = self.shared.lock().table.capacity;
@@ -349,17 +356,43 @@ impl Region {
     /// Writes back every dirty page (msync-like), then syncs the backing
     /// file. Pages whose write-back fails stay in memory and dirty.
     pub fn flush(&self) -> Result<(), FlushError> {
+        if self.shared.forked() {
+            return self.flush_child_view();
+        }
         self.shared.flush(None)
+    }
+
+    /// Writes back every dirty page, then drops every clean page from
+    /// memory (msync's `MS_INVALIDATE`): the next access reads the backing
+    /// file again, and sees what other processes (a child after `fork`)
+    /// wrote to it since this one read it.
+    pub fn invalidate(&self) -> Result<(), FlushError> {
+        self.flush()?;
+        if !self.shared.forked() {
+            self.shared.drop_clean();
+        }
+        Ok(())
+    }
+
+    /// In a child after `fork`: the region is the kernel's mapping of the
+    /// file (`lifecycle`), written back by msync.
+    fn flush_child_view(&self) -> Result<(), FlushError> {
+        if !self.shared.child_view.load(SeqCst) {
+            return Ok(());
+        }
+        sys::msync(self.shared.app, self.shared.map_len).map_err(FlushError::Sync)
     }
 
     /// A snapshot of the region's statistics.
     pub fn stats(&self) -> RegionStats {
         let mut s = self.shared.stats.snapshot();
-        let g = self.shared.lock();
-        s.frames_in_use = (g.table.held - g.table.evicting) as u64;
-        s.pinned_pages = g.table.pinned as u64;
-        s.incidents = g.policy.incidents();
-        drop(g);
+        // A child after fork must not wait for a lock a parent's thread held.
+        if !self.shared.forked() {
+            let g = self.shared.lock();
+            s.frames_in_use = (g.table.held - g.table.evicting) as u64;
+            s.pinned_pages = g.table.pinned as u64;
+            s.incidents = g.policy.incidents();
+        }
         s.budget_frames = self.budget_frames as u64;
         s.pages = (self.shared.map_len / PAGE) as u64;
         s.policy = self.policy_name.clone();
@@ -407,6 +440,17 @@ impl Region {
             return;
         }
         self.closed = true;
+        if self.shared.forked() {
+            // A child after fork: the threads and their state are the
+            // parent's; only the child's own mapping of the file goes.
+            if self.shared.child_view.swap(false, SeqCst) {
+                // SAFETY: the file mapping `lifecycle` made in the region's
+                // place in this child; the handle is being closed.
+                unsafe { sys::unmap(self.shared.app, self.shared.map_len) };
+            }
+            return;
+        }
+        lifecycle::forget(&self.shared);
         // Closing the channel stops the reader threads.
         self.shared.lock().readers = None;
         if self.in_thread {

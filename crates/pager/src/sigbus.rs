@@ -105,6 +105,19 @@ pub fn unregister(shared: &Arc<Shared>) {
     }
 }
 
+/// In a child after `fork`: no region is served here (the child has no
+/// pager; see `lifecycle`). The slots are emptied without waiting (no other
+/// thread exists) and their references leaked (the child never frees the
+/// parent's state).
+pub fn forget_all_in_child() {
+    for slot in &TABLE {
+        slot.end.store(0, Ordering::SeqCst);
+        slot.start.store(0, Ordering::SeqCst);
+        slot.inside.store(0, Ordering::SeqCst);
+        slot.shared.store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+}
+
 /// The slot whose region holds `addr`, entered (its `inside` count taken).
 fn enter(addr: usize) -> Option<(&'static Slot, &'static Shared)> {
     for slot in &TABLE {
@@ -130,6 +143,11 @@ fn enter(addr: usize) -> Option<(&'static Slot, &'static Shared)> {
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: called by the kernel as a SA_SIGINFO handler with its arguments.
     let (addr, write) = unsafe { sys::fault_of(info, ctx) };
+    // SAFETY: as above. A SIGBUS that is not userfaultfd's is the application's.
+    if !unsafe { sys::is_userfault(info) } {
+        not_ours(sig, info, ctx);
+        return;
+    }
     let Some((slot, sh)) = enter(addr) else {
         not_ours(sig, info, ctx);
         return;
@@ -139,9 +157,14 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     let flags = if write { FLAG_WRITE } else { 0 };
     let t0 = std::time::Instant::now();
     // The faulting thread serves its own fault: never stale.
-    handler::serve(sh, addr, flags, u64::MAX);
+    let outcome = handler::serve(sh, addr, flags, u64::MAX);
     sh.stats.latency.record(t0.elapsed().as_nanos() as u64);
     slot.inside.fetch_sub(1, Ordering::Release);
+    if outcome == handler::Outcome::Signal {
+        // The page cannot be served: the application gets this SIGBUS, as
+        // the kernel's MAP_SHARED mapping would raise it.
+        not_ours(sig, info, ctx);
+    }
 }
 
 /// Hands a fault outside every region to whoever had SIGBUS before;

@@ -111,6 +111,7 @@ pub struct Counters {
     pub(crate) writebacks: AtomicU64,
     pub(crate) writeback_errors: AtomicU64,
     pub(crate) read_errors: AtomicU64,
+    pub(crate) signalled_faults: AtomicU64,
     pub(crate) overruled: AtomicU64,
     pub(crate) retried_faults: AtomicU64,
     pub(crate) over_budget: AtomicU64,
@@ -152,6 +153,10 @@ pub struct RegionStats {
     pub writeback_errors: u64,
     /// Reads from the backing store that failed (the page was poisoned).
     pub read_errors: u64,
+    /// Faults answered with SIGBUS in the faulting thread, as `MAP_SHARED`
+    /// answers them: the page lies wholly beyond the file's current end
+    /// (truncated while mapped), or its read failed.
+    pub signalled_faults: u64,
     /// Victims the policy named that were not resident pages, overruled.
     pub overruled: u64,
     /// Fault events on pages evicted since they were raised: the thread was
@@ -201,6 +206,7 @@ impl Counters {
             writebacks: l(&self.writebacks),
             writeback_errors: l(&self.writeback_errors),
             read_errors: l(&self.read_errors),
+            signalled_faults: l(&self.signalled_faults),
             overruled: l(&self.overruled),
             retried_faults: l(&self.retried_faults),
             over_budget: l(&self.over_budget),

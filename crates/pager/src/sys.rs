@@ -844,3 +844,91 @@ pub fn pin_to_current_cpu() -> io::Result<()> {
     };
     set_affinity(&set)
 }
+
+/// Leaves `[addr, addr+len)` out of a child's copy of the address space
+/// (MADV_DONTFORK): the range is unmapped in the child.
+pub fn dont_fork(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: the advice only changes what fork copies, never this process's memory.
+    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTFORK) })?;
+    Ok(())
+}
+
+/// Maps `len` bytes of `fd` from offset 0 shared at exactly `addr`
+/// (MAP_FIXED), replacing whatever is there.
+///
+/// # Safety
+/// `[addr, addr+len)` must be a range nothing else in the process uses.
+pub unsafe fn map_shared_at(addr: usize, fd: RawFd, len: usize, write: bool) -> io::Result<()> {
+    let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
+    let flags = libc::MAP_SHARED | libc::MAP_FIXED;
+    // SAFETY: the caller guarantees the range is ours to replace.
+    let p = unsafe { libc::mmap(addr as *mut libc::c_void, len, prot, flags, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes the dirty pages of a shared file mapping back (msync MS_SYNC).
+pub fn msync(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: msync reads the mapping's page-cache state; no memory is written.
+    check(unsafe { libc::msync(addr as *mut libc::c_void, len, libc::MS_SYNC) })?;
+    Ok(())
+}
+
+/// Blocks every asynchronous signal in the calling thread, so that the
+/// application's signals (a timer, a Ctrl-C) go to its own threads and never
+/// interrupt a pager thread; faults' signals (SIGBUS, SIGSEGV, ...) stay open.
+pub fn block_async_signals() {
+    // SAFETY: sigset_t is plain data set up by sigfillset/sigdelset before
+    // use; pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        for sig in [
+            libc::SIGBUS,
+            libc::SIGSEGV,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGTRAP,
+            libc::SIGABRT,
+        ] {
+            libc::sigdelset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Runs `f` when the process exits normally (`atexit`).
+pub fn at_exit(f: extern "C" fn()) -> io::Result<()> {
+    // SAFETY: registers a function with no arguments; it lives for the program.
+    if unsafe { libc::atexit(f) } != 0 {
+        return Err(io::Error::from_raw_os_error(libc::ENOMEM));
+    }
+    Ok(())
+}
+
+/// Runs `prepare` in the forking thread before `fork`, `parent` in the parent
+/// and `child` in the child after it (`pthread_atfork`).
+pub fn at_fork(
+    prepare: unsafe extern "C" fn(),
+    parent: unsafe extern "C" fn(),
+    child: unsafe extern "C" fn(),
+) -> io::Result<()> {
+    // SAFETY: registers three functions with no arguments that live for the program.
+    let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Whether a SIGBUS was raised by userfaultfd for a missing page
+/// (`BUS_ADRERR`), not by a poisoned page or anything else.
+///
+/// # Safety
+/// `info` must be the siginfo of a SIGBUS handler invocation.
+pub unsafe fn is_userfault(info: *const libc::siginfo_t) -> bool {
+    // SAFETY: the kernel passes a valid siginfo.
+    unsafe { (*info).si_code == libc::BUS_ADRERR }
+}

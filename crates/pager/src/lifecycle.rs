@@ -1,0 +1,181 @@
+//! What a process does besides touching its regions: it exits, and it forks.
+//! `docs/lifecycle.md` sets each case beside the kernel's `MAP_SHARED`.
+//!
+//! Exit: an `atexit` handler, installed at the first map, writes back every
+//! dirty page of every region still mapped, so that a program that exits
+//! without unmapping (as most do with `mmap`) loses nothing. `_exit` and
+//! `SIGKILL` run no handler: only a process outside this one (the daemon)
+//! can keep those writes.
+//!
+//! Fork: the child has none of the pager's threads, and the frames the
+//! parent's pager manages must not be touched by anyone else (a hole the
+//! child filled would be a page the parent's table does not know). So both
+//! views of a region are left out of the child (`MADV_DONTFORK`); before the
+//! fork the parent writes back the dirty pages of its file regions, and in
+//! the child the backing file is mapped in each file region's place: the
+//! kernel's own `MAP_SHARED` mapping, at the same address, with the data the
+//! parent wrote, for the child to use and to outlive the parent. An
+//! anonymous region has no file: it is absent in the child (`SIGSEGV`).
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
+use std::time::{Duration, Instant};
+
+use crate::engine::Shared;
+use crate::error::MapError;
+use crate::{sigbus, sys};
+
+/// Every region mapped by this process and not unmapped yet.
+static LIVE: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+static INSTALL: Once = Once::new();
+
+/// How long the exit handler waits for the write-back before it gives up
+/// (and says so): a store that hangs must not hang the exit.
+const EXIT_WRITE_BACK_LIMIT: Duration = Duration::from_secs(60);
+
+thread_local! {
+    /// The registry's lock, held by the forking thread from `before_fork`
+    /// to the handler after it, so that the child's copy of the registry is
+    /// whole and unlocked.
+    static FORKING: RefCell<Option<MutexGuard<'static, Vec<Weak<Shared>>>>> =
+        const { RefCell::new(None) };
+}
+
+fn live() -> MutexGuard<'static, Vec<Weak<Shared>>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Registers a region just mapped: it is written back at exit and given to
+/// a child as its file at fork. Leaves both views out of children.
+pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
+    let sys_err = |call| move |source| MapError::Sys { call, source };
+    sys::dont_fork(shared.app, shared.map_len).map_err(sys_err("madvise(MADV_DONTFORK)"))?;
+    sys::dont_fork(shared.pager, shared.map_len).map_err(sys_err("madvise(MADV_DONTFORK)"))?;
+    let mut failed = None;
+    INSTALL.call_once(|| {
+        let installed = sys::at_exit(at_exit)
+            .map_err(sys_err("atexit"))
+            .and_then(|()| {
+                sys::at_fork(before_fork, after_fork_in_parent, after_fork_in_child)
+                    .map_err(sys_err("pthread_atfork"))
+            });
+        failed = installed.err();
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut g = live();
+    g.retain(|w| w.strong_count() > 0);
+    g.push(Arc::downgrade(shared));
+    Ok(())
+}
+
+/// Forgets a region being unmapped.
+pub fn forget(shared: &Arc<Shared>) {
+    live().retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(shared)));
+}
+
+/// The live regions this process mapped (not a parent's, in a child).
+fn owned() -> Vec<Arc<Shared>> {
+    live()
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|sh| !sh.forked())
+        .collect()
+}
+
+fn describe(sh: &Shared) -> String {
+    format!("region at {:#x} ({} bytes)", sh.app, sh.len)
+}
+
+/// Writes back every region's dirty pages, reporting each failure.
+fn write_back_all(regions: &[Arc<Shared>], done: &std::sync::mpsc::Sender<()>) {
+    for sh in regions {
+        if let Err(e) = sh.write_back(None) {
+            eprintln!("pagepilot: at exit, {}: {e}", describe(sh));
+        }
+    }
+    let _ = done.send(());
+}
+
+extern "C" fn at_exit() {
+    // Nothing may unwind out of an exit handler.
+    let _ = std::panic::catch_unwind(|| {
+        let regions = owned();
+        if regions.is_empty() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = {
+            let (regions, tx) = (regions.clone(), tx.clone());
+            std::thread::Builder::new()
+                .name("pagepilot-exit".into())
+                .spawn(move || write_back_all(&regions, &tx))
+        };
+        if worker.is_err() {
+            write_back_all(&regions, &tx);
+            return;
+        }
+        let start = Instant::now();
+        if rx.recv_timeout(EXIT_WRITE_BACK_LIMIT).is_err() {
+            eprintln!(
+                "pagepilot: at exit, the write-back of dirty pages did not finish in {:?}; \
+                 pages not written yet are lost",
+                start.elapsed()
+            );
+        }
+    });
+}
+
+/// Before `fork`: the child maps the backing files, so it must find in them
+/// what the parent wrote.
+unsafe extern "C" fn before_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        let g = live();
+        for sh in g.iter().filter_map(Weak::upgrade) {
+            if sh.forked() || !sh.writable || sh.store.file().is_none() {
+                continue;
+            }
+            if let Err(e) = sh.write_back(None) {
+                eprintln!(
+                    "pagepilot: at fork, {}: {e}; the child reads the file without those pages",
+                    describe(&sh)
+                );
+            }
+        }
+        FORKING.with(|f| *f.borrow_mut() = Some(g));
+    });
+}
+
+unsafe extern "C" fn after_fork_in_parent() {
+    FORKING.with(|f| drop(f.borrow_mut().take()));
+}
+
+/// In the child, the only thread: no lock of a region is taken (a pager
+/// thread of the parent may have held one at the fork).
+unsafe extern "C" fn after_fork_in_child() {
+    sigbus::forget_all_in_child();
+    let Some(g) = FORKING.with(|f| f.borrow_mut().take()) else {
+        return;
+    };
+    for sh in g.iter().filter_map(Weak::upgrade) {
+        let Some(fd) = sh.store.file() else {
+            continue;
+        };
+        if sh.child_view.load(SeqCst) {
+            // A grandchild: the file mapping was inherited as it is.
+            continue;
+        }
+        // SAFETY: the region's range is unmapped in the child (both views
+        // are MADV_DONTFORK) and nothing else can have been mapped there
+        // before this handler, the first code the child runs.
+        if unsafe { sys::map_shared_at(sh.app, fd, sh.map_len, sh.writable) }.is_ok() {
+            sh.child_view.store(true, SeqCst);
+        }
+        // The child's copy of the state must outlive every handle to it:
+        // the parent's threads holding the other references are not here.
+        std::mem::forget(sh);
+    }
+    drop(g);
+}
