@@ -5,7 +5,11 @@
 //! dirty page of every region still mapped, so that a program that exits
 //! without unmapping (as most do with `mmap`) loses nothing. `_exit` and
 //! `SIGKILL` run no handler: only a process outside this one (the daemon)
-//! can keep those writes.
+//! can keep those writes. A process ends by itself when its last thread
+//! exits (`pthread_exit` in `main`, then the others return), but the
+//! pager's threads would keep it alive: a watcher thread sees when only
+//! they are left and exits the process as its last thread would
+//! (`exit(0)`, so the handler above runs).
 //!
 //! Fork: the child has none of the pager's threads, and the frames the
 //! parent's pager manages must not be touched by anyone else (a hole the
@@ -18,7 +22,7 @@
 //! anonymous region has no file: it is absent in the child (`SIGSEGV`).
 
 use std::cell::RefCell;
-use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, Instant};
 
@@ -29,10 +33,19 @@ use crate::{sigbus, sys};
 /// Every region mapped by this process and not unmapped yet.
 static LIVE: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 static INSTALL: Once = Once::new();
+/// The process whose watcher thread runs (`watch_for_last_thread`).
+static WATCHER: AtomicU32 = AtomicU32::new(0);
 
 /// How long the exit handler waits for the write-back before it gives up
 /// (and says so): a store that hangs must not hang the exit.
 const EXIT_WRITE_BACK_LIMIT: Duration = Duration::from_secs(60);
+
+/// How often the watcher looks for the application's threads.
+const WATCH_PERIOD: Duration = Duration::from_millis(100);
+
+/// The names of threads that do not keep a process alive: the pager's own
+/// (`pagepilot-...`) and the kernel's io_uring workers (`iou-...`).
+const SERVICE_THREADS: [&str; 2] = ["pagepilot-", "iou-"];
 
 thread_local! {
     /// The registry's lock, held by the forking thread from `before_fork`
@@ -59,16 +72,66 @@ pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
             .and_then(|()| {
                 sys::at_fork(before_fork, after_fork_in_parent, after_fork_in_child)
                     .map_err(sys_err("pthread_atfork"))
-            });
+            })
+;
         failed = installed.err();
     });
     if let Some(e) = failed {
         return Err(e);
     }
+    // One watcher per process: a child after fork has none of the parent's threads.
+    let pid = std::process::id();
+    if WATCHER.swap(pid, SeqCst) != pid {
+        let spawned = std::thread::Builder::new()
+            .name("pagepilot-watch".into())
+            .spawn(watch_for_last_thread);
+        if let Err(e) = spawned {
+            WATCHER.store(0, SeqCst);
+            return Err(sys_err("thread spawn")(e));
+        }
+    }
     let mut g = live();
     g.retain(|w| w.strong_count() > 0);
     g.push(Arc::downgrade(shared));
     Ok(())
+}
+
+/// Runs for the life of the process: when every thread left is a service
+/// thread, the application has ended, and the process exits as its last
+/// thread's `pthread_exit` would have made it (status 0, exit handlers run).
+fn watch_for_last_thread() {
+    sys::block_async_signals();
+    loop {
+        std::thread::sleep(WATCH_PERIOD);
+        if application_has_ended() {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Whether no thread of the process but service threads is alive (a thread
+/// that exited before the others stays listed, as a zombie, until the
+/// process ends). Any doubt (an unreadable entry) counts as alive.
+fn application_has_ended() -> bool {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return false;
+    };
+    for task in tasks {
+        let Ok(stat) = task.and_then(|t| std::fs::read_to_string(t.path().join("stat"))) else {
+            return false;
+        };
+        // "tid (comm) state ...": comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            return false;
+        };
+        let comm = &stat[open + 1..close];
+        let state = stat[close + 1..].trim_start().chars().next();
+        let exited = matches!(state, Some('Z' | 'X'));
+        if !exited && !SERVICE_THREADS.iter().any(|p| comm.starts_with(p)) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Forgets a region being unmapped.
