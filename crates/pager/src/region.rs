@@ -451,6 +451,10 @@ impl Region {
             return;
         }
         lifecycle::forget(&self.shared);
+        // From here on an access faults as on unmapped memory (SIGSEGV),
+        // whichever thread makes it and whatever fault it was waiting for:
+        // not SIGBUS once the faulting-thread handler stops serving.
+        let _ = sys::protect_none(self.shared.app, self.shared.map_len);
         // Closing the channel stops the reader threads.
         self.shared.lock().readers = None;
         if self.in_thread {

@@ -932,3 +932,11 @@ pub unsafe fn is_userfault(info: *const libc::siginfo_t) -> bool {
     // SAFETY: the kernel passes a valid siginfo.
     unsafe { (*info).si_code == libc::BUS_ADRERR }
 }
+
+/// Makes `[addr, addr+len)` inaccessible (PROT_NONE): any access raises SIGSEGV.
+pub fn protect_none(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: only the protection of a mapping this crate made changes; no
+    // Rust reference points into region memory.
+    check(unsafe { libc::mprotect(addr as *mut libc::c_void, len, libc::PROT_NONE) })?;
+    Ok(())
+}
