@@ -807,10 +807,7 @@ fn fill(
     }
     sh.finish_evictions(&mut g, &victims, &failed);
     // Pages beyond the file's end (truncated while mapped) are not brought in.
-    let read = read.map(|have| {
-        forget(sh, &mut g.table, s + have as u32, n - have);
-        have
-    });
+    let read = read.inspect(|&have| forget(sh, &mut g.table, s + have as u32, n - have));
     let mut outcome = Outcome::Served;
     match read {
         Ok(have) if have > 0 => {

@@ -94,13 +94,13 @@ fn parent_and_child_share_the_file(service: FaultService) {
     let pid = fork_child(|| {
         let mut image = at_fork;
         let region = &region;
-        let bad = bad_pages(&region, &image, 0..PAGES);
+        let bad = bad_pages(region, &image, 0..PAGES);
         if !bad.is_empty() {
             eprintln!("child: {} pages differ from the parent's, first {}", bad.len(), bad[0]);
             return 1;
         }
         for p in 3 * PAGES / 4..PAGES {
-            stamp(&region, &mut image, p, b'C');
+            stamp(region, &mut image, p, b'C');
         }
         // SAFETY: this child owns its copy of the region's handle; the
         // parent's is not touched (the closure only holds a reference).
