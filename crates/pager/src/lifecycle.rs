@@ -72,8 +72,7 @@ pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
             .and_then(|()| {
                 sys::at_fork(before_fork, after_fork_in_parent, after_fork_in_child)
                     .map_err(sys_err("pthread_atfork"))
-            })
-;
+            });
         failed = installed.err();
     });
     if let Some(e) = failed {

@@ -39,7 +39,13 @@ fn bad_pages(region: &Region, image: &[u8], pages: impl Iterator<Item = usize>) 
         .filter(|&p| {
             let mut got = [0u8; 4];
             // SAFETY: page `p` lies inside the region.
-            unsafe { std::ptr::copy_nonoverlapping(region.as_ptr().add(p * PAGE_SIZE), got.as_mut_ptr(), 4) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    region.as_ptr().add(p * PAGE_SIZE),
+                    got.as_mut_ptr(),
+                    4,
+                )
+            };
             got[..] != image[p * PAGE_SIZE..p * PAGE_SIZE + 4]
         })
         .collect()
@@ -96,7 +102,11 @@ fn parent_and_child_share_the_file(service: FaultService) {
         let region = &region;
         let bad = bad_pages(region, &image, 0..PAGES);
         if !bad.is_empty() {
-            eprintln!("child: {} pages differ from the parent's, first {}", bad.len(), bad[0]);
+            eprintln!(
+                "child: {} pages differ from the parent's, first {}",
+                bad.len(),
+                bad[0]
+            );
             return 1;
         }
         for p in 3 * PAGES / 4..PAGES {
@@ -114,14 +124,26 @@ fn parent_and_child_share_the_file(service: FaultService) {
         }
     });
     let status = wait_child(pid);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child status {status:#x}"
+    );
     for p in 3 * PAGES / 4..PAGES {
         image[p * PAGE_SIZE] = b'C';
-        image[p * PAGE_SIZE + 1..p * PAGE_SIZE + 4].copy_from_slice(&[p as u8, (p >> 8) as u8, 0xA5]);
+        image[p * PAGE_SIZE + 1..p * PAGE_SIZE + 4].copy_from_slice(&[
+            p as u8,
+            (p >> 8) as u8,
+            0xA5,
+        ]);
     }
     region.invalidate().unwrap();
     let bad = bad_pages(&region, &image, 0..PAGES);
-    assert!(bad.is_empty(), "parent: {} pages differ, first {}", bad.len(), bad[0]);
+    assert!(
+        bad.is_empty(),
+        "parent: {} pages differ, first {}",
+        bad.len(),
+        bad[0]
+    );
     // The parent keeps paging: more writes after the child is gone.
     for p in PAGES / 2..3 * PAGES / 4 {
         stamp(&region, &mut image, p, b'Q');
@@ -175,7 +197,12 @@ fn test_forked_child_outlives_its_parent() {
         let mut e = image.clone();
         for p in 0..PAGES {
             let tag = if p < PAGES / 2 { b'P' } else { b'C' };
-            e[p * PAGE_SIZE..p * PAGE_SIZE + 4].copy_from_slice(&[tag, p as u8, (p >> 8) as u8, 0xA5]);
+            e[p * PAGE_SIZE..p * PAGE_SIZE + 4].copy_from_slice(&[
+                tag,
+                p as u8,
+                (p >> 8) as u8,
+                0xA5,
+            ]);
         }
         e
     };
@@ -204,11 +231,17 @@ fn test_forked_child_outlives_its_parent() {
     assert!(out.succeeded(), "{out:?}");
     let start = std::time::Instant::now();
     while !marker.exists() {
-        assert!(start.elapsed() < WATCHDOG, "the orphaned child never finished");
+        assert!(
+            start.elapsed() < WATCHDOG,
+            "the orphaned child never finished"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "bad 0 flush true");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "bad 0 flush true"
+    );
     let file = std::fs::read(&path).unwrap();
     assert_eq!(diff(&file, &expected), 0, "the file differs from the image");
     let _ = std::fs::remove_dir_all(&dir);
@@ -218,23 +251,27 @@ fn test_forked_child_outlives_its_parent() {
 /// an access to unmapped memory, and the parent's data is untouched.
 #[test]
 fn test_forked_child_finds_anonymous_region_absent() {
-    let out = in_child_process("test_forked_child_finds_anonymous_region_absent", WATCHDOG, || {
-        let region = Region::map_anon(LEN, LEN / 4, "clock").unwrap();
-        let mut image = vec![0u8; LEN];
-        for p in 0..PAGES {
-            stamp(&region, &mut image, p, b'A');
-        }
-        let pid = fork_child(|| {
-            // SAFETY: deliberately touches the region's (absent) first page.
-            let v = unsafe { region.as_ptr().read_volatile() };
-            i32::from(v) + 3
-        });
-        let status = wait_child(pid);
-        assert!(libc::WIFSIGNALED(status), "child status {status:#x}");
-        assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
-        let bad = bad_pages(&region, &image, 0..PAGES);
-        assert!(bad.is_empty(), "{} pages changed", bad.len());
-        region.unmap().unwrap();
-    });
+    let out = in_child_process(
+        "test_forked_child_finds_anonymous_region_absent",
+        WATCHDOG,
+        || {
+            let region = Region::map_anon(LEN, LEN / 4, "clock").unwrap();
+            let mut image = vec![0u8; LEN];
+            for p in 0..PAGES {
+                stamp(&region, &mut image, p, b'A');
+            }
+            let pid = fork_child(|| {
+                // SAFETY: deliberately touches the region's (absent) first page.
+                let v = unsafe { region.as_ptr().read_volatile() };
+                i32::from(v) + 3
+            });
+            let status = wait_child(pid);
+            assert!(libc::WIFSIGNALED(status), "child status {status:#x}");
+            assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
+            let bad = bad_pages(&region, &image, 0..PAGES);
+            assert!(bad.is_empty(), "{} pages changed", bad.len());
+            region.unmap().unwrap();
+        },
+    );
     assert!(out.succeeded(), "{out:?}");
 }
