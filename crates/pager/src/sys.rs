@@ -499,8 +499,20 @@ pub fn zap(addr: usize, len: usize) -> io::Result<()> {
 pub fn punch_hole(fd: RawFd, off: usize, len: usize) -> io::Result<()> {
     let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
     // SAFETY: fallocate on a descriptor we own; no memory is passed.
-    check(unsafe { libc::fallocate(fd, mode, off as libc::off_t, len as libc::off_t) })?;
+    restarting(|| unsafe { libc::fallocate(fd, mode, off as libc::off_t, len as libc::off_t) })?;
     Ok(())
+}
+
+/// Runs a system call again while a signal interrupts it (EINTR): the
+/// application's signals (a timer) reach the threads that serve faults in
+/// the faulting-thread service.
+fn restarting(mut call: impl FnMut() -> libc::c_int) -> io::Result<libc::c_int> {
+    loop {
+        match check(call()) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
 }
 
 /// Bytes of `fd` actually allocated (st_blocks * 512).
