@@ -9,12 +9,16 @@
 //! files it leaves behind. Every process runs under a watchdog: a hang fails
 //! the test with the program's output.
 
+mod common;
+
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use common::compile;
 
 const PAGE: usize = 4096;
 /// Pages of `data.dat`: 16 MiB, four times the 4 MiB budget.
@@ -99,56 +103,6 @@ fn check_file(path: &Path, pages: usize, want: impl Fn(usize) -> Tag) -> Result<
             what_is(&data[p * PAGE..(p + 1) * PAGE], p)
         )),
     }
-}
-
-/// The directory holding the `libpagepilot.so` built for this test run:
-/// `target/<profile>/deps` (where `cargo test` alone leaves it), else
-/// `target/<profile>` (after `cargo build`).
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/lifecycle-<hash>
-    let deps = exe.parent().expect("target/<profile>/deps").to_path_buf();
-    if deps.join("libpagepilot.so").exists() {
-        return deps;
-    }
-    deps.parent().expect("target/<profile>").to_path_buf()
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Compiles `source` against the header and the library; returns the executable.
-fn compile(source: &Path, out: &Path) -> PathBuf {
-    let lib = lib_dir();
-    assert!(
-        lib.join("libpagepilot.so").exists(),
-        "libpagepilot.so not built in {}",
-        lib.display()
-    );
-    let exe = out.join(source.file_stem().expect("source name"));
-    let status = Command::new("gcc")
-        .args([
-            "-std=gnu11",
-            "-O1",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pthread",
-            "-I",
-        ])
-        .arg(repo_root().join("include"))
-        .arg(source)
-        .arg("-L")
-        .arg(&lib)
-        .arg("-lpagepilot")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .expect("run gcc");
-    assert!(status.success(), "gcc failed on {}", source.display());
-    exe
 }
 
 /// lifecycle.c, compiled once per run of this test binary (into
