@@ -35,6 +35,9 @@ struct Slot {
     shared: AtomicPtr<Shared>,
     /// Handlers serving a fault of this slot's region right now.
     inside: AtomicUsize,
+    /// The range of the region this slot held last, once unregistered.
+    closed_start: AtomicUsize,
+    closed_end: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -43,6 +46,8 @@ const EMPTY: Slot = Slot {
     end: AtomicUsize::new(0),
     shared: AtomicPtr::new(std::ptr::null_mut()),
     inside: AtomicUsize::new(0),
+    closed_start: AtomicUsize::new(0),
+    closed_end: AtomicUsize::new(0),
 };
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static INSTALL: Once = Once::new();
@@ -91,6 +96,12 @@ pub fn unregister(shared: &Arc<Shared>) {
         if slot.shared.load(Ordering::Acquire) != raw {
             continue;
         }
+        // A fault raised before the unmap began may be handled after this:
+        // it is retried (the region is PROT_NONE by now: SIGSEGV).
+        slot.closed_start
+            .store(slot.start.load(Ordering::SeqCst), Ordering::SeqCst);
+        slot.closed_end
+            .store(slot.end.load(Ordering::SeqCst), Ordering::SeqCst);
         // No new lookup matches from here on (an empty range)...
         slot.end.store(0, Ordering::SeqCst);
         slot.start.store(0, Ordering::SeqCst);
@@ -149,9 +160,13 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
         return;
     }
     let Some((slot, sh)) = enter(addr) else {
+        if retry_closed(addr) {
+            return;
+        }
         not_ours(sig, info, ctx);
         return;
     };
+    CLOSED_RETRIES.with(|r| r.set(0));
     // No WP flag here: a write to a mapped, write-protected page is told
     // apart by UFFDIO_CONTINUE answering EEXIST (see handler::map_access).
     let flags = if write { FLAG_WRITE } else { 0 };
@@ -165,6 +180,27 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
         // the kernel's MAP_SHARED mapping would raise it.
         not_ours(sig, info, ctx);
     }
+}
+
+thread_local! {
+    /// Faults of this thread retried in a row for unmapped regions.
+    static CLOSED_RETRIES: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether a fault at `addr` lies in a region unmapped since it was raised:
+/// the access is retried, and faults as unmapped memory does (the unmap
+/// made the range inaccessible before it stopped serving it). A few times
+/// in a row at most: the range may hold someone else's mapping by now.
+fn retry_closed(addr: usize) -> bool {
+    let closed = TABLE.iter().any(|s| {
+        (s.closed_start.load(Ordering::SeqCst)..s.closed_end.load(Ordering::SeqCst)).contains(&addr)
+    });
+    closed
+        && CLOSED_RETRIES.with(|r| {
+            let n = r.get();
+            r.set(n.saturating_add(1));
+            n < 3
+        })
 }
 
 /// Hands a fault outside every region to whoever had SIGBUS before;
