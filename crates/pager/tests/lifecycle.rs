@@ -190,7 +190,7 @@ fn unmap_races_threads(service: FaultService, anonymous: bool) {
                         // SAFETY: inside the region, or (after the unmap)
                         // where the SIGSEGV handler maps a scratch page.
                         unsafe {
-                            if r.next() % 3 == 0 {
+                            if r.next().is_multiple_of(3) {
                                 (at as *mut u64).write_volatile(r.next());
                             } else {
                                 (at as *const u64).read_volatile();
