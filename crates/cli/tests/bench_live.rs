@@ -1,4 +1,4 @@
-//! The live benchmarks as a user runs them: `pagepilot bench join|faults|scan --format json`
+//! The live benchmarks as a user runs them: `pagepilot bench join|faults|scan|fork --format json`
 //! against real userfaultfd regions, real files and real memory cgroups, at small sizes.
 
 use std::path::Path;
@@ -225,6 +225,33 @@ fn test_scan_bench_compares_throughput_per_thread_count() {
 }
 
 #[test]
+fn test_fork_bench_writes_back_exactly_the_dirty_pages_at_each_fork() {
+    let r = json(&[
+        "bench",
+        "fork",
+        "--budget-mb",
+        "4",
+        "--dirty-mb",
+        "0,2",
+        "--runs",
+        "3",
+        "--format",
+        "json",
+    ]);
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, dirty_mb) in points.iter().zip([0u64, 2]) {
+        assert_eq!(
+            p["written_back_per_fork"].as_u64(),
+            Some(dirty_mb << 20),
+            "{p}"
+        );
+        assert_eq!(p["pagepilot_runs"].as_array().unwrap().len(), 3, "{p}");
+        assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+    }
+}
+
+#[test]
 fn test_benches_refuse_bad_input_with_a_named_error() {
     let cases: &[(&[&str], &str)] = &[
         (&["bench", "join", "--outer-mb", "20..x"], "--outer-mb"),
@@ -249,6 +276,7 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         ),
         (&["bench", "scan", "--threads", "0"], "--threads"),
         (&["bench", "faults", "--pages", "0"], "--pages"),
+        (&["bench", "fork", "--dirty-mb", "32"], "--dirty-mb"),
     ];
     for (args, needle) in cases {
         let (out, pid) = pagepilot(args);

@@ -952,3 +952,19 @@ pub fn protect_none(addr: usize, len: usize) -> io::Result<()> {
     check(unsafe { libc::mprotect(addr as *mut libc::c_void, len, libc::PROT_NONE) })?;
     Ok(())
 }
+
+/// Forks a child that exits at once (`_exit(0)`, no exit handler) and
+/// waits for it: the cost of a `fork` to the process that makes it, as
+/// `pagepilot bench fork` measures it.
+pub fn fork_and_reap() -> io::Result<()> {
+    // SAFETY: the child calls only `_exit`, which is async-signal-safe.
+    let pid = check(unsafe { libc::fork() })?;
+    if pid == 0 {
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    restarting(|| unsafe { libc::waitpid(pid, &mut status, 0) })?;
+    Ok(())
+}

@@ -5,6 +5,7 @@ use super::CmdResult;
 mod cgroup;
 mod datafile;
 mod faults;
+mod fork;
 pub mod join;
 mod kernel;
 mod live;
@@ -30,6 +31,8 @@ pub enum Command {
     Faults(faults::Args),
     /// Random and sequential page reads against the kernel's mmap.
     Scan(scan::Args),
+    /// Cost of a fork with dirty pages in a file region against the kernel's mapping.
+    Fork(fork::Args),
 }
 
 /// Runs a benchmark.
@@ -40,5 +43,6 @@ pub fn run(command: Command) -> CmdResult {
         Command::Join(a) => join::run(a),
         Command::Faults(a) => faults::run(a),
         Command::Scan(a) => scan::run(a),
+        Command::Fork(a) => fork::run(a),
     }
 }
