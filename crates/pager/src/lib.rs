@@ -8,7 +8,8 @@
 //! and `UFFDIO_CONTINUE` maps them; reference bits are emulated by zapping
 //! the application's PTE (the next access is a minor fault); dirty pages are
 //! tracked by write-protect faults; eviction writes back dirty pages and
-//! punches the frame out of the memfd. See `docs/pager.md`.
+//! punches the frame out of the memfd. See `docs/pager.md`; exit, fork,
+//! signals and a backing file that changes: `docs/lifecycle.md`.
 //!
 //! ```no_run
 //! use pagepilot_pager::Region;

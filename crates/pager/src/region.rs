@@ -22,7 +22,11 @@ use crate::{handler, lifecycle, sigbus};
 /// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
 /// bytes, usable from any thread with ordinary loads and stores. Dropping it
 /// writes back every dirty page (errors are printed; use [`Region::unmap`] to
-/// see them).
+/// see them). It behaves like a `MAP_SHARED` mapping where programs rely on
+/// it (docs/lifecycle.md): a region still mapped at a normal exit is written
+/// back; in a child after `fork` a file region is the kernel's mapping of
+/// the file (an anonymous one is absent); an access beyond the file's
+/// current end, or whose read fails, raises SIGBUS.
 pub struct Region {
     shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
