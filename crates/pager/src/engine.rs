@@ -1,6 +1,6 @@
-//! The state one region's handlers share, and the engine operations on it:
-//! choosing victims (overruling invalid ones), evicting with write-back of
-//! dirty pages only, and flushing.
+//! The state one region's handlers share: the frame table and the policy
+//! under one lock, waiting for pages in transition, the two views'
+//! addresses. Eviction and write-back are in `evict`.
 //!
 //! Locking: one mutex per region guards the frame table and the policy.
 //! System calls that change what the application sees of a page that is
@@ -9,15 +9,14 @@
 //! and freed is `Evicting`, and a fault on either waits on the region's
 //! condition variable until the transition ends.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use pagepilot_policy::{Page, Policy};
+use pagepilot_policy::Policy;
 
 use crate::backing::Dataspace;
-use crate::error::{FailedPage, FlushError};
-use crate::resident::{State, Table, FLUSHING, MODIFIED, PENDING};
+use crate::resident::{State, Table};
 use crate::stats::Counters;
 use crate::sys::{self, Uffd, PAGE};
 
@@ -79,7 +78,7 @@ pub struct Inner {
     /// The region's reader threads, if it has any.
     pub readers: Option<std::sync::mpsc::Sender<ReadJob>>,
     /// Windows issued for the ring under the lock, whose victims are
-    /// evicted and reads submitted once it is released (`handler::issue_queued`).
+    /// evicted and reads submitted once it is released (`fault::ring_wait::issue_queued`).
     pub queued: Vec<ReadJob>,
     /// Prefetch tickets handed out so far.
     pub prefetch_issued: u64,
@@ -152,10 +151,6 @@ impl Drop for Shared {
     }
 }
 
-fn errno(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
-}
-
 impl Shared {
     /// Locks the table and policy, surviving a poisoned lock (a panicking
     /// policy must not take the region's data down with it).
@@ -206,317 +201,4 @@ impl Shared {
     pub fn pager_addr(&self, s: u32) -> *mut u8 {
         (self.pager + s as usize * PAGE) as *mut u8
     }
-
-    /// Asks the policy for a victim to make room for `incoming`, overruling
-    /// any answer that is not a resident page other than `incoming`. The
-    /// victim is marked `Evicting` and the policy told it is gone. Returns the
-    /// victim and whether it must be written back.
-    pub fn take_victim(&self, g: &mut Inner, incoming: u32) -> Option<(u32, bool)> {
-        let Inner { table, policy, .. } = g;
-        let named = policy.victim(
-            Page {
-                slot: incoming,
-                vpn: u64::from(incoming),
-            },
-            table,
-        );
-        table.zap_cleared();
-        let v = match named {
-            Some(p)
-                if p.slot != incoming
-                    && (p.slot as usize) < table.pages()
-                    && p.vpn == u64::from(p.slot)
-                    && table.state(p.slot) == State::Resident
-                    && table.flags(p.slot) & (FLUSHING | PENDING) == 0 =>
-            {
-                p.slot
-            }
-            _ => {
-                Counters::add(&self.stats.overruled, 1);
-                table.fallback_victim(incoming)?
-            }
-        };
-        let flags = table.flags(v);
-        let dirty = flags & MODIFIED != 0;
-        table.set(v, State::Evicting, flags);
-        policy.on_evict(
-            Page {
-                slot: v,
-                vpn: u64::from(v),
-            },
-            table,
-        );
-        table.zap_cleared();
-        Some((v, dirty))
-    }
-
-    /// Asks the policy to give back `count` frames (HiPEC's ReclaimFrame,
-    /// [`Policy::reclaim`]); answers that are not resident pages are
-    /// overruled. The pages named are marked `Evicting` and forgotten by the
-    /// policy, like [`Shared::take_victim`]'s.
-    pub fn take_reclaimed(&self, g: &mut Inner, count: usize) -> Vec<(u32, bool)> {
-        let chosen = {
-            let Inner { table, policy, .. } = &mut *g;
-            let c = policy.reclaim(count, table);
-            table.zap_cleared();
-            c
-        };
-        let mut victims = Vec::new();
-        for p in chosen.into_iter().take(count) {
-            let ok = (p.slot as usize) < g.table.pages()
-                && p.vpn == u64::from(p.slot)
-                && g.table.state(p.slot) == State::Resident
-                && g.table.flags(p.slot) & (FLUSHING | PENDING) == 0;
-            if !ok {
-                Counters::add(&self.stats.overruled, 1);
-                continue;
-            }
-            let flags = g.table.flags(p.slot);
-            g.table.set(p.slot, State::Evicting, flags);
-            let Inner { table, policy, .. } = &mut *g;
-            policy.on_evict(p, table);
-            victims.push((p.slot, flags & MODIFIED != 0));
-        }
-        victims
-    }
-
-    /// Evicts victims taken by [`Shared::take_victim`] (no lock held): zaps
-    /// the application's mapping, writes dirty pages back in contiguous runs,
-    /// frees the frames. Returns the victims whose write-back failed; their
-    /// frames are kept.
-    pub fn evict_io(&self, victims: &mut [(u32, bool)]) -> Vec<FailedPage> {
-        victims.sort_unstable();
-        let mut failed = Vec::new();
-        let dirty: Vec<u32> = victims.iter().filter(|v| v.1).map(|v| v.0).collect();
-        // The application must not write a page while it is written back:
-        // dirty victims are zapped first. Clean ones are not: the punch
-        // below unmaps them from every view (one TLB shoot-down, not two),
-        // and until then the application reads the data the store holds.
-        for (first, n) in runs(dirty.iter().copied()) {
-            let _ = sys::zap(self.app_addr(first), n * PAGE);
-        }
-        for (first, n) in runs(dirty.iter().copied()) {
-            // SAFETY: the pages are Evicting: no handler maps them and the
-            // application's PTEs are zapped, so the frames are stable.
-            let r = unsafe { self.store.write(first as usize, n, self.pager_addr(first)) };
-            match r {
-                Ok(()) => {
-                    Counters::add(&self.stats.writebacks, n as u64);
-                    Counters::add(&self.stats.bytes_written, (n * PAGE) as u64);
-                }
-                Err(e) => {
-                    Counters::add(&self.stats.writeback_errors, n as u64);
-                    failed.extend((first..first + n as u32).map(|page| FailedPage {
-                        page,
-                        errno: errno(&e),
-                    }));
-                }
-            }
-        }
-        let freed = victims
-            .iter()
-            .map(|v| v.0)
-            .filter(|s| !failed.iter().any(|f| f.page == *s));
-        for (first, n) in runs(freed) {
-            let _ = sys::punch_hole(self.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
-        }
-        failed
-    }
-
-    fn stamp_eviction(&self, g: &mut Inner, page: u32) {
-        let seq = self
-            .evict_seq
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
-            + 1;
-        g.table.set_evicted_at(page, seq);
-    }
-
-    /// Ends the eviction of `victims` under the lock: freed pages become
-    /// Absent, pages whose write-back failed are Pinned and stay dirty.
-    pub fn finish_evictions(&self, g: &mut Inner, victims: &[(u32, bool)], failed: &[FailedPage]) {
-        for &(v, _) in victims {
-            if failed.iter().any(|f| f.page == v) {
-                g.table.set(v, State::Pinned, MODIFIED);
-            } else {
-                g.table.set(v, State::Absent, 0);
-                self.stamp_eviction(g, v);
-                Counters::add(&self.stats.evictions, 1);
-            }
-        }
-    }
-
-    /// Changes the budget to `frames` (at least one). Shrinking is HiPEC's
-    /// ReclaimFrame: the policy names the pages to give up
-    /// ([`Policy::reclaim`]; answers that are not resident pages are
-    /// overruled), then [`Policy::victim`] is asked for the rest.
-    pub fn set_budget(&self, frames: usize) -> Vec<FailedPage> {
-        let mut g = self.lock();
-        let frames = frames.clamp(1, g.table.pages().max(1));
-        let old = g.table.capacity;
-        g.table.capacity = frames;
-        let count = g.table.excess();
-        if frames >= old || count == 0 {
-            return Vec::new();
-        }
-        let mut victims = self.take_reclaimed(&mut g, count);
-        let none = u32::MAX;
-        while victims.len() < count {
-            match self.take_victim(&mut g, none) {
-                Some(v) => victims.push(v),
-                None => break,
-            }
-        }
-        drop(g);
-        let failed = self.evict_io(&mut victims);
-        let mut g = self.lock();
-        self.finish_evictions(&mut g, &victims, &failed);
-        drop(g);
-        self.notify();
-        failed
-    }
-
-    /// [`Shared::write_back`], then syncs the backing store.
-    pub fn flush(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
-        self.write_back(only)?;
-        self.store.sync().map_err(FlushError::Sync)
-    }
-
-    /// Drops every clean resident page (msync's MS_INVALIDATE): the next
-    /// access reads the backing store again, and sees what other processes
-    /// wrote to it. Dirty pages and pages in a transition are left alone.
-    pub fn drop_clean(&self) {
-        let mut g = self.lock();
-        let mut victims = Vec::new();
-        for s in 0..g.table.pages() as u32 {
-            let f = g.table.flags(s);
-            if g.table.state(s) != State::Resident || f & (MODIFIED | FLUSHING | PENDING) != 0 {
-                continue;
-            }
-            g.table.set(s, State::Evicting, f);
-            let Inner { table, policy, .. } = &mut *g;
-            policy.on_evict(
-                Page {
-                    slot: s,
-                    vpn: u64::from(s),
-                },
-                table,
-            );
-            table.zap_cleared();
-            victims.push((s, false));
-        }
-        drop(g);
-        let failed = self.evict_io(&mut victims);
-        let mut g = self.lock();
-        self.finish_evictions(&mut g, &victims, &failed);
-        drop(g);
-        self.notify();
-    }
-
-    /// Writes back every dirty page (resident or pinned). Pinned pages that
-    /// are written are freed. Reports the pages that could not be written;
-    /// they stay in memory and dirty.
-    pub fn write_back(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
-        if !self.store.persistent() {
-            return Ok(());
-        }
-        let mut resident = Vec::new();
-        let mut pinned = Vec::new();
-        {
-            let mut g = self.lock();
-            let pick: Vec<u32> = match only {
-                Some(list) => list.to_vec(),
-                None => (0..g.table.pages() as u32).collect(),
-            };
-            for s in pick {
-                let f = g.table.flags(s);
-                match g.table.state(s) {
-                    State::Resident if f & MODIFIED != 0 => {
-                        // Write-protect first: a write during the I/O faults
-                        // and sets MODIFIED again.
-                        let _ = self.uffd.writeprotect(self.app_addr(s), PAGE, true);
-                        g.table.set_flags(s, (f & !MODIFIED) | FLUSHING);
-                        resident.push(s);
-                    }
-                    State::Pinned => {
-                        g.table.set(s, State::Evicting, f);
-                        pinned.push(s);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        for (first, n) in runs(pinned.iter().copied()) {
-            let _ = sys::zap(self.app_addr(first), n * PAGE);
-        }
-        let mut failed = Vec::new();
-        let mut written_pinned = Vec::new();
-        for (list, is_pinned) in [(&resident, false), (&pinned, true)] {
-            for (first, n) in runs(list.iter().copied()) {
-                // SAFETY: resident pages are write-protected (a racing write
-                // faults and re-dirties the page); pinned ones are Evicting
-                // and zapped. The frames stay allocated during the write.
-                let r = unsafe { self.store.write(first as usize, n, self.pager_addr(first)) };
-                match r {
-                    Ok(()) => {
-                        Counters::add(&self.stats.writebacks, n as u64);
-                        Counters::add(&self.stats.bytes_written, (n * PAGE) as u64);
-                        if is_pinned {
-                            written_pinned.extend(first..first + n as u32);
-                        }
-                    }
-                    Err(e) => {
-                        Counters::add(&self.stats.writeback_errors, n as u64);
-                        failed.extend((first..first + n as u32).map(|page| FailedPage {
-                            page,
-                            errno: errno(&e),
-                        }));
-                    }
-                }
-            }
-        }
-        for (first, n) in runs(written_pinned.iter().copied()) {
-            let _ = sys::punch_hole(self.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
-        }
-        {
-            let mut g = self.lock();
-            for &s in &resident {
-                let f = g.table.flags(s) & !FLUSHING;
-                let f = if failed.iter().any(|x| x.page == s) {
-                    f | MODIFIED
-                } else {
-                    f
-                };
-                if g.table.state(s) != State::Absent {
-                    g.table.set_flags(s, f);
-                }
-            }
-            for &s in &pinned {
-                if written_pinned.contains(&s) {
-                    g.table.set(s, State::Absent, 0);
-                    self.stamp_eviction(&mut g, s);
-                    Counters::add(&self.stats.evictions, 1);
-                } else {
-                    g.table.set(s, State::Pinned, MODIFIED);
-                }
-            }
-        }
-        self.notify();
-        if !failed.is_empty() {
-            failed.sort_by_key(|f| f.page);
-            return Err(FlushError::WriteBack { pages: failed });
-        }
-        Ok(())
-    }
-}
-
-/// Contiguous runs `(first, count)` of an ascending sequence of pages.
-pub fn runs(pages: impl Iterator<Item = u32>) -> Vec<(u32, usize)> {
-    let mut out: Vec<(u32, usize)> = Vec::new();
-    for p in pages {
-        match out.last_mut() {
-            Some((f, n)) if *f + *n as u32 == p => *n += 1,
-            _ => out.push((p, 1)),
-        }
-    }
-    out
 }

@@ -27,8 +27,9 @@
 mod backing;
 mod engine;
 mod error;
+mod evict;
+mod fault;
 mod guard;
-mod handler;
 mod lifecycle;
 mod options;
 mod region;

@@ -17,7 +17,7 @@ pub use crate::options::{FaultService, RegionOptions};
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
-use crate::{handler, lifecycle, sigbus};
+use crate::{fault, lifecycle, sigbus};
 
 /// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
 /// bytes, usable from any thread with ordinary loads and stores. Dropping it
@@ -31,7 +31,7 @@ pub struct Region {
     shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
     /// The only handler thread, reading the userfaultfd with blocking reads,
-    /// and its doorbell page (see `handler::run_blocking`).
+    /// and its doorbell page (see `fault::run_blocking`).
     blocking: Option<Box<(JoinHandle<bool>, usize)>>,
     policy_name: String,
     budget_frames: usize,
@@ -250,7 +250,7 @@ impl Region {
                 .map_err(sys_err("epoll"))?;
             let h = std::thread::Builder::new()
                 .name(format!("pagepilot-fault-{i}"))
-                .spawn(move || handler::run(sh, waiter))
+                .spawn(move || fault::run(sh, waiter))
                 .map_err(sys_err("thread spawn"))?;
             region.handlers.push(h);
         }
@@ -481,7 +481,7 @@ impl Region {
 
 /// Starts the region's reader threads, if it needs any: one per prefetched
 /// window in flight (depth + 1 while the application waits for one, see
-/// `handler::stall`), and `fault_readers` for the reads of missing faults
+/// `fault::windows::stall`), and `fault_readers` for the reads of missing faults
 /// (each blocks in its own read).
 fn spawn_readers(
     region: &mut Region,
@@ -504,7 +504,7 @@ fn spawn_readers(
         let (sh, rx) = (shared.clone(), rx.clone());
         let h = std::thread::Builder::new()
             .name(format!("pagepilot-read-{i}"))
-            .spawn(move || handler::run_reader(sh, rx))
+            .spawn(move || fault::run_reader(sh, rx))
             .map_err(|source| MapError::Sys {
                 call: "thread spawn",
                 source,
@@ -525,7 +525,7 @@ fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
         .then(|| {
             std::thread::Builder::new()
                 .name("pagepilot-fault-0".into())
-                .spawn(move || handler::run_blocking(sh, bell))
+                .spawn(move || fault::run_blocking(sh, bell))
                 .ok()
         })
         .flatten();

@@ -21,7 +21,7 @@ use std::sync::{Arc, Once};
 
 use crate::engine::Shared;
 use crate::error::MapError;
-use crate::handler;
+use crate::fault;
 use crate::sys::{self, FLAG_WRITE};
 
 /// Regions served in the faulting thread at once, at most.
@@ -168,14 +168,14 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     };
     CLOSED_RETRIES.with(|r| r.set(0));
     // No WP flag here: a write to a mapped, write-protected page is told
-    // apart by UFFDIO_CONTINUE answering EEXIST (see handler::map_access).
+    // apart by UFFDIO_CONTINUE answering EEXIST (see fault::map::map_access).
     let flags = if write { FLAG_WRITE } else { 0 };
     let t0 = std::time::Instant::now();
     // The faulting thread serves its own fault: never stale.
-    let outcome = handler::serve(sh, addr, flags, u64::MAX);
+    let outcome = fault::serve(sh, addr, flags, u64::MAX);
     sh.stats.latency.record(t0.elapsed().as_nanos() as u64);
     slot.inside.fetch_sub(1, Ordering::Release);
-    if outcome == handler::Outcome::Signal {
+    if outcome == fault::Outcome::Signal {
         // The page cannot be served: the application gets this SIGBUS, as
         // the kernel's MAP_SHARED mapping would raise it.
         not_ours(sig, info, ctx);

@@ -1,0 +1,364 @@
+//! Missing faults: how many pages to bring in (fault-around, a window
+//! doubling along a sequence, zero clusters), the victims that make room
+//! for them, the read and its outcome: pages handed to the policy in order
+//! and mapped, or, when they cannot be read, forgotten and the faulting
+//! thread signalled.
+
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use pagepilot_policy::{Fault, FaultKind};
+
+use crate::engine::{Inner, ReadJob, Shared};
+use crate::resident::{State, Table, MODIFIED, PENDING, REFERENCED};
+use crate::stats::Counters;
+use crate::sys::{self, PAGE};
+
+use super::map::{map, map_zeros, zero_flags};
+use super::windows::{hand_over, prefetch_ahead, wait_turn};
+use super::{page, Outcome};
+
+/// Serves a missing fault on page `s` (absent): plans the cluster, then
+/// zero-fills it under the lock, hands it to a reader thread, or reads it
+/// here (`fill`), issuing the windows ahead along a sequence first.
+pub(super) fn load(
+    sh: &Shared,
+    mut g: std::sync::MutexGuard<'_, Inner>,
+    s: u32,
+    write: bool,
+) -> Outcome {
+    Counters::add(&sh.stats.fault_events, 1);
+    let (n, sequential) = plan(sh, &mut g, s);
+    // A zero cluster within the free frames is filled under the lock. One
+    // that needs frames goes through `fill` like a read cluster: its extra
+    // pages take victims (`choose_victims`) rather than the cluster being cut
+    // to the free room, so a stream over a region larger than its budget
+    // keeps its clusters (each evicting, and writing back, up to k pages in
+    // one go) and the budget stays exact.
+    if !sh.store.has_data(s as usize) && n <= g.table.room() {
+        zero_fill(sh, g, s, n, write);
+        return Outcome::Served;
+    }
+    // A missing fault means the application is not inside prefetched
+    // windows: the ones it skipped become the policy's (and evictable).
+    let all = g.pending.len();
+    hand_over(&mut g, all);
+    let tx = g.readers.clone().filter(|_| sh.tuning.fault_reads);
+    let Some(tx) = tx.filter(|_| sh.store.has_data(s as usize)) else {
+        // The windows ahead are issued first, their victims chosen while
+        // the policy does not know this cluster: an MRU-like policy would
+        // otherwise give up the pages the application is about to use.
+        if sequential {
+            prefetch_ahead(sh, &mut g, 0);
+        }
+        return fill(sh, g, s, n, Cause::Fault(write), None);
+    };
+    // A reader thread reads and maps the cluster (waking the faulting
+    // thread); this handler goes on with the next fault.
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let victims = choose_victims(sh, &mut g, s);
+    let job = ReadJob {
+        first: s,
+        pages: n,
+        ticket: None,
+        write,
+        victims,
+    };
+    match tx.send(job) {
+        Ok(()) => {
+            if sequential {
+                prefetch_ahead(sh, &mut g, 0);
+            }
+            Outcome::Served
+        }
+        Err(std::sync::mpsc::SendError(job)) => {
+            fill(sh, g, s, n, Cause::Fault(write), Some(job.victims))
+        }
+    }
+}
+
+/// How many pages to bring in for a missing fault at `s`: the fault-around
+/// size, or a window doubling along a sequence of faults, cut at the first
+/// page that is not absent or not of `s`'s kind, at the region's end and at
+/// half the budget. A page with nothing to read (anonymous memory never
+/// written out) is zero-filled: alone outside a sequence (a random first
+/// touch has no stream to amortise over), in clusters of up to
+/// `zero_around_max` pages along one (a stream of first touches: the fault
+/// at `s` continues the previous fill, i.e. the last fault was at `s - 1`
+/// or the stream has run through the last cluster).
+pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
+    let sequential = s == g.next_expected && s != 0;
+    let (max, alone) = if sh.store.has_data(s as usize) {
+        (sh.tuning.readahead_max, sh.tuning.fault_around)
+    } else {
+        (sh.tuning.zero_around_max, 1)
+    };
+    g.window = if sequential {
+        (g.window * 2).clamp(1, max.max(1))
+    } else {
+        alone.max(1)
+    };
+    let n = absent_run(sh, g, s, g.window);
+    g.next_expected = s + n as u32;
+    (n, sequential)
+}
+
+/// Absent pages from `s` on of `s`'s kind (all to be read, or all with
+/// nothing to read, to be zero-filled), at most `want`, at most half the
+/// budget (a cluster never evicts most of the resident set).
+pub(super) fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
+    if g.table.state(s) != State::Absent {
+        return 0;
+    }
+    let data = sh.store.has_data(s as usize);
+    let limit = want
+        .min(g.table.pages() - s as usize)
+        .min((g.table.capacity / 2).max(1));
+    let mut n = 1;
+    while n < limit
+        && g.table.state(s + n as u32) == State::Absent
+        && sh.store.has_data((s + n as u32) as usize) == data
+    {
+        n += 1;
+    }
+    n
+}
+
+/// Who asked for a fill.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cause {
+    /// A missing fault on the first page, a write if `true`.
+    Fault(bool),
+    /// Asynchronous read-ahead with its ticket: the first page is left
+    /// unmapped as the marker whose first touch asks for the next window.
+    Prefetch(u64),
+}
+
+/// Fills pages `s..s + n` with zeros and maps them, all under the lock:
+/// nothing to read and no victim to evict (they fit in the free frames), so
+/// the pages never enter a transition state and nobody waits for them (the
+/// fast path of a first touch, or of a stream of them). Each page is handed
+/// to the policy as a missing fault, in order.
+pub(super) fn zero_fill(
+    sh: &Shared,
+    mut g: std::sync::MutexGuard<'_, Inner>,
+    s: u32,
+    n: usize,
+    write: bool,
+) {
+    Counters::add(&sh.stats.missing_faults, n as u64);
+    Counters::add(&sh.stats.zero_around_pages, n as u64 - 1);
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Resident, zero_flags(write));
+        g.time += 1;
+        let fault = Fault {
+            page: page(q),
+            kind: FaultKind::Missing,
+            write: write && q == s,
+            time: g.time,
+        };
+        let Inner { table, policy, .. } = &mut *g;
+        policy.on_fault(fault, table);
+    }
+    // Mapped before the cleared referenced bits are zapped: a cluster page
+    // the policy cleared meanwhile is unmapped again, as its flags say.
+    map_zeros(sh, s, n, write);
+    g.table.zap_cleared();
+    let queued = std::mem::take(&mut g.table.flush_queue);
+    drop(g);
+    if !queued.is_empty() {
+        let _ = sh.flush(Some(&queued));
+    }
+}
+
+/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
+/// requires, hands them to the policy as missing faults in order and maps them.
+pub(super) fn fill(
+    sh: &Shared,
+    mut g: std::sync::MutexGuard<'_, Inner>,
+    s: u32,
+    n: usize,
+    cause: Cause,
+    chosen: Option<Vec<(u32, bool)>>,
+) -> Outcome {
+    for q in s..s + n as u32 {
+        g.table.set(q, State::Loading, 0);
+    }
+    let mut victims = match chosen {
+        Some(v) => v,
+        None => choose_victims(sh, &mut g, s),
+    };
+    drop(g);
+
+    let failed = if victims.is_empty() {
+        Vec::new()
+    } else {
+        sh.evict_io(&mut victims)
+    };
+    // Pages the store knows to be zero (anonymous memory never written out)
+    // are filled and mapped by one ioctl below: no read.
+    let prefetch = matches!(cause, Cause::Prefetch(_));
+    let zero = !prefetch && !sh.store.has_data(s as usize);
+    let read = if zero {
+        Ok(n)
+    } else {
+        let t_read = Instant::now();
+        // SAFETY: pages s..s+n are Loading: no handler maps them and the
+        // application cannot reach them until the CONTINUE below.
+        let r = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+        sh.stats
+            .read_latency
+            .record(t_read.elapsed().as_nanos() as u64);
+        r
+    };
+
+    // Account and tell the policy before the faulting thread resumes, so that
+    // what it reads of the statistics includes its own fault.
+    let write = cause == Cause::Fault(true);
+    let mut g = sh.lock();
+    if let Cause::Prefetch(ticket) = cause {
+        g = wait_turn(sh, g, ticket);
+        g.prefetch_done += 1;
+        g.inflight.pop_front();
+    }
+    sh.finish_evictions(&mut g, &victims, &failed);
+    // Pages beyond the file's end (truncated while mapped) are not brought in.
+    let read = read.inspect(|&have| forget(sh, &mut g.table, s + have as u32, n - have));
+    let mut outcome = Outcome::Served;
+    match read {
+        Ok(have) if have > 0 => {
+            let n = have;
+            if !zero {
+                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+            }
+            Counters::add(&sh.stats.missing_faults, n as u64);
+            let ahead = if prefetch { n } else { n - 1 };
+            let kind = if zero {
+                &sh.stats.zero_around_pages
+            } else {
+                &sh.stats.readahead_pages
+            };
+            Counters::add(kind, ahead as u64);
+            if prefetch {
+                // Handed to the policy when the application enters the window.
+                for q in s..s + n as u32 {
+                    g.table.set(q, State::Resident, PENDING);
+                }
+                g.pending.push_back((s, n));
+            }
+            for q in (s..s + n as u32).filter(|_| !prefetch) {
+                // A zero cluster is mapped writable for a write: all dirty.
+                let dirty = if write && (zero || q == s) {
+                    MODIFIED
+                } else {
+                    0
+                };
+                g.table.set(q, State::Resident, REFERENCED | dirty);
+                g.time += 1;
+                let fault = Fault {
+                    page: page(q),
+                    kind: FaultKind::Missing,
+                    write: write && q == s,
+                    time: g.time,
+                };
+                let Inner { table, policy, .. } = &mut *g;
+                policy.on_fault(fault, table);
+                table.zap_cleared();
+            }
+            // Mapped under the lock: the pages are Resident now and could
+            // otherwise be chosen as victims and zapped before they are mapped.
+            if prefetch {
+                // The first page stays unmapped: its touch enters the window.
+            } else if zero {
+                map_zeros(sh, s, n, write);
+            } else {
+                map(sh, s, 1, sh.writable && !write);
+            }
+            if n > 1 && !zero {
+                map(sh, s + 1, n - 1, sh.writable);
+            }
+        }
+        Ok(_) => {
+            // The faulting page itself lies beyond the file's end.
+            if !prefetch {
+                outcome = signal(sh, s);
+            }
+        }
+        Err(_) => {
+            Counters::add(&sh.stats.read_errors, 1);
+            forget(sh, &mut g.table, s, n);
+            if !prefetch {
+                outcome = signal(sh, s);
+            }
+        }
+    }
+    let queued = std::mem::take(&mut g.table.flush_queue);
+    drop(g);
+    sh.notify();
+    if !queued.is_empty() {
+        let _ = sh.flush(Some(&queued));
+    }
+    outcome
+}
+
+/// Victims making room in the budget for pages now `Loading` from `s` on.
+pub(super) fn choose_victims(sh: &Shared, g: &mut Inner, s: u32) -> Vec<(u32, bool)> {
+    // Frames for the pages read ahead are taken back first (ReclaimFrame: a
+    // policy program names them without queueing anything), then the
+    // faulting page's own victim (PageFault, which queues the page). A
+    // built-in policy answers no reclaim and names every victim. Either way
+    // all victims are chosen before the cluster is read, so an MRU-like
+    // policy gives up pages it has used, not the ones being read.
+    let excess = g.table.excess();
+    let mut victims = if excess > 1 {
+        sh.take_reclaimed(g, excess - 1)
+    } else {
+        Vec::new()
+    };
+    while victims.len() < excess {
+        match sh.take_victim(g, s) {
+            Some(v) => victims.push(v),
+            None => {
+                Counters::add(&sh.stats.over_budget, 1);
+                break;
+            }
+        }
+    }
+    victims
+}
+
+/// Pages `first..first + n`, being read, were not (the read failed, or
+/// they lie beyond the file's end): they become absent again and their
+/// frames are freed.
+pub(super) fn forget(sh: &Shared, table: &mut Table, first: u32, n: usize) {
+    if n == 0 {
+        return;
+    }
+    for q in first..first + n as u32 {
+        table.set(q, State::Absent, 0);
+    }
+    let _ = sys::punch_hole(sh.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
+}
+
+/// The fault at page `s` cannot be served (its read failed, or it lies
+/// beyond the file's end): the faulting thread gets SIGBUS, as it would
+/// from the kernel's `MAP_SHARED` mapping, instead of wrong data or a wait
+/// that never ends. The page is poisoned, so that a thread waiting on the
+/// userfaultfd retries its access into SIGBUS (without UFFDIO_POISON it is
+/// woken and faults again: the read is retried).
+pub(super) fn signal(sh: &Shared, s: u32) -> Outcome {
+    Counters::add(&sh.stats.signalled_faults, 1);
+    let addr = sh.app_addr(s);
+    let poisoned = sh.poison
+        && (sh.uffd.poison(addr, PAGE).is_ok()
+            // EEXIST: the empty PTE holds a write-protect marker, which
+            // un-protecting clears.
+            || (sh.uffd.writeprotect(addr, PAGE, false).is_ok()
+                && sh.uffd.poison(addr, PAGE).is_ok()));
+    if !poisoned {
+        let _ = sh.uffd.wake(addr, PAGE);
+    }
+    Outcome::Signal
+}

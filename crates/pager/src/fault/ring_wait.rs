@@ -1,0 +1,144 @@
+//! Prefetched windows read on the region's io_uring: their victims evicted
+//! and reads submitted after the lock is released, and reaped in ticket
+//! order when the application reaches a page still being read.
+
+use std::sync::MutexGuard;
+
+use crate::engine::{Inner, Shared};
+use crate::resident::{State, PENDING};
+use crate::stats::Counters;
+use crate::sys::PAGE;
+
+use super::load::forget;
+use super::map::map;
+
+/// Submits the reads of the windows issued for the ring under the lock.
+/// Their victims are evicted here first (written back if dirty, punched
+/// out), so that the memfd never holds more than the budget; the read then
+/// goes to the disk from this thread. A read the ring cannot take is done
+/// here and recorded as completed.
+pub(super) fn issue_queued(sh: &Shared) {
+    let Some(ring) = &sh.ring else {
+        return;
+    };
+    let jobs = std::mem::take(&mut sh.lock().queued);
+    for mut job in jobs {
+        let ticket = job.ticket.unwrap_or_default();
+        let (first, n) = (job.first as usize, job.pages);
+        let dst = sh.pager_addr(job.first);
+        if !job.victims.is_empty() {
+            let failed = sh.evict_io(&mut job.victims);
+            let mut g = sh.lock();
+            sh.finish_evictions(&mut g, &job.victims, &failed);
+            drop(g);
+            sh.notify();
+        }
+        let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
+        let submitted = sh.store.read_source(first, n).is_some_and(|(fd, off)| {
+            // SAFETY: the window's pages are Loading until the read is
+            // reaped: nobody maps or touches their frames. The pager view
+            // and the store's descriptor outlive the ring's requests (it is
+            // drained when the region closes).
+            unsafe { r.read(fd, dst, n * PAGE, off, ticket) }.is_ok()
+        });
+        if !submitted {
+            // SAFETY: as above: the pages are Loading, their frames unused.
+            let res = match unsafe { sh.store.read(first, n, dst) } {
+                Ok(have) => (have * PAGE) as i32,
+                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            };
+            r.record(ticket, res);
+        }
+    }
+}
+
+/// Whether page `s` waits for the ring: Loading in a prefetched window in
+/// flight.
+pub(super) fn waits_for_ring(g: &Inner, s: u32) -> bool {
+    g.table.state(s) == State::Loading
+        && g.inflight
+            .iter()
+            .any(|&(f, n)| (f..f + n as u32).contains(&s))
+}
+
+/// Reaps and completes the ring's windows until page `s` no longer waits
+/// for it. Windows complete in ticket order.
+pub(super) fn ring_wait<'a>(
+    sh: &'a Shared,
+    mut g: MutexGuard<'a, Inner>,
+    s: u32,
+) -> MutexGuard<'a, Inner> {
+    let Some(ring) = &sh.ring else {
+        return g;
+    };
+    while waits_for_ring(&g, s) {
+        drop(g);
+        issue_queued(sh);
+        let reaped = ring.lock().unwrap_or_else(|p| p.into_inner()).reap(true);
+        if reaped.is_err() {
+            // Not a wait (EBUSY and the like): the reads still complete.
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        g = sh.lock();
+        complete_ready(sh, &mut g);
+    }
+    g
+}
+
+/// Completes, in ticket order, the windows whose reads the ring has reaped:
+/// their pages become Resident and PENDING, mapped but for the marker, as a
+/// reader thread would leave them.
+pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
+    let Some(ring) = &sh.ring else {
+        return;
+    };
+    while let Some(&(first, n)) = g.inflight.front() {
+        let ticket = g.prefetch_done;
+        let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(res) = r.take(ticket) else {
+            return;
+        };
+        drop(r);
+        g.prefetch_done += 1;
+        g.inflight.pop_front();
+        let want = n * PAGE;
+        // Whole pages the read brought; the rest (end of file, or the
+        // kernel stopped early) is read here, as `Dataspace::read` would.
+        let whole = usize::try_from(res).map_or(0, |b| b.min(want) / PAGE);
+        let mut read = if res < 0 {
+            Err(std::io::Error::from_raw_os_error(-res))
+        } else {
+            Ok(whole)
+        };
+        if read.is_ok() && whole < n {
+            let q = first + whole as u32;
+            // SAFETY: the window's pages are still Loading: frames unused.
+            read = unsafe { sh.store.read(q as usize, n - whole, sh.pager_addr(q)) }
+                .map(|have| whole + have);
+        }
+        match read {
+            Ok(have) => {
+                // Pages beyond the file's end (truncated meanwhile) are not
+                // read ahead: a touch faults and gets SIGBUS.
+                forget(sh, &mut g.table, first + have as u32, n - have);
+                let n = have;
+                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
+                Counters::add(&sh.stats.missing_faults, n as u64);
+                Counters::add(&sh.stats.readahead_pages, n as u64);
+                for q in first..first + n as u32 {
+                    g.table.set(q, State::Resident, PENDING);
+                }
+                if n > 0 {
+                    g.pending.push_back((first, n));
+                }
+                if n > 1 {
+                    map(sh, first + 1, n - 1, sh.writable);
+                }
+            }
+            Err(_) => {
+                Counters::add(&sh.stats.read_errors, 1);
+                forget(sh, &mut g.table, first, n);
+            }
+        }
+    }
+}

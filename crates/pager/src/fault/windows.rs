@@ -1,0 +1,179 @@
+//! Prefetched read-ahead windows: kept ahead of the application along a
+//! sequence of faults, entered when it touches one, handed to the policy in
+//! order, and read by reader threads where there is no ring.
+
+use std::sync::Arc;
+
+use pagepilot_policy::{Fault, FaultKind};
+
+use crate::engine::{Inner, ReadJob, Shared};
+use crate::resident::{State, PENDING, REFERENCED};
+use crate::sys::{self};
+
+use super::load::{absent_run, choose_victims, fill, Cause};
+use super::page;
+
+/// The application touched page `s` of a prefetched window it had not
+/// entered yet (the window's first page is left unmapped for this): the
+/// sequence goes on. First the windows ahead are kept in flight (their
+/// victims are chosen now, while the policy does not know the entered
+/// window yet, so an MRU-like policy gives up pages the application has
+/// finished with, not the ones it is about to use); then the entered window,
+/// and any skipped before it, are handed to the policy as missing faults,
+/// in order.
+pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
+    let Some(i) = g
+        .pending
+        .iter()
+        .position(|&(f, n)| (f..f + n as u32).contains(&s))
+    else {
+        return;
+    };
+    g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+    prefetch_ahead(sh, g, i + 1);
+    hand_over(g, i + 1);
+}
+
+/// The application reached page `s` of a prefetched window whose read is
+/// still in flight: it has finished with every window before it, so their
+/// frames go to the next window now, while this one is read, rather than
+/// when it is entered (the disk then has `readahead_depth + 1` reads in
+/// flight while the application waits, for the same frames). Windows read
+/// but skipped are handed to the policy first, as on a missing fault.
+pub(super) fn stall(sh: &Shared, g: &mut Inner, s: u32) {
+    let Some(j) = g
+        .inflight
+        .iter()
+        .position(|&(f, n)| (f..f + n as u32).contains(&s))
+    else {
+        return;
+    };
+    let all = g.pending.len();
+    hand_over(g, all);
+    prefetch_ahead(sh, g, j + 1);
+}
+
+/// Hands the first `count` pending windows to the policy, page by page in
+/// order, as missing faults.
+pub(super) fn hand_over(g: &mut Inner, count: usize) {
+    for _ in 0..count {
+        let Some((first, n)) = g.pending.pop_front() else {
+            return;
+        };
+        for q in first..first + n as u32 {
+            let f = g.table.flags(q);
+            if g.table.state(q) != State::Resident || f & PENDING == 0 {
+                continue;
+            }
+            g.table.set_flags(q, (f & !PENDING) | REFERENCED);
+            g.time += 1;
+            let fault = Fault {
+                page: page(q),
+                kind: FaultKind::Missing,
+                write: false,
+                time: g.time,
+            };
+            let Inner { table, policy, .. } = &mut *g;
+            policy.on_fault(fault, table);
+            table.zap_cleared();
+        }
+    }
+}
+
+/// Keeps up to `readahead_depth` windows ahead of the application, from
+/// `next_expected` on: windows in flight plus windows read but not touched
+/// yet, less the first `behind` of them (pending first, then in flight: the
+/// ones the application is in or has passed). All of them fit in half the
+/// budget, or they would evict each other.
+pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
+    if !sh.tuning.async_readahead {
+        return;
+    }
+    let tx = g.readers.clone();
+    if tx.is_none() && sh.ring.is_none() {
+        return;
+    }
+    let w = g.window.max(1);
+    let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
+    let depth = sh.tuning.readahead_depth.min(room);
+    while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
+        let first = g.next_expected;
+        if first as usize >= g.table.pages() || !sh.store.has_data(first as usize) {
+            // Nothing to read ahead: a stream of first touches gets zero
+            // clusters at its faults instead.
+            break;
+        }
+        // The pages are Loading from now on: a fault on them waits for the
+        // read instead of racing the prefetcher with a read of its own.
+        let n = absent_run(sh, g, first, w);
+        if n == 0 {
+            break;
+        }
+        for q in first..first + n as u32 {
+            g.table.set(q, State::Loading, 0);
+        }
+        let victims = choose_victims(sh, g, first);
+        let job = ReadJob {
+            first,
+            pages: n,
+            ticket: Some(g.prefetch_issued),
+            write: false,
+            victims,
+        };
+        let sent = match &tx {
+            Some(tx) => tx.send(job),
+            None => {
+                // Evicted for and submitted after the lock is released.
+                g.queued.push(job);
+                Ok(())
+            }
+        };
+        if let Err(std::sync::mpsc::SendError(job)) = sent {
+            // No prefetcher left (cannot happen while the sender lives):
+            // give the frames back and forget the window.
+            let mut victims = job.victims;
+            let failed = sh.evict_io(&mut victims);
+            sh.finish_evictions(g, &victims, &failed);
+            for q in first..first + n as u32 {
+                g.table.set(q, State::Absent, 0);
+            }
+            break;
+        }
+        g.prefetch_issued += 1;
+        g.inflight.push_back((first, n));
+        g.next_expected = first + n as u32;
+    }
+}
+
+/// Waits until prefetch `ticket` is the next to be accounted.
+pub(super) fn wait_turn<'a>(
+    sh: &'a Shared,
+    mut g: std::sync::MutexGuard<'a, Inner>,
+    ticket: u64,
+) -> std::sync::MutexGuard<'a, Inner> {
+    while g.prefetch_done != ticket {
+        g = sh.wait(g);
+    }
+    g
+}
+
+/// Runs one of a region's prefetchers until the channel closes.
+pub fn run_reader(
+    shared: Arc<Shared>,
+    rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<ReadJob>>>,
+) {
+    sys::block_async_signals();
+    loop {
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(job) = next else {
+            return;
+        };
+        // The window's pages were made Loading when it was issued.
+        let g = shared.lock();
+        let cause = match job.ticket {
+            Some(t) => Cause::Prefetch(t),
+            None => Cause::Fault(job.write),
+        };
+        let _ = fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
+    }
+}
