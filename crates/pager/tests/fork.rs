@@ -11,18 +11,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::*;
-use pagepilot_pager::{Backing, FaultService, Region, RegionOptions, PAGE_SIZE};
+use pagepilot_pager::{FaultService, Region, PAGE_SIZE};
 
 const PAGES: usize = 4096;
 const LEN: usize = PAGES * PAGE_SIZE;
 const WATCHDOG: Duration = Duration::from_secs(30);
 
 fn map(path: &Path, service: FaultService) -> Region {
-    let backing = Backing::File {
-        path: path.into(),
-        writable: true,
-    };
-    Region::map(RegionOptions::new(backing, LEN / 4, "lru").with_fault_service(service)).unwrap()
+    map_writable(path, LEN / 4, "lru", service)
 }
 
 /// Stamps page `p` of the region (and of `image`) with `tag`.
@@ -179,13 +175,8 @@ fn test_forked_child_shares_the_file_in_the_faulting_thread() {
 fn test_forked_child_outlives_its_parent() {
     const NAME: &str = "test_forked_child_outlives_its_parent";
     // The test and its scenario process agree on the directory: the test's.
-    let in_scenario = std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(NAME);
-    let test_pid = if in_scenario {
-        std::os::unix::process::parent_id()
-    } else {
-        std::process::id()
-    };
-    let dir = std::env::temp_dir().join(format!("pagepilot-fork-orphan-{test_pid}"));
+    let in_scenario = in_scenario(NAME);
+    let dir = shared_path(NAME, "fork-orphan");
     let (path, marker) = (dir.join("data"), dir.join("done"));
     let mut image = vec![0u8; LEN];
     if !in_scenario {

@@ -60,13 +60,7 @@ fn threads_come_and_go(service: FaultService) {
     let len = 1024 * PAGE_SIZE;
     let data = random_file(&path, len, 51);
     let shadow = shadow_of(&data);
-    let backing = Backing::File {
-        path: path.clone(),
-        writable: true,
-    };
-    let region =
-        Region::map(RegionOptions::new(backing, len / 4, "clock").with_fault_service(service))
-            .unwrap();
+    let region = map_writable(&path, len / 4, "clock", service);
     let half = len / 2;
     let (first, second) = shadow.split_at(half / 8);
     let base = region.as_ptr() as usize;
@@ -248,25 +242,13 @@ fn test_unmap_racing_faulting_threads_of_anonymous_memory_ends_cleanly() {
 /// Writes every page of a file region, then `std::process::exit` with the
 /// region still mapped (no `Drop` runs): the file holds every write.
 fn exit_keeps_writes(name: &str, service: FaultService) {
-    let in_scenario = std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(name);
-    let owner = if in_scenario {
-        std::os::unix::process::parent_id()
-    } else {
-        std::process::id()
-    };
-    let path = std::env::temp_dir().join(format!("pagepilot-exit-{owner}-{name}"));
+    let path = shared_path(name, "exit");
     let len = 4096 * PAGE_SIZE;
-    if !in_scenario {
+    if !in_scenario(name) {
         random_file(&path, len, 71);
     }
     let out = in_child_process(name, WATCHDOG, || {
-        let backing = Backing::File {
-            path: path.clone(),
-            writable: true,
-        };
-        let region =
-            Region::map(RegionOptions::new(backing, len / 4, "clock").with_fault_service(service))
-                .unwrap();
+        let region = map_writable(&path, len / 4, "clock", service);
         for p in 0..len / PAGE_SIZE {
             // SAFETY: inside the region; one thread.
             unsafe {

@@ -183,15 +183,10 @@ fn truncated_file(
     service: FaultService,
     write_beyond: bool,
 ) {
-    let in_scenario = std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(name);
-    // The test and its scenario agree on the file: the test's, by pid.
-    let owner = if in_scenario {
-        std::os::unix::process::parent_id()
-    } else {
-        std::process::id()
-    };
+    let in_scenario = in_scenario(name);
+    // The test and its scenario agree on the file: the test's, by a link.
     let dir = if in_scenario { None } else { Some(dir()) };
-    let link = std::env::temp_dir().join(format!("pagepilot-{name}-{owner}"));
+    let link = shared_path(name, "truncated");
     if let Some(d) = &dir {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(d.file("data"), &link).unwrap();
@@ -367,7 +362,7 @@ fn failing_reads_scenario(path: &Path, data: &[u8], service: FaultService) {
 }
 
 fn failing_reads(name: &str, service: FaultService) {
-    if std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(name) {
+    if in_scenario(name) {
         let path = PathBuf::from(std::env::var("PAGEPILOT_FAILING_FILE").unwrap());
         let data = std::fs::read(&path).unwrap();
         failing_reads_scenario(&path, &data, service);

@@ -321,3 +321,36 @@ pub fn in_child_process(
         stderr: err_reader.join().unwrap_or_default(),
     }
 }
+
+/// Whether this process is the scenario process of test `test` (the child
+/// [`in_child_process`] runs).
+pub fn in_scenario(test: &str) -> bool {
+    std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(test)
+}
+
+/// A path in the temp dir that test `test` and its scenario process name
+/// alike (the test's name and pid are in it): where the test prepares what
+/// the scenario uses, and finds what it leaves.
+pub fn shared_path(test: &str, what: &str) -> PathBuf {
+    let test_pid = if in_scenario(test) {
+        std::os::unix::process::parent_id()
+    } else {
+        std::process::id()
+    };
+    std::env::temp_dir().join(format!("pagepilot-{what}-{test}-{test_pid}"))
+}
+
+/// Maps `path` writable under `budget` bytes with `policy`, served by `service`.
+pub fn map_writable(
+    path: &Path,
+    budget: usize,
+    policy: &str,
+    service: pagepilot_pager::FaultService,
+) -> pagepilot_pager::Region {
+    use pagepilot_pager::{Backing, Region, RegionOptions};
+    let backing = Backing::File {
+        path: path.into(),
+        writable: true,
+    };
+    Region::map(RegionOptions::new(backing, budget, policy).with_fault_service(service)).unwrap()
+}
