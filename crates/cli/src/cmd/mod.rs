@@ -1,6 +1,6 @@
 //! One module per subcommand.
 
-pub mod bench;
+pub use pagepilot_bench as bench;
 pub mod demo;
 pub mod plot;
 pub mod policy;

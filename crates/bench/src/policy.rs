@@ -26,9 +26,9 @@ use pagepilot_sim::{simulate, Counters, Trace};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::cmd::CmdResult;
+use crate::BenchResult;
 
-const FIFO2: &str = include_str!("../../../../../policies/fifo2.hp");
+const FIFO2: &str = include_str!("../../../policies/fifo2.hp");
 
 /// Arguments of `pagepilot bench policy`.
 #[derive(clap::Args)]
@@ -254,7 +254,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Runs `pagepilot bench policy`.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args) -> BenchResult {
     if !matches!(args.format.as_str(), "table" | "json") {
         return Err(format!("--format {}: expected `table` or `json`", args.format).into());
     }

@@ -24,7 +24,7 @@ use super::cgroup::{self, MemCgroup};
 use super::measure::{check_range, median, ratio, Format};
 use super::probe::{self, run_delay_ns, Fill, Split};
 use super::sigprobe;
-use crate::cmd::CmdResult;
+use crate::BenchResult;
 use pagepilot_pager::{sys, Backing, FaultService, Region, RegionOptions};
 
 /// Arguments of `pagepilot bench faults`.
@@ -606,7 +606,7 @@ fn rounds_in_fresh_cgroup(
 }
 
 /// Runs `pagepilot bench faults`.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args) -> BenchResult {
     check_range("--pages", args.pages, 1 << 20)?;
     check_range("--rounds", args.rounds, 1000)?;
     let (load_before, steal_before) = (loadavg(), steal_ms());

@@ -1,6 +1,11 @@
-//! `pagepilot bench ...`: benchmarks that report ratios measured side by side.
+//! The benchmark machinery behind `pagepilot bench ...`: workloads run by
+//! pagepilot and by the kernel (a child process in a memory cgroup of the
+//! same limit), side by side, reported as ratios; probes of a fault's cost;
+//! the simulator's and policy programs' throughput. The CLI is a thin front
+//! over [`Command`] and [`run`].
 
-use super::CmdResult;
+/// What a benchmark returns: its report is printed; an error names what failed.
+pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 mod cgroup;
 mod datafile;
@@ -36,7 +41,7 @@ pub enum Command {
 }
 
 /// Runs a benchmark.
-pub fn run(command: Command) -> CmdResult {
+pub fn run(command: Command) -> BenchResult {
     match command {
         Command::Sim(a) => sim::run(a),
         Command::Policy(a) => policy::run(a),

@@ -200,7 +200,7 @@ fn scan_pages(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::datafile::fill_page;
+    use crate::datafile::fill_page;
 
     fn table(pages: usize) -> Vec<u8> {
         let mut v = vec![0u8; pages * PAGE];

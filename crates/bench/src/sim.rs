@@ -15,7 +15,7 @@ use pagepilot_sim::sweep::auto_frames;
 use pagepilot_sim::{simulate, Trace};
 use serde::Serialize;
 
-use crate::cmd::CmdResult;
+use crate::BenchResult;
 
 /// Arguments of `pagepilot bench sim`.
 #[derive(clap::Args)]
@@ -98,7 +98,7 @@ struct Report {
 }
 
 /// Runs `pagepilot bench sim`.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args) -> BenchResult {
     if args.refs == 0
         || args.pages == 0
         || args.pages > args.refs

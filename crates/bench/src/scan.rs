@@ -11,7 +11,7 @@ use super::kernel::{Advice, KernelError};
 use super::measure::{check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange};
 use super::workload::{Pattern, Workload};
 use super::{kernel, live};
-use crate::cmd::CmdResult;
+use crate::BenchResult;
 
 const MB: usize = 1 << 20;
 
@@ -92,7 +92,7 @@ pub struct ScanReport {
 }
 
 /// Runs `pagepilot bench scan`.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args) -> BenchResult {
     if let Some(job) = args.common.internal_kernel_child {
         return Ok(kernel::child_main(&job)?);
     }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::{check_range, median, ratio, Format};
-use crate::cmd::CmdResult;
+use crate::BenchResult;
 
 const MB: usize = 1 << 20;
 
@@ -85,7 +85,7 @@ fn timed_fork() -> std::io::Result<u64> {
 }
 
 /// Runs `pagepilot bench fork`.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args) -> BenchResult {
     check_range("--budget-mb", args.budget_mb, 1 << 14)?;
     check_range("--runs", args.runs, 1000)?;
     for &d in &args.dirty_mb {

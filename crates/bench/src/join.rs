@@ -19,7 +19,7 @@ use super::measure::{
 use super::window::{mru_window_faults, Window};
 use super::workload::Workload;
 use super::{kernel, live};
-use crate::cmd::CmdResult;
+use crate::BenchResult;
 use pagepilot_pager::sys::PAGE;
 
 const MB: usize = 1 << 20;
@@ -241,7 +241,7 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, JoinArgError> {
 }
 
 /// Runs `pagepilot bench join`.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args) -> BenchResult {
     if let Some(job) = args.common.internal_kernel_child {
         return Ok(kernel::child_main(&job)?);
     }
