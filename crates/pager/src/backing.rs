@@ -74,15 +74,28 @@ pub trait Dataspace: Send + Sync {
         None
     }
 
+    /// Bytes read from the kernel's page cache rather than the device (the
+    /// store's data was there already).
+    fn cached_bytes_read(&self) -> u64 {
+        0
+    }
+
     /// Whether a write-back is needed for a page that was never modified.
     /// (Anonymous memory that was never written need not be stored.)
     fn persistent(&self) -> bool;
 }
 
-/// A file dataspace.
+/// A file dataspace. Pages the kernel's page cache holds already (a file
+/// another program just wrote or read) are read from it, buffered: reading
+/// them from the device again would be slower and the same bytes. The rest
+/// is read with O_DIRECT, so that cold data is never cached twice.
 pub struct FileDataspace {
     direct: File,
     is_direct: bool,
+    /// A buffered descriptor, for pages the page cache holds.
+    cached: File,
+    /// Bytes read through `cached`.
+    cached_bytes: AtomicU64,
     /// Buffered descriptor (writable regions) for a partial last page: an
     /// O_DIRECT write of a whole page there would grow the file.
     tail: Option<File>,
@@ -131,6 +144,7 @@ impl FileDataspace {
             },
         };
         let (direct, is_direct) = sys::open_direct(path, writable, false).map_err(map_open)?;
+        let cached = File::open(path).map_err(map_open)?;
         // Also for a file of whole pages: truncated while mapped, it may end
         // inside a page.
         let tail = if writable {
@@ -147,6 +161,8 @@ impl FileDataspace {
         Ok(FileDataspace {
             direct,
             is_direct,
+            cached,
+            cached_bytes: AtomicU64::new(0),
             tail,
             len,
         })
@@ -156,15 +172,83 @@ impl FileDataspace {
     pub fn len(&self) -> u64 {
         self.len
     }
+
+    /// How much of pages `first..first+pages` the page cache holds: all,
+    /// none, or some (then page by page). Where the kernel cannot tell
+    /// (`cachestat` missing), none: read from the device.
+    fn cached(&self, first: usize, pages: usize) -> Cached {
+        if !self.is_direct {
+            return Cached::All;
+        }
+        let fd = self.direct.as_raw_fd();
+        let count = |first: usize, n: usize| {
+            sys::cached_pages(fd, (first * PAGE) as u64, (n * PAGE) as u64).unwrap_or(0)
+        };
+        match count(first, pages) {
+            0 => Cached::None,
+            c if c as usize >= pages => Cached::All,
+            _ => Cached::Some,
+        }
+    }
+
+    /// Reads pages `first..first+pages` from `file`; returns the pages that
+    /// exist (see [`Dataspace::read`]).
+    ///
+    /// # Safety
+    /// As [`Dataspace::read`].
+    unsafe fn read_from(
+        &self,
+        file: &File,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+    ) -> io::Result<usize> {
+        let off = (first * PAGE) as u64;
+        // SAFETY: the caller guarantees `dst` covers `pages * PAGE` writable bytes.
+        // A short read at end of file leaves the rest of the (zeroed) frame as is.
+        let done = unsafe { sys::pread_full(file.as_raw_fd(), dst, pages * PAGE, off)? };
+        if std::ptr::eq(file, &self.cached) && self.is_direct {
+            self.cached_bytes.fetch_add(done as u64, Ordering::Relaxed);
+        }
+        Ok(done.div_ceil(PAGE))
+    }
+}
+
+/// How much of a run of pages the page cache holds.
+enum Cached {
+    All,
+    None,
+    Some,
 }
 
 impl Dataspace for FileDataspace {
     unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
-        let off = (first * PAGE) as u64;
-        // SAFETY: the caller guarantees `dst` covers `pages * PAGE` writable bytes.
-        // A short read at end of file leaves the rest of the (zeroed) frame as is.
-        let done = unsafe { sys::pread_full(self.direct.as_raw_fd(), dst, pages * PAGE, off)? };
-        Ok(done.div_ceil(PAGE))
+        let whole = |file| {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.read_from(file, first, pages, dst) }
+        };
+        match self.cached(first, pages) {
+            Cached::All => return whole(&self.cached),
+            Cached::None => return whole(&self.direct),
+            Cached::Some => {}
+        }
+        // Page by page: runs of cached pages buffered, the rest direct.
+        let mut p = 0;
+        while p < pages {
+            let cached = matches!(self.cached(first + p, 1), Cached::All);
+            let mut n = 1;
+            while p + n < pages && matches!(self.cached(first + p + n, 1), Cached::All) == cached {
+                n += 1;
+            }
+            let file = if cached { &self.cached } else { &self.direct };
+            // SAFETY: `dst + p*PAGE .. dst + (p+n)*PAGE` lies inside the caller's buffer.
+            let have = unsafe { self.read_from(file, first + p, n, dst.add(p * PAGE))? };
+            if have < n {
+                return Ok(p + have);
+            }
+            p += n;
+        }
+        Ok(pages)
     }
 
     unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
@@ -193,8 +277,23 @@ impl Dataspace for FileDataspace {
         self.direct.sync_data()
     }
 
-    fn read_source(&self, first: usize, _pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
-        Some((self.direct.as_raw_fd(), (first * PAGE) as u64))
+    fn read_source(&self, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
+        let file = match self.cached(first, pages) {
+            Cached::None => &self.direct,
+            Cached::All if self.is_direct => {
+                self.cached_bytes
+                    .fetch_add((pages * PAGE) as u64, Ordering::Relaxed);
+                &self.cached
+            }
+            Cached::All => &self.direct,
+            // Mixed: read by `Dataspace::read`, run by run.
+            Cached::Some => return None,
+        };
+        Some((file.as_raw_fd(), (first * PAGE) as u64))
+    }
+
+    fn cached_bytes_read(&self) -> u64 {
+        self.cached_bytes.load(Ordering::Relaxed)
     }
 
     fn file(&self) -> Option<std::os::fd::RawFd> {

@@ -401,6 +401,7 @@ impl Region {
         s.pages = (self.shared.map_len / PAGE) as u64;
         s.policy = self.policy_name.clone();
         s.direct_io = self.shared.store.direct();
+        s.cached_bytes_read = self.shared.store.cached_bytes_read();
         s.handler_threads = self.handler_threads as u64;
         s
     }

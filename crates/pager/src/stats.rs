@@ -168,6 +168,9 @@ pub struct RegionStats {
     pub bytes_read: u64,
     /// Bytes written to the backing store.
     pub bytes_written: u64,
+    /// Of `bytes_read`, bytes the kernel's page cache held already and was
+    /// read from (a warm file), not from the device.
+    pub cached_bytes_read: u64,
     /// Frames holding pages now (resident, loading or pinned; frames being
     /// evicted are freed before the pages that replace them are read).
     pub frames_in_use: u64,

@@ -968,3 +968,37 @@ pub fn fork_and_reap() -> io::Result<()> {
     restarting(|| unsafe { libc::waitpid(pid, &mut status, 0) })?;
     Ok(())
 }
+
+/// `struct cachestat_range` (Linux 6.5).
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+/// `struct cachestat` (Linux 6.5).
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Pages of `fd`'s `[off, off+len)` the kernel's page cache holds now
+/// (`cachestat`, which reads nothing and starts no I/O).
+pub fn cached_pages(fd: RawFd, off: u64, len: u64) -> io::Result<u64> {
+    let range = CachestatRange { off, len };
+    let mut stat = Cachestat::default();
+    // SAFETY: cachestat reads one range and writes one cachestat struct,
+    // both alive for the call.
+    let rc = unsafe { libc::syscall(SYS_CACHESTAT, fd, &range, &mut stat, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(stat.nr_cache)
+}
