@@ -81,12 +81,6 @@ fn scan(path: &Path, data: &[u8], async_readahead: bool) -> (u64, u64) {
     (disk, stats.cached_bytes_read)
 }
 
-fn scenario_dir(test: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("pagepilot-page-cache-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(test)
-}
-
 #[test]
 fn test_warm_file_is_read_from_the_page_cache_not_the_disk() {
     for async_readahead in [false, true] {
@@ -99,11 +93,11 @@ fn test_warm_file_is_read_from_the_page_cache_not_the_disk() {
             "test_warm_file_is_read_from_the_page_cache_not_the_disk",
             WATCHDOG,
             || {
-                let path = scenario_dir(name);
+                let dir = Scratch::new(name);
+                let path = dir.file("data");
                 let data = random_file(&path, LEN, 81);
                 assert_eq!(cached_pages(&path, 0, PAGES), PAGES as u64, "not warm");
                 let (disk, cached) = scan(&path, &data, async_readahead);
-                let _ = std::fs::remove_file(&path);
                 assert_eq!(disk, 0, "bytes read from the disk");
                 assert_eq!(cached, LEN as u64, "bytes read from the page cache");
             },
@@ -121,13 +115,13 @@ fn test_cold_file_is_read_from_the_disk_and_leaves_no_copy_in_the_page_cache() {
         "test_cold_file_is_read_from_the_disk_and_leaves_no_copy_in_the_page_cache",
         WATCHDOG,
         || {
-            let path = scenario_dir("cold");
+            let dir = Scratch::new("cold");
+            let path = dir.file("data");
             let data = random_file(&path, LEN, 82);
             evict_from_page_cache(&path, 0, PAGES);
             assert_eq!(cached_pages(&path, 0, PAGES), 0, "not cold");
             let (disk, cached) = scan(&path, &data, true);
             let left = cached_pages(&path, 0, PAGES);
-            let _ = std::fs::remove_file(&path);
             assert!(disk >= LEN as u64, "only {disk} bytes from the disk");
             assert_eq!(cached, 0);
             assert_eq!(left, 0, "pages left in the page cache");
@@ -142,7 +136,8 @@ fn test_half_warm_file_is_read_half_from_each() {
         "test_half_warm_file_is_read_half_from_each",
         WATCHDOG,
         || {
-            let path = scenario_dir("half");
+            let dir = Scratch::new("half");
+            let path = dir.file("data");
             let data = random_file(&path, LEN, 83);
             // Every other 2 MiB cold (the page cache holds large folios:
             // smaller stretches may not be dropped); windows crossing a
@@ -153,7 +148,6 @@ fn test_half_warm_file_is_read_half_from_each() {
             let warm = cached_pages(&path, 0, PAGES);
             assert_eq!(warm, PAGES as u64 / 2, "not half warm");
             let (disk, cached) = scan(&path, &data, false);
-            let _ = std::fs::remove_file(&path);
             assert_eq!(cached, LEN as u64 / 2);
             assert!(
                 (LEN as u64 / 2..LEN as u64 / 2 + (1 << 20)).contains(&disk),
