@@ -373,6 +373,8 @@ impl Region {
     pub fn invalidate(&self) -> Result<(), FlushError> {
         self.flush()?;
         if !self.shared.forked() {
+            // Windows read ahead hold data as it was when they were read.
+            fault::settle(&self.shared);
             self.shared.drop_clean();
         }
         Ok(())

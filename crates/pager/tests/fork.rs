@@ -266,3 +266,46 @@ fn test_forked_child_finds_anonymous_region_absent() {
     );
     assert!(out.succeeded(), "{out:?}");
 }
+
+/// `invalidate` also drops the windows read ahead (asynchronously) before
+/// another writer changed the file: none of them is read stale afterwards.
+#[test]
+fn test_invalidate_rereads_windows_read_ahead_before_the_file_changed() {
+    use std::os::unix::fs::FileExt;
+    let dir = Scratch::new("invalidate");
+    let path = dir.file("data");
+    let data = random_file(&path, LEN, 13);
+    let backing = pagepilot_pager::Backing::File {
+        path: path.clone(),
+        writable: true,
+    };
+    let opts = pagepilot_pager::RegionOptions::new(backing, LEN / 4, "clock")
+        .with_readahead(32)
+        .with_async_readahead(true)
+        .with_readahead_depth(4);
+    let region = Region::map(opts).unwrap();
+    // A sequential stretch: windows are read ahead of it.
+    for p in 0..256 {
+        // SAFETY: inside the region.
+        let v = unsafe { region.as_ptr().add(p * PAGE_SIZE).read_volatile() };
+        assert_eq!(v, data[p * PAGE_SIZE]);
+    }
+    assert!(region.stats().readahead_pages > 0, "{:?}", region.stats());
+    // Another writer changes the whole file.
+    let writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let changed: Vec<u8> = data.iter().map(|b| b ^ 0x5A).collect();
+    writer.write_all_at(&changed, 0).unwrap();
+    writer.sync_all().unwrap();
+    region.invalidate().unwrap();
+    let stale: Vec<usize> = (0..PAGES)
+        // SAFETY: inside the region.
+        .filter(|p| unsafe { region.as_ptr().add(p * PAGE_SIZE).read_volatile() } != changed[p * PAGE_SIZE])
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "{} stale pages, first {}",
+        stale.len(),
+        stale[0]
+    );
+    region.unmap().unwrap();
+}

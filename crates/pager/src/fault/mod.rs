@@ -12,7 +12,7 @@ mod map;
 mod ring_wait;
 mod windows;
 
-pub use windows::run_reader;
+pub use windows::{run_reader, settle};
 
 use std::sync::Arc;
 use std::time::Instant;

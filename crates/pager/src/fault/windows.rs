@@ -177,3 +177,21 @@ pub fn run_reader(
         let _ = fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
     }
 }
+
+/// Waits until no prefetched window is in flight, then hands every window
+/// read ahead to the policy: each page of the region is then absent or the
+/// policy's, and none holds data read before this call that a fault would
+/// not read again (`Region::invalidate`).
+pub fn settle(sh: &Shared) {
+    let mut g = sh.lock();
+    while let Some(&(first, _)) = g.inflight.front() {
+        g = if sh.ring.is_some() {
+            super::ring_wait::ring_wait(sh, g, first)
+        } else {
+            // A reader thread completes the window and notifies.
+            sh.wait(g)
+        };
+    }
+    let all = g.pending.len();
+    hand_over(&mut g, all);
+}
