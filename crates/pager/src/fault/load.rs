@@ -7,7 +7,7 @@
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use pagepilot_policy::{Fault, FaultKind};
+use pagepilot_policy::FaultKind;
 
 use crate::engine::{Inner, ReadJob, Shared};
 use crate::resident::{State, Table, MODIFIED, PENDING, REFERENCED};
@@ -16,7 +16,7 @@ use crate::sys::{self, PAGE};
 
 use super::map::{map, map_zeros, zero_flags};
 use super::windows::{hand_over, prefetch_ahead, wait_turn};
-use super::{page, Outcome};
+use super::{tell_policy, Outcome};
 
 /// Serves a missing fault on page `s` (absent): plans the cluster, then
 /// zero-fills it under the lock, hands it to a reader thread, or reads it
@@ -152,15 +152,7 @@ pub(super) fn zero_fill(
     Counters::add(&sh.stats.zero_around_pages, n as u64 - 1);
     for q in s..s + n as u32 {
         g.table.set(q, State::Resident, zero_flags(write));
-        g.time += 1;
-        let fault = Fault {
-            page: page(q),
-            kind: FaultKind::Missing,
-            write: write && q == s,
-            time: g.time,
-        };
-        let Inner { table, policy, .. } = &mut *g;
-        policy.on_fault(fault, table);
+        tell_policy(&mut g, q, FaultKind::Missing, write && q == s);
     }
     // Mapped before the cleared referenced bits are zapped: a cluster page
     // the policy cleared meanwhile is unmapped again, as its flags say.
@@ -256,16 +248,8 @@ pub(super) fn fill(
                     0
                 };
                 g.table.set(q, State::Resident, REFERENCED | dirty);
-                g.time += 1;
-                let fault = Fault {
-                    page: page(q),
-                    kind: FaultKind::Missing,
-                    write: write && q == s,
-                    time: g.time,
-                };
-                let Inner { table, policy, .. } = &mut *g;
-                policy.on_fault(fault, table);
-                table.zap_cleared();
+                tell_policy(&mut g, q, FaultKind::Missing, write && q == s);
+                g.table.zap_cleared();
             }
             // Mapped under the lock: the pages are Resident now and could
             // otherwise be chosen as victims and zapped before they are mapped.

@@ -186,16 +186,8 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) -> Outco
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
-                g.time += 1;
-                let fault = Fault {
-                    page: page(s),
-                    kind: FaultKind::Minor,
-                    write,
-                    time: g.time,
-                };
-                let Inner { table, policy, .. } = &mut *g;
-                policy.on_fault(fault, table);
-                table.zap_cleared();
+                tell_policy(&mut g, s, FaultKind::Minor, write);
+                g.table.zap_cleared();
             }
         }
         State::Pinned => {
@@ -218,9 +210,22 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) -> Outco
     Outcome::Served
 }
 
-pub(super) fn page(s: u32) -> Page {
+fn page(s: u32) -> Page {
     Page {
         slot: s,
         vpn: u64::from(s),
     }
+}
+
+/// Tells the policy of a fault on page `s` (the fault count is its clock).
+pub(super) fn tell_policy(g: &mut Inner, s: u32, kind: FaultKind, write: bool) {
+    g.time += 1;
+    let fault = Fault {
+        page: page(s),
+        kind,
+        write,
+        time: g.time,
+    };
+    let Inner { table, policy, .. } = g;
+    policy.on_fault(fault, table);
 }

@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use pagepilot_policy::{Fault, FaultKind};
+use pagepilot_policy::FaultKind;
 
 use crate::engine::{Inner, ReadJob, Shared};
 use crate::resident::{State, PENDING, REFERENCED};
 use crate::sys::{self};
 
 use super::load::{absent_run, choose_victims, fill, Cause};
-use super::page;
+use super::tell_policy;
 
 /// The application touched page `s` of a prefetched window it had not
 /// entered yet (the window's first page is left unmapped for this): the
@@ -66,16 +66,8 @@ pub(super) fn hand_over(g: &mut Inner, count: usize) {
                 continue;
             }
             g.table.set_flags(q, (f & !PENDING) | REFERENCED);
-            g.time += 1;
-            let fault = Fault {
-                page: page(q),
-                kind: FaultKind::Missing,
-                write: false,
-                time: g.time,
-            };
-            let Inner { table, policy, .. } = &mut *g;
-            policy.on_fault(fault, table);
-            table.zap_cleared();
+            tell_policy(g, q, FaultKind::Missing, false);
+            g.table.zap_cleared();
         }
     }
 }
