@@ -111,8 +111,11 @@ pub struct PolicyResult {
     pub policy: String,
     /// The row's name: the policy, followed by its window for `--windows` rows (`mru 64x1`).
     pub label: String,
-    /// The window this row read with (pagepilot rows).
+    /// The window this row read with (tuned pagepilot rows).
     pub window: Option<Window>,
+    /// Whether the row ran through the public API with no option but the policy: the
+    /// pager's defaults, what a user gets.
+    pub defaults: bool,
     /// Median elapsed time in ms.
     pub elapsed_ms: f64,
     /// Median page-ins (pagepilot missing faults; kernel major faults).
@@ -184,11 +187,31 @@ pub fn analytic_faults(o: u64, m: u64, loops: u64) -> (u64, u64) {
 struct Row {
     label: String,
     policy: String,
-    window: Option<Window>,
+    kind: RowKind,
+}
+
+/// How a row runs the join.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowKind {
+    /// The kernel's own paging in a memory cgroup.
+    Kernel,
+    /// pagepilot, tuned: reading with this window, faults in the faulting thread.
+    Tuned(Window),
+    /// pagepilot through the public API with no option but the policy: what a user gets.
+    Defaults,
+}
+
+impl RowKind {
+    fn window(self) -> Option<Window> {
+        match self {
+            RowKind::Tuned(w) => Some(w),
+            _ => None,
+        }
+    }
 }
 
 /// The rows to measure, in order: each policy with its own tuning, then again with each of
-/// `s.windows`; the kernel once.
+/// `s.windows`, then with the pager's defaults; the kernel once.
 fn rows(s: &JoinSetup, o: u64, m: u64) -> Vec<Row> {
     let mut rows = Vec::new();
     for policy in &s.policies {
@@ -196,22 +219,27 @@ fn rows(s: &JoinSetup, o: u64, m: u64) -> Vec<Row> {
             rows.push(Row {
                 label: policy.clone(),
                 policy: policy.clone(),
-                window: None,
+                kind: RowKind::Kernel,
             });
             continue;
         }
         rows.push(Row {
             label: policy.clone(),
             policy: policy.clone(),
-            window: Some(join_window(policy, o, m, s)),
+            kind: RowKind::Tuned(join_window(policy, o, m, s)),
         });
         for &w in &s.windows {
             rows.push(Row {
                 label: format!("{policy} {w}"),
                 policy: policy.clone(),
-                window: Some(w),
+                kind: RowKind::Tuned(w),
             });
         }
+        rows.push(Row {
+            label: format!("{policy} defaults"),
+            policy: policy.clone(),
+            kind: RowKind::Defaults,
+        });
     }
     rows
 }
@@ -293,9 +321,20 @@ pub fn measure(
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); rows.len()];
         for _ in 0..s.runs {
             for (row, runs) in rows.iter().zip(runs.iter_mut()) {
-                let measured = match row.window {
-                    None => kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?,
-                    Some(w) => live::run(&file, budget, &row.policy, tuning(w, s), workload)?,
+                let measured = match row.kind {
+                    RowKind::Kernel => {
+                        kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?
+                    }
+                    RowKind::Tuned(w) => {
+                        live::run(&file, budget, &row.policy, tuning(w, s), workload)?
+                    }
+                    RowKind::Defaults => live::run(
+                        &file,
+                        budget,
+                        &row.policy,
+                        live::Tuning::default(),
+                        workload,
+                    )?,
                 };
                 progress(&format!(
                     "{outer_mb} MB {}: {} ms",
@@ -306,7 +345,7 @@ pub fn measure(
             }
         }
         let (pf_lru, pf_mru) = analytic_faults(o, m, s.loops as u64);
-        let kernel_row = rows.iter().position(|r| r.window.is_none());
+        let kernel_row = rows.iter().position(|r| r.kind == RowKind::Kernel);
         let kernel_ns = kernel_row.map(|k| median_of(&runs[k]).elapsed_ns as f64);
         let kernel_runs = kernel_row.map(|k| runs[k].clone());
         let policies = rows
@@ -320,11 +359,13 @@ pub fn measure(
                     _ if mru => Some(pf_mru),
                     _ => None,
                 };
-                let window = row.window;
+                let window = row.kind.window();
+                let pagepilot = row.kind != RowKind::Kernel;
                 PolicyResult {
                     policy: row.policy,
                     label: row.label,
                     window,
+                    defaults: row.kind == RowKind::Defaults,
                     elapsed_ms: med.elapsed_ns as f64 / 1e6,
                     faults: med.faults,
                     minor_faults: med.minor_faults,
@@ -335,13 +376,17 @@ pub fn measure(
                         .filter(|_| mru)
                         .map(|w| mru_window_faults(o, m, s.loops as u64, w)),
                     speedup_vs_kernel: kernel_ns
-                        .filter(|_| window.is_some())
+                        .filter(|_| pagepilot)
                         .map(|k| ratio(k, med.elapsed_ns as f64)),
                     speedup_per_round: kernel_runs
                         .as_deref()
-                        .filter(|_| window.is_some())
+                        .filter(|_| pagepilot)
                         .and_then(|k| PairedSpeedup::of(k, &runs)),
-                    tuning: window.map(|w| tuning(w, s)),
+                    tuning: match row.kind {
+                        RowKind::Tuned(w) => Some(tuning(w, s)),
+                        RowKind::Defaults => Some(live::Tuning::default()),
+                        RowKind::Kernel => None,
+                    },
                     runs,
                 }
             })
@@ -464,7 +509,9 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
          per fault).\nwindow: k pages x D windows ahead (D = 0: synchronous). formula: MRU's \
          page-ins with the windows' frames outside its resident set,\n\
          O + (O-M+(D+1)k)(Loop-1). speedup: kernel time / policy time, of the medians; \
-         per round: its median over the rounds (each round runs every row back to back)."
+         per round: its median over the rounds (each round runs every row back to back).\n\
+         defaults: the region mapped through the public API with no option but the policy \
+         (what a user gets); the other rows are tuned."
     )
 }
 
@@ -519,7 +566,7 @@ mod tests {
     }
 
     #[test]
-    fn test_rows_repeat_each_pagepilot_policy_per_window_and_the_kernel_once() {
+    fn test_rows_repeat_each_pagepilot_policy_per_window_and_with_defaults_and_the_kernel_once() {
         let setup = JoinSetup {
             outer_mb: vec![60],
             budget_mb: 40,
@@ -546,16 +593,30 @@ mod tests {
         let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(
             labels,
-            ["mru", "mru 64x1", "mru 52x0", "kernel", "lru", "lru 64x1", "lru 52x0"]
+            [
+                "mru",
+                "mru 64x1",
+                "mru 52x0",
+                "mru defaults",
+                "kernel",
+                "lru",
+                "lru 64x1",
+                "lru 52x0",
+                "lru defaults"
+            ]
         );
-        assert!(rows[3].window.is_none());
-        let sync = tuning(rows[2].window.unwrap(), &setup);
+        assert_eq!(rows[4].kind, RowKind::Kernel);
+        assert_eq!(rows[3].kind, RowKind::Defaults);
+        let sync = tuning(rows[2].kind.window().unwrap(), &setup);
         assert_eq!(
             (sync.readahead, sync.async_readahead),
             (Some(52), Some(false))
         );
         // The policy's own row keeps the 1% tuning: (O - M)/212 pages, one ahead.
-        assert_eq!(tuning(rows[0].window.unwrap(), &setup).readahead, Some(24));
+        assert_eq!(
+            tuning(rows[0].kind.window().unwrap(), &setup).readahead,
+            Some(24)
+        );
     }
 
     #[test]

@@ -121,7 +121,10 @@ fn test_join_bench_window_rows_page_in_by_the_window_formula() {
     let (o, m) = (6144u64, 4096u64);
     let rows = size["policies"].as_array().unwrap();
     let labels: Vec<&str> = rows.iter().map(|p| p["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["mru", "mru 32x1", "mru 40x0", "kernel"]);
+    assert_eq!(
+        labels,
+        ["mru", "mru 32x1", "mru 40x0", "mru defaults", "kernel"]
+    );
     // Each row's windows keep (depth + 1) * k frames outside MRU's resident set.
     for (row, frames) in [(&rows[1], 64), (&rows[2], 40)] {
         let want = o + (o - m + frames) * 2;
@@ -132,7 +135,26 @@ fn test_join_bench_window_rows_page_in_by_the_window_formula() {
         assert_eq!(rounds.len(), 1, "{row}");
     }
     assert_eq!(rows[2]["window"]["depth"].as_u64(), Some(0));
-    assert!(rows[3]["window"].is_null() && rows[3]["speedup_vs_kernel"].is_null());
+    assert!(rows[4]["window"].is_null() && rows[4]["speedup_vs_kernel"].is_null());
+    // The defaults row: the public API with no option but the policy, beside the kernel.
+    let defaults = &rows[3];
+    assert_eq!(defaults["defaults"].as_bool(), Some(true), "{defaults}");
+    assert!(defaults["window"].is_null(), "{defaults}");
+    let tuning = defaults["tuning"].as_object().unwrap();
+    assert!(
+        tuning
+            .iter()
+            .all(|(k, v)| v.is_null() || (k == "faulting_thread" && v == false)),
+        "options were set: {defaults}"
+    );
+    assert!(
+        defaults["speedup_vs_kernel"].as_f64().unwrap() > 0.0,
+        "{defaults}"
+    );
+    assert!(
+        defaults["faults"].as_u64().unwrap() >= o + (o - m) * 2,
+        "{defaults}"
+    );
 }
 
 #[test]
