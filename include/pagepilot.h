@@ -39,7 +39,9 @@ typedef struct pp_options {
     size_t budget_bytes;        /* frame budget, at least one page */
     const char *policy;         /* NULL: "clock" */
     size_t fault_around_pages;  /* pages read per missing fault outside a sequence */
-    size_t readahead_max_pages; /* largest read-ahead window along sequential faults */
+    size_t readahead_max_pages; /* largest read-ahead window along sequential faults (0: the
+                                   pager sizes asynchronous windows from the policy, the
+                                   region and the budget: docs/pager.md, "Defaults") */
     size_t handler_threads;     /* fault-handler threads */
     const char *swap_dir;       /* anonymous: directory of the swap file; NULL: temp dir */
     int faulting_thread;        /* non-zero: each thread serves its own faults in a SIGBUS

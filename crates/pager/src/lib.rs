@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+mod auto;
 mod backing;
 mod engine;
 mod error;

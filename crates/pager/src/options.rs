@@ -34,7 +34,9 @@ pub struct RegionOptions {
     pub len: Option<usize>,
     /// Pages read per missing fault outside a detected sequence (1: demand paging).
     pub fault_around_pages: usize,
-    /// Largest read-ahead window along sequential faults, pages (1: off).
+    /// Largest read-ahead window along sequential faults, pages (1: off;
+    /// 0, the default: chosen by the pager from the policy, the region's
+    /// size and its budget, see docs/pager.md, "Defaults").
     pub readahead_max_pages: usize,
     /// Largest cluster of zero-filled pages along a stream of first touches
     /// (1: off). A missing fault on a page with nothing to read (anonymous
@@ -51,14 +53,16 @@ pub struct RegionOptions {
     pub swap_dir: Option<PathBuf>,
     /// Whether a sequence of faults also starts reading the next windows in
     /// the background (on the io_uring, or by reader threads), so that I/O
-    /// overlaps the application's use of the current one. Off by default:
-    /// the windows ahead cost an MRU-like policy (MRU, SEQ) (depth + 1) * k
-    /// frames of its resident set, i.e. that many page-ins per pass of a
-    /// cyclic scan (docs/pager.md, "Clustered reads").
+    /// overlaps the application's use of the current one. On by default,
+    /// where the default window has windows ahead (not for policy
+    /// programs): the windows ahead cost an MRU-like policy (MRU, SEQ)
+    /// (depth + 1) * k frames of its resident set, i.e. that many page-ins
+    /// per pass of a cyclic scan (docs/pager.md, "Clustered reads"), which
+    /// the default window keeps within 5% of the scan's own.
     pub async_readahead: bool,
     /// With `async_readahead`: how many prefetched windows are kept ahead of
     /// the application (several reads in flight), capped so that they fit in
-    /// half the budget.
+    /// half the budget (0, the default: chosen with the window).
     pub readahead_depth: usize,
     /// Reader threads to which handler threads hand the reads of missing
     /// faults, so that one handler keeps several reads in flight (faults of
@@ -89,14 +93,14 @@ impl Default for RegionOptions {
             policy: "clock".into(),
             len: None,
             fault_around_pages: 1,
-            readahead_max_pages: 16,
+            readahead_max_pages: 0,
             zero_around_max_pages: 16,
             handler_threads: 1,
             swap_dir: None,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerThreads,
-            async_readahead: false,
-            readahead_depth: 4,
+            async_readahead: true,
+            readahead_depth: 0,
             reader_threads: 0,
             io_uring: true,
         }

@@ -17,7 +17,7 @@ pub use crate::options::{FaultService, RegionOptions};
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
-use crate::{fault, lifecycle, sigbus};
+use crate::{auto, fault, lifecycle, sigbus};
 
 /// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
 /// bytes, usable from any thread with ordinary loads and stores. Dropping it
@@ -80,10 +80,10 @@ impl Region {
                 why: format!("{} is not in 0..={MAX_PREFETCHERS}", opts.reader_threads),
             });
         }
-        if opts.readahead_depth == 0 || opts.readahead_depth > MAX_PREFETCHERS {
+        if opts.readahead_depth > MAX_PREFETCHERS {
             return Err(MapError::BadOption {
                 name: "readahead_depth",
-                why: format!("{} is not in 1..={MAX_PREFETCHERS}", opts.readahead_depth),
+                why: format!("{} is not in 0..={MAX_PREFETCHERS}", opts.readahead_depth),
             });
         }
         let (store, len, writable): (Box<dyn Dataspace>, usize, bool) = match &opts.backing {
@@ -102,6 +102,7 @@ impl Region {
         };
         let pages = len.div_ceil(PAGE);
         let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
+        let given_policy = given.is_some();
         let policy = match given {
             Some(p) => p,
             None => registry::build_live(
@@ -119,6 +120,21 @@ impl Region {
         };
         let policy: Box<dyn Policy> = Box::new(Guarded::new(policy));
         let policy_name = policy.name();
+        // What the options leave to the pager: the window from the policy,
+        // the region's size and its budget.
+        // A policy program, or an object of the caller's: it may keep its
+        // own record of the pages it was told about (see `auto::window`).
+        let program = given_policy || pagepilot_policy::program::is_program_spec(&opts.policy);
+        let auto = auto::window(&policy_name, program, pages, budget_frames);
+        let readahead_max = match opts.readahead_max_pages {
+            0 => auto.pages,
+            n => n,
+        };
+        let (readahead_depth, async_readahead) = match opts.readahead_depth {
+            0 => (auto.depth.max(1), opts.async_readahead && auto.depth > 0),
+            n => (n, opts.async_readahead),
+        };
+        let async_readahead = async_readahead && readahead_max > 1;
         let map_len = pages * PAGE;
         let sys_err = |call| move |source| MapError::Sys { call, source };
 
@@ -170,10 +186,7 @@ impl Region {
         let stop = sys::eventfd().map_err(sys_err("eventfd"))?;
         // Prefetched windows are read on a ring where the kernel has one;
         // reader threads otherwise (and when asked for: `io_uring: false`).
-        let ring = (opts.io_uring
-            && opts.async_readahead
-            && opts.readahead_max_pages > 1
-            && opts.reader_threads == 0)
+        let ring = (opts.io_uring && async_readahead && opts.reader_threads == 0)
             .then(crate::ring::Ring::new)
             .and_then(Result::ok)
             .map(Mutex::new);
@@ -204,11 +217,11 @@ impl Region {
             stats: Counters::default(),
             tuning: Tuning {
                 fault_around: opts.fault_around_pages.max(1),
-                readahead_max: opts.readahead_max_pages.max(1),
+                readahead_max: readahead_max.max(1),
                 zero_around_max: opts.zero_around_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
-                async_readahead: opts.async_readahead && opts.readahead_max_pages > 1,
-                readahead_depth: opts.readahead_depth.clamp(1, MAX_PREFETCHERS),
+                async_readahead,
+                readahead_depth: readahead_depth.clamp(1, MAX_PREFETCHERS),
                 fault_reads: !in_thread && opts.reader_threads > 0,
             },
             ring,
@@ -405,6 +418,10 @@ impl Region {
         s.direct_io = self.shared.store.direct();
         s.cached_bytes_read = self.shared.store.cached_bytes_read();
         s.handler_threads = self.handler_threads as u64;
+        let t = &self.shared.tuning;
+        s.readahead_max_pages = t.readahead_max as u64;
+        s.readahead_depth = t.readahead_depth as u64;
+        s.async_readahead = t.async_readahead;
         s
     }
 

@@ -191,6 +191,12 @@ pub struct RegionStats {
     pub direct_io: bool,
     /// Fault-handler threads.
     pub handler_threads: u64,
+    /// The read-ahead in force: largest window, pages.
+    pub readahead_max_pages: u64,
+    /// The read-ahead in force: windows kept ahead (asynchronous only).
+    pub readahead_depth: u64,
+    /// The read-ahead in force: whether windows are read ahead asynchronously.
+    pub async_readahead: bool,
     /// Policy incidents (for example a program stopped by its budget).
     pub incidents: Vec<String>,
 }

@@ -69,7 +69,8 @@ fn test_prefetch_depth_out_of_range_is_refused() {
     let d = Scratch::new("readahead-bad");
     let path = d.file("data");
     random_file(&path, 16 * PAGE_SIZE, 1);
-    for depth in [0, 1000] {
+    // 0 is the default: the pager chooses (see the defaults test).
+    for depth in [17, 1000] {
         let opts = RegionOptions::new(
             Backing::File {
                 path: path.clone(),
@@ -133,4 +134,53 @@ fn test_fault_reads_by_reader_threads_keep_data() {
     assert_eq!(stats.overruled, 0, "{stats:?}");
     assert!(stats.evictions > 500, "{stats:?}");
     assert!(out.allocated_bytes <= (stats.budget_frames as usize * PAGE_SIZE) as u64);
+}
+
+/// With no option but the policy, a region reads ahead asynchronously, in
+/// windows the pager sizes from the policy, the region and the budget
+/// (docs/pager.md, "Defaults"): a sequential scan is served by windows read
+/// ahead, within the budget throughout; a policy program reads ahead
+/// synchronously.
+#[test]
+fn test_defaults_read_ahead_asynchronously_in_windows_sized_from_the_budget() {
+    let d = Scratch::new("readahead-defaults");
+    let path = d.file("data");
+    let pages = 2048;
+    let data = random_file(&path, pages * PAGE_SIZE, 12);
+    let budget = pages / 4 * PAGE_SIZE;
+    let program = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/mru.hp");
+    // (policy, window, depth, asynchronous): MRU spends a twentieth of the
+    // pages beyond the budget on two windows, capped at a quarter of the
+    // budget; CLOCK gets 128 x 4, capped likewise; a program reads
+    // synchronously.
+    for (policy, window, depth, ahead) in [
+        ("mru", (pages - pages / 4) / 20 / 2, 1, true),
+        ("clock", pages / 4 / 4 / 5, 4, true),
+        (program, 16, 1, false),
+    ] {
+        let region = Region::map_file(&path, false, budget, policy).unwrap();
+        let s = region.stats();
+        assert_eq!(
+            (s.readahead_max_pages, s.readahead_depth, s.async_readahead),
+            (window as u64, depth, ahead),
+            "{policy}: {s:?}"
+        );
+        for p in 0..pages {
+            // SAFETY: inside the region.
+            let v = unsafe { region.as_ptr().add(p * PAGE_SIZE + 5).read_volatile() };
+            assert_eq!(v, data[p * PAGE_SIZE + 5], "{policy} page {p}");
+            if p % 64 == 0 {
+                let s = region.stats();
+                assert!(
+                    s.frames_in_use <= s.budget_frames && s.over_budget == 0,
+                    "{policy}: {s:?}"
+                );
+                assert!(region.allocated_bytes() <= budget as u64, "{policy}");
+            }
+        }
+        let s = region.stats();
+        assert!(s.readahead_pages > pages as u64 / 2, "{policy}: {s:?}");
+        assert!(s.fault_events < pages as u64 / 4, "{policy}: {s:?}");
+        region.unmap().unwrap();
+    }
 }

@@ -1,0 +1,103 @@
+//! The read-ahead a region gets when its options leave it to the pager:
+//! windows sized from what the pager knows and the kernel does not, the
+//! policy in force, the region's size and its budget (docs/pager.md,
+//! "Clustered reads": under an MRU-like policy every frame a window holds
+//! is taken from the resident set, and costs one page-in per pass of a
+//! cyclic scan).
+
+/// A read-ahead setting: windows of up to `pages`, `depth` of them read
+/// ahead asynchronously (0: each window read when it is faulted on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Largest window, pages.
+    pub pages: usize,
+    /// Windows kept ahead of the one in use (0: synchronous read-ahead).
+    pub depth: usize,
+}
+
+/// The share of a cyclic scan's unavoidable page-ins (the pages beyond the
+/// budget, each pass) that MRU-like policies may spend on read-ahead frames.
+const SPARE_SHARE: usize = 20;
+
+/// The default window of a region of `pages` pages under `frames` frames
+/// and the live policy named `policy` (`program`: a policy program).
+///
+/// - MRU-like policies (MRU, SEQ) over a region larger than their budget
+///   keep the pages they read last: the windows' (depth + 1) * k frames
+///   come out of that set and cost as many page-ins per pass, so one window
+///   ahead and k = (pages - frames) / 40 keep the page-ins within 5% of
+///   PF_m (a 60 MB table under 40 MB: 128 pages, the best tuned join row).
+/// - Other built-in policies page in every pass anyway: 128 pages, 4 ahead.
+/// - Policy programs keep their own queues of the pages they were told
+///   about; pages read ahead behind them would be victims they cannot name
+///   yet: synchronous windows of 16 pages, as before.
+///
+/// The windows in flight fit in a quarter of the budget, so that the rest
+/// holds victims for several threads' streams at once.
+pub fn window(policy: &str, program: bool, pages: usize, frames: usize) -> Window {
+    let mru_like = policy.starts_with("mru") || policy.starts_with("seq");
+    let w = if program {
+        Window {
+            pages: 16,
+            depth: 0,
+        }
+    } else if mru_like && pages > frames {
+        let depth = 1;
+        let spare = (pages - frames) / SPARE_SHARE;
+        Window {
+            pages: (spare / (depth + 1)).clamp(1, 1024),
+            depth,
+        }
+    } else {
+        Window {
+            pages: 128,
+            depth: 4,
+        }
+    };
+    Window {
+        pages: w.pages.min(frames / (4 * (w.depth + 1))).max(1),
+        ..w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_mru_windows_spend_at_most_a_twentieth_of_the_pages_beyond_the_budget() {
+        // HiPEC's join: 60 MB outer table, 40 MB budget.
+        assert_eq!(
+            window("mru-live", false, 15360, 10240),
+            Window {
+                pages: 128,
+                depth: 1
+            }
+        );
+        for (pages, frames) in [(15360, 10240), (1 << 20, 1 << 14), (5000, 4990)] {
+            let w = window("seq-live", false, pages, frames);
+            let spent = (w.depth + 1) * w.pages;
+            assert!(
+                spent * 20 <= (pages - frames).max(40),
+                "{pages} {frames}: {w:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_other_policies_get_large_windows_within_a_quarter_of_the_budget() {
+        let w = Window {
+            pages: 128,
+            depth: 4,
+        };
+        assert_eq!(window("clock", false, 15360, 10240), w);
+        assert_eq!(window("mru-live", false, 1000, 10240), w);
+        let small = window("clock", false, 512, 128);
+        assert!((small.depth + 1) * small.pages <= 128 / 4, "{small:?}");
+    }
+
+    #[test]
+    fn test_policy_programs_read_ahead_synchronously() {
+        assert_eq!(window("mru.hp", true, 15360, 10240).depth, 0);
+    }
+}
