@@ -58,6 +58,11 @@ pub struct ScanPoint {
     pub kernel_pages_per_s: f64,
     /// pagepilot / kernel throughput.
     pub ratio: f64,
+    /// pagepilot through the public API with no option but the policy (its defaults), pages
+    /// per second (median run).
+    pub defaults_pages_per_s: f64,
+    /// pagepilot's defaults / kernel throughput.
+    pub ratio_defaults: f64,
     /// Random reads: the kernel told `MADV_RANDOM` (no read-around), pages per second.
     pub kernel_madv_random_pages_per_s: Option<f64>,
     /// pagepilot / kernel with `MADV_RANDOM`.
@@ -66,6 +71,8 @@ pub struct ScanPoint {
     pub tuning: live::Tuning,
     /// pagepilot runs.
     pub pagepilot: Vec<Measured>,
+    /// pagepilot runs with its defaults.
+    pub pagepilot_defaults: Vec<Measured>,
     /// Kernel runs.
     pub kernel: Vec<Measured>,
     /// Kernel runs with `MADV_RANDOM` (random reads only).
@@ -130,6 +137,7 @@ pub fn run(args: Args) -> BenchResult {
                 ..Default::default()
             };
             let (mut pp, mut k, mut kr) = (Vec::new(), Vec::new(), Vec::new());
+            let mut defaults = Vec::new();
             let mut kernel_oom_kills = 0;
             let mut kernel_run = |runs: &mut Vec<Measured>, advice| -> Result<(), KernelError> {
                 match kernel::run("scan", &file, budget, w, advice) {
@@ -141,6 +149,13 @@ pub fn run(args: Args) -> BenchResult {
             };
             for _ in 0..args.common.runs {
                 pp.push(live::run(&file, budget, &args.policy, tuning, w)?);
+                defaults.push(live::run(
+                    &file,
+                    budget,
+                    &args.policy,
+                    live::Tuning::default(),
+                    w,
+                )?);
                 kernel_run(&mut k, Advice::Normal)?;
                 if !sequential {
                     kernel_run(&mut kr, Advice::Random)?;
@@ -149,7 +164,7 @@ pub fn run(args: Args) -> BenchResult {
             let pages = w.pages_read(file.len());
             let rate =
                 |runs: &[Measured]| ratio(pages as f64, median_of(runs).elapsed_ns as f64 / 1e9);
-            let (p_rate, k_rate) = (rate(&pp), rate(&k));
+            let (p_rate, k_rate, d_rate) = (rate(&pp), rate(&k), rate(&defaults));
             let kr_rate = (!kr.is_empty()).then(|| rate(&kr));
             points.push(ScanPoint {
                 pattern,
@@ -158,6 +173,9 @@ pub fn run(args: Args) -> BenchResult {
                 pagepilot_pages_per_s: p_rate,
                 kernel_pages_per_s: k_rate,
                 ratio: ratio(p_rate, k_rate),
+                defaults_pages_per_s: d_rate,
+                ratio_defaults: ratio(d_rate, k_rate),
+                pagepilot_defaults: defaults,
                 kernel_madv_random_pages_per_s: kr_rate,
                 ratio_madv_random: kr_rate.map(|r| ratio(p_rate, r)),
                 kernel_madv_random: kr,
@@ -187,7 +205,7 @@ pub fn run(args: Args) -> BenchResult {
             )?;
             writeln!(
                 out,
-                "{:<11} {:>7} {:>8} {:>16} {:>14} {:>8} {:>22} {:>8}",
+                "{:<11} {:>7} {:>8} {:>16} {:>14} {:>8} {:>22} {:>8} {:>15} {:>8}",
                 "pattern",
                 "threads",
                 "pages",
@@ -195,12 +213,14 @@ pub fn run(args: Args) -> BenchResult {
                 "kernel pg/s",
                 "ratio",
                 "kernel MADV_RANDOM pg/s",
+                "ratio",
+                "defaults pg/s",
                 "ratio"
             )?;
             for p in &report.points {
                 writeln!(
                     out,
-                    "{:<11} {:>7} {:>8} {:>16.0} {:>14.0} {:>8.3} {:>22} {:>8}",
+                    "{:<11} {:>7} {:>8} {:>16.0} {:>14.0} {:>8.3} {:>22} {:>8} {:>15.0} {:>8.3}",
                     format!("{:?}", p.pattern).to_lowercase(),
                     p.threads,
                     p.pages,
@@ -211,8 +231,15 @@ pub fn run(args: Args) -> BenchResult {
                         .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
                     p.ratio_madv_random
                         .map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+                    p.defaults_pages_per_s,
+                    p.ratio_defaults,
                 )?;
             }
+            writeln!(
+                out,
+                "defaults: the region mapped through the public API with no option but the \
+                 policy (what a user gets), in the same rounds as the tuned runs."
+            )?;
         }
     }
     Ok(())

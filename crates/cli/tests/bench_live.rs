@@ -239,7 +239,11 @@ fn test_scan_bench_compares_throughput_per_thread_count() {
         if p["kernel_oom_kills"] == 0 {
             assert!(p["kernel_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
             assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+            assert!(p["ratio_defaults"].as_f64().unwrap() > 0.0, "{p}");
         }
+        // The defaults ran as often as the tuned runs, in the same rounds.
+        assert_eq!(p["pagepilot_defaults"].as_array().unwrap().len(), 1, "{p}");
+        assert!(p["defaults_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
         // Random reads are also compared with the kernel told MADV_RANDOM.
         let random = p["pattern"] == "random";
         assert_eq!(p["ratio_madv_random"].as_f64().is_some(), random, "{p}");
