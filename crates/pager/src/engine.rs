@@ -57,6 +57,9 @@ pub struct ReadJob {
     pub victims: Vec<(u32, bool)>,
 }
 
+/// Sequences of faults followed besides the current one.
+pub const STREAMS: usize = 3;
+
 /// What the lock guards.
 pub struct Inner {
     /// The frame table (the policy's [`pagepilot_policy::Memory`]).
@@ -69,6 +72,14 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
+    /// Whether the current sequence has been continued at least once.
+    pub confirmed: bool,
+    /// Other sequences followed recently, `(next expected page, window,
+    /// confirmed)`, most recent first: several threads streaming through
+    /// their own parts of a region each keep their window. `next_expected`,
+    /// `window` and `confirmed` are the current sequence's, the one windows
+    /// are read ahead for.
+    pub streams: [(u32, usize, bool); STREAMS],
     /// Prefetched windows `(first, pages)` read but not entered by the
     /// application yet, in ticket order: their pages are `PENDING`.
     pub pending: std::collections::VecDeque<(u32, usize)>,

@@ -206,6 +206,8 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
+                confirmed: false,
+                streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
                 pending: Default::default(),
                 inflight: Default::default(),
                 queued: Vec::new(),

@@ -184,3 +184,66 @@ fn test_defaults_read_ahead_asynchronously_in_windows_sized_from_the_budget() {
         region.unmap().unwrap();
     }
 }
+
+/// Two threads, each streaming through its own half of a region mapped with
+/// the defaults: each stream keeps its window (the pager follows several
+/// sequences, not the region's last fault), so few fault events serve all
+/// the pages, and every page is read right.
+#[test]
+fn test_two_threads_streaming_their_halves_read_right_with_few_faults() {
+    let d = Scratch::new("readahead-streams");
+    let path = d.file("data");
+    let pages = 4096;
+    let data = random_file(&path, pages * PAGE_SIZE, 14);
+    let region = Region::map_file(&path, false, pages / 4 * PAGE_SIZE, "clock").unwrap();
+    let base = region.as_ptr() as usize;
+    let bad = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for half in 0..2 {
+            let (data, bad) = (&data, &bad);
+            sc.spawn(move || {
+                for p in half * pages / 2..(half + 1) * pages / 2 {
+                    let at = p * PAGE_SIZE + 3;
+                    // SAFETY: inside the region.
+                    let v = unsafe { ((base + at) as *const u8).read_volatile() };
+                    if v != data[at] {
+                        bad.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let s = region.stats();
+    assert_eq!(bad.into_inner(), 0, "{s:?}");
+    assert!(s.fault_events < pages as u64 / 16, "{s:?}");
+    println!("fault events {} for {pages} pages", s.fault_events);
+    assert!(
+        s.frames_in_use <= s.budget_frames && s.over_budget == 0,
+        "{s:?}"
+    );
+    region.unmap().unwrap();
+}
+
+/// One thread reading two parts of a region in turn, a page of each at a
+/// time: both sequences keep their windows (each missing fault of one does
+/// not reset the other's), so few fault events serve every page.
+#[test]
+fn test_two_parts_read_in_turn_each_keep_their_window() {
+    let d = Scratch::new("readahead-turns");
+    let path = d.file("data");
+    let pages = 4096;
+    let data = random_file(&path, pages * PAGE_SIZE, 15);
+    let region = Region::map_file(&path, false, pages / 4 * PAGE_SIZE, "clock").unwrap();
+    for i in 0..pages / 2 {
+        for p in [i, pages / 2 + i] {
+            let at = p * PAGE_SIZE + 9;
+            // SAFETY: inside the region.
+            let v = unsafe { region.as_ptr().add(at).read_volatile() };
+            assert_eq!(v, data[at], "page {p}");
+        }
+    }
+    let s = region.stats();
+    println!("fault events {} for {pages} pages", s.fault_events);
+    assert!(s.fault_events < pages as u64 / 16, "{s:?}");
+    region.unmap().unwrap();
+}

@@ -89,7 +89,7 @@ pub(super) fn load(
 /// at `s` continues the previous fill, i.e. the last fault was at `s - 1`
 /// or the stream has run through the last cluster).
 pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
-    let sequential = s == g.next_expected && s != 0;
+    let sequential = follow_stream(g, s);
     let (max, alone) = if sh.store.has_data(s as usize) {
         (sh.tuning.readahead_max, sh.tuning.fault_around)
     } else {
@@ -103,6 +103,38 @@ pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
     let n = absent_run(sh, g, s, g.window);
     g.next_expected = s + n as u32;
     (n, sequential)
+}
+
+/// Makes the sequence a fault at `s` continues the current one, if one of
+/// the others does (the current one is remembered in its place), and says
+/// whether the fault continues a sequence. A fault that continues none
+/// starts a new current sequence; the current one is remembered, the least
+/// recent other forgotten. A remembered sequence counts once it has been
+/// continued twice: a random fault that happens to land after an earlier
+/// one is not a stream.
+fn follow_stream(g: &mut Inner, s: u32) -> bool {
+    if s == g.next_expected && s != 0 {
+        g.confirmed = true;
+        return true;
+    }
+    let current = (g.next_expected, g.window, g.confirmed);
+    let found = g.streams.iter().position(|&(next, ..)| next == s && s != 0);
+    // The most recent others first: the current one goes in front, the
+    // others keep their order (the one taken out, or the oldest, leaves).
+    let leaving = found.unwrap_or(g.streams.len() - 1);
+    let (next, window, confirmed) = g.streams[leaving];
+    g.streams.copy_within(0..leaving, 1);
+    g.streams[0] = current;
+    match found {
+        Some(_) => {
+            (g.next_expected, g.window, g.confirmed) = (next, window, true);
+            confirmed
+        }
+        None => {
+            g.confirmed = false;
+            false
+        }
+    }
 }
 
 /// Absent pages from `s` on of `s`'s kind (all to be read, or all with
