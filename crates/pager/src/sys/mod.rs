@@ -1,0 +1,46 @@
+//! Every raw system call and ioctl the pager makes: userfaultfd, memfd,
+//! fallocate, madvise, mmap and positioned I/O. Nothing else in the crate
+//! calls `libc` directly, and the benchmarks (`pagepilot bench`) use these
+//! too (plus the few page-cache and resource-usage calls at the end), so the
+//! workspace keeps its raw calls in this one module.
+//!
+//! One file per kind: `uffd` (the userfaultfd ABI and its ioctls), `memory`
+//! (mappings and the memfd), `file` (backing files and the page cache),
+//! `signal`, `process`.
+
+use std::io;
+
+mod file;
+mod memory;
+mod process;
+mod signal;
+mod uffd;
+
+pub use file::*;
+pub use memory::*;
+pub use process::*;
+pub use signal::*;
+pub use uffd::*;
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// The page size this pager works in.
+pub const PAGE: usize = 4096;
+
+/// Runs a system call again while a signal interrupts it (EINTR): the
+/// application's signals (a timer) reach the threads that serve faults in
+/// the faulting-thread service.
+fn restarting(mut call: impl FnMut() -> libc::c_int) -> io::Result<libc::c_int> {
+    loop {
+        match check(call()) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}

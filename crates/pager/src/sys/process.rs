@@ -1,0 +1,131 @@
+//! The process and its threads: event descriptors, exit and fork hooks,
+//! CPU affinity, and the resource counters the benchmarks read.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use super::{check, restarting};
+
+/// A new eventfd (used to stop handler threads).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd takes two integers and returns a new fd or -1.
+    let fd = check(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
+    // SAFETY: `fd` is freshly created and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Signals an eventfd.
+pub fn eventfd_signal(fd: RawFd) -> io::Result<()> {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64.
+    let n = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Major and minor faults of the whole process so far (`getrusage`).
+pub fn faults_self() -> (u64, u64) {
+    // SAFETY: rusage is plain data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    (ru.ru_majflt as u64, ru.ru_minflt as u64)
+}
+
+/// CPU time of this thread, ns: unlike wall time it excludes the time the
+/// thread waits for a core, which on a shared 2-core machine is most noise.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
+    // the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// This thread's CPU affinity, to put back with [`set_affinity`].
+pub fn affinity() -> io::Result<libc::cpu_set_t> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; the kernel writes at
+    // most its size into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(libc::sched_getaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        ))?;
+        Ok(set)
+    }
+}
+
+/// Sets this thread's CPU affinity.
+pub fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) })?;
+    Ok(())
+}
+
+/// Pins this thread to the CPU it runs on now. Threads it creates afterwards
+/// inherit the affinity (a region's handler thread, for example).
+pub fn pin_to_current_cpu() -> io::Result<()> {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET writes inside it
+    // for any cpu below CPU_SETSIZE, which sched_getcpu's answer is.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        set
+    };
+    set_affinity(&set)
+}
+
+/// Runs `f` when the process exits normally (`atexit`).
+pub fn at_exit(f: extern "C" fn()) -> io::Result<()> {
+    // SAFETY: registers a function with no arguments; it lives for the program.
+    if unsafe { libc::atexit(f) } != 0 {
+        return Err(io::Error::from_raw_os_error(libc::ENOMEM));
+    }
+    Ok(())
+}
+
+/// Runs `prepare` in the forking thread before `fork`, `parent` in the parent
+/// and `child` in the child after it (`pthread_atfork`).
+pub fn at_fork(
+    prepare: unsafe extern "C" fn(),
+    parent: unsafe extern "C" fn(),
+    child: unsafe extern "C" fn(),
+) -> io::Result<()> {
+    // SAFETY: registers three functions with no arguments that live for the program.
+    let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Forks a child that exits at once (`_exit(0)`, no exit handler) and
+/// waits for it: the cost of a `fork` to the process that makes it, as
+/// `pagepilot bench fork` measures it.
+pub fn fork_and_reap() -> io::Result<()> {
+    // SAFETY: the child calls only `_exit`, which is async-signal-safe.
+    let pid = check(unsafe { libc::fork() })?;
+    if pid == 0 {
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    restarting(|| unsafe { libc::waitpid(pid, &mut status, 0) })?;
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! Signals: the faulting-thread service's SIGBUS handler and what a fault's
+//! siginfo says, and keeping the application's signals off pager threads.
+
+use std::io;
+
+use super::check;
+
+/// The signature of a SA_SIGINFO handler.
+pub type SigHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+/// Installs `handler` for SIGBUS (SA_SIGINFO | SA_NODEFER); returns the previous action.
+pub fn install_sigbus(handler: SigHandler) -> io::Result<libc::sigaction> {
+    // SAFETY: all-zero sigaction structs are valid; sigaction reads `new` and
+    // writes `old`, both live for the call.
+    unsafe {
+        let mut new: libc::sigaction = std::mem::zeroed();
+        new.sa_sigaction = handler as usize;
+        new.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+        libc::sigemptyset(&mut new.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        check(libc::sigaction(libc::SIGBUS, &new, &mut old))?;
+        Ok(old)
+    }
+}
+
+/// Restores a SIGBUS action saved by [`install_sigbus`].
+pub fn restore_sigbus(old: &libc::sigaction) {
+    // SAFETY: `old` is a valid sigaction returned by the kernel.
+    unsafe { libc::sigaction(libc::SIGBUS, old, std::ptr::null_mut()) };
+}
+
+/// The faulting address and whether the access was a write (x86-64: bit 1 of
+/// the page-fault error code; elsewhere unknown, reported as a read).
+///
+/// # Safety
+/// `info` and `ctx` must be the arguments of a SA_SIGINFO handler invocation.
+pub unsafe fn fault_of(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> (usize, bool) {
+    // SAFETY: the kernel passes a valid siginfo for SIGBUS.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    #[cfg(target_arch = "x86_64")]
+    let write = {
+        let uc = ctx as *const libc::ucontext_t;
+        // SAFETY: the kernel passes a valid ucontext for SA_SIGINFO handlers.
+        unsafe { (*uc).uc_mcontext.gregs[libc::REG_ERR as usize] & 2 != 0 }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let write = {
+        let _ = ctx;
+        false
+    };
+    (addr, write)
+}
+
+/// Blocks every asynchronous signal in the calling thread, so that the
+/// application's signals (a timer, a Ctrl-C) go to its own threads and never
+/// interrupt a pager thread; faults' signals (SIGBUS, SIGSEGV, ...) stay open.
+pub fn block_async_signals() {
+    // SAFETY: sigset_t is plain data set up by sigfillset/sigdelset before
+    // use; pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        for sig in [
+            libc::SIGBUS,
+            libc::SIGSEGV,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGTRAP,
+            libc::SIGABRT,
+        ] {
+            libc::sigdelset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Whether a SIGBUS was raised by userfaultfd for a missing page
+/// (`BUS_ADRERR`), not by a poisoned page or anything else.
+///
+/// # Safety
+/// `info` must be the siginfo of a SIGBUS handler invocation.
+pub unsafe fn is_userfault(info: *const libc::siginfo_t) -> bool {
+    // SAFETY: the kernel passes a valid siginfo.
+    unsafe { (*info).si_code == libc::BUS_ADRERR }
+}
