@@ -39,6 +39,7 @@ mod ring;
 mod sigbus;
 mod stats;
 pub mod sys;
+mod threads;
 
 pub use backing::Backing;
 pub use error::{FailedPage, FlushError, MapError, PrefaultError};

@@ -17,7 +17,7 @@ pub use crate::options::{FaultService, RegionOptions};
 use crate::resident::Table;
 use crate::stats::{Counters, RegionStats};
 use crate::sys::{self, PAGE};
-use crate::{auto, fault, lifecycle, sigbus};
+use crate::{auto, fault, lifecycle, sigbus, threads};
 
 /// A mapped region. Its memory is at [`Region::as_ptr`] for [`Region::len`]
 /// bytes, usable from any thread with ordinary loads and stores. Dropping it
@@ -246,14 +246,15 @@ impl Region {
             closed: false,
         };
         if shared.ring.is_none() {
-            spawn_readers(&mut region, &shared, opts.reader_threads)?;
+            let readers = threads::spawn_readers(&shared, opts.reader_threads)?;
+            region.handlers.extend(readers);
         }
         if in_thread {
             sigbus::register(shared)?;
             return Ok(region);
         }
         if opts.handler_threads == 1 && opts.handler_spin_us == 0 {
-            if let Some(b) = spawn_blocking(&shared) {
+            if let Some(b) = threads::spawn_blocking(&shared) {
                 region.blocking = Some(Box::new(b));
                 return Ok(region);
             }
@@ -489,7 +490,7 @@ impl Region {
         let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
         if let Some(b) = self.blocking.take() {
             let (h, bell) = *b;
-            stop_blocking(h, bell);
+            threads::stop_blocking(h, bell);
         }
         for h in self.handlers.drain(..) {
             let _ = h.join();
@@ -498,93 +499,6 @@ impl Region {
         if let Some(r) = &self.shared.ring {
             r.lock().unwrap_or_else(|p| p.into_inner()).drain();
         }
-    }
-}
-
-/// Starts the region's reader threads, if it needs any: one per prefetched
-/// window in flight (depth + 1 while the application waits for one, see
-/// `fault::windows::stall`), and `fault_readers` for the reads of missing faults
-/// (each blocks in its own read).
-fn spawn_readers(
-    region: &mut Region,
-    shared: &Arc<Shared>,
-    fault_readers: usize,
-) -> Result<(), MapError> {
-    let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
-        (true, true) => (shared.tuning.readahead_depth + 1).max(fault_readers),
-        (true, false) => shared.tuning.readahead_depth + 1,
-        (false, true) => fault_readers,
-        (false, false) => 0,
-    };
-    if readers == 0 {
-        return Ok(());
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    shared.lock().readers = Some(tx);
-    let rx = Arc::new(Mutex::new(rx));
-    for i in 0..readers {
-        let (sh, rx) = (shared.clone(), rx.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("pagepilot-read-{i}"))
-            .spawn(move || fault::run_reader(sh, rx))
-            .map_err(|source| MapError::Sys {
-                call: "thread spawn",
-                source,
-            })?;
-        region.handlers.push(h);
-    }
-    Ok(())
-}
-
-/// Starts the region's only handler thread in blocking mode, with its
-/// doorbell; `None` (nothing changed) if any step fails.
-fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
-    let bell = sys::map_anon_page().ok()?;
-    let ready = shared.uffd.register(bell, PAGE, sys::MODE_MISSING).is_ok()
-        && shared.uffd.set_blocking().is_ok();
-    let sh = shared.clone();
-    let h = ready
-        .then(|| {
-            std::thread::Builder::new()
-                .name("pagepilot-fault-0".into())
-                .spawn(move || fault::run_blocking(sh, bell))
-                .ok()
-        })
-        .flatten();
-    match h {
-        Some(h) => Some((h, bell)),
-        None => {
-            // SAFETY: the page was mapped above and nothing else knows it.
-            unsafe { sys::unmap(bell, PAGE) };
-            None
-        }
-    }
-}
-
-/// Stops a blocking handler: a thread touches the doorbell, the handler maps
-/// it and returns. If the handler is gone already nobody rings; if it died
-/// while the bell rang, the ringing thread stays in its fault until the
-/// userfaultfd closes, so the page is left mapped for it (one page leaked).
-fn stop_blocking(h: JoinHandle<bool>, bell: usize) {
-    if h.is_finished() {
-        let _ = h.join();
-        // SAFETY: nobody touches the doorbell: nobody rang.
-        unsafe { sys::unmap(bell, PAGE) };
-        return;
-    }
-    let ring = std::thread::Builder::new()
-        .name("pagepilot-stop".into())
-        // SAFETY: the doorbell page stays mapped until this thread is joined.
-        .spawn(move || unsafe { std::hint::black_box((bell as *const u8).read_volatile()) });
-    let Ok(ring) = ring else {
-        // The handler cannot be stopped: leave it blocked (it keeps the
-        // region's state alive) rather than hang here.
-        return;
-    };
-    // Only a handler that answered the bell has woken the ringing thread.
-    if matches!(h.join(), Ok(true)) && ring.join().is_ok() {
-        // SAFETY: both threads that could touch the doorbell are gone.
-        unsafe { sys::unmap(bell, PAGE) };
     }
 }
 

@@ -1,0 +1,98 @@
+//! The region's threads: reader threads for windows read ahead (and fault
+//! reads), and the lone handler thread that blocks in `read` on the
+//! userfaultfd, with the doorbell that stops it.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::engine::Shared;
+use crate::error::MapError;
+use crate::fault;
+use crate::sys::{self, PAGE};
+
+/// Starts the region's reader threads, if it needs any: one per prefetched
+/// window in flight (depth + 1 while the application waits for one, see
+/// `fault::windows::stall`), and `fault_readers` for the reads of missing faults
+/// (each blocks in its own read).
+pub fn spawn_readers(
+    shared: &Arc<Shared>,
+    fault_readers: usize,
+) -> Result<Vec<JoinHandle<()>>, MapError> {
+    let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
+        (true, true) => (shared.tuning.readahead_depth + 1).max(fault_readers),
+        (true, false) => shared.tuning.readahead_depth + 1,
+        (false, true) => fault_readers,
+        (false, false) => 0,
+    };
+    let mut threads = Vec::new();
+    if readers == 0 {
+        return Ok(threads);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    shared.lock().readers = Some(tx);
+    let rx = Arc::new(Mutex::new(rx));
+    for i in 0..readers {
+        let (sh, rx) = (shared.clone(), rx.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("pagepilot-read-{i}"))
+            .spawn(move || fault::run_reader(sh, rx))
+            .map_err(|source| MapError::Sys {
+                call: "thread spawn",
+                source,
+            })?;
+        threads.push(h);
+    }
+    Ok(threads)
+}
+
+/// Starts the region's only handler thread in blocking mode, with its
+/// doorbell; `None` (nothing changed) if any step fails.
+pub fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
+    let bell = sys::map_anon_page().ok()?;
+    let ready = shared.uffd.register(bell, PAGE, sys::MODE_MISSING).is_ok()
+        && shared.uffd.set_blocking().is_ok();
+    let sh = shared.clone();
+    let h = ready
+        .then(|| {
+            std::thread::Builder::new()
+                .name("pagepilot-fault-0".into())
+                .spawn(move || fault::run_blocking(sh, bell))
+                .ok()
+        })
+        .flatten();
+    match h {
+        Some(h) => Some((h, bell)),
+        None => {
+            // SAFETY: the page was mapped above and nothing else knows it.
+            unsafe { sys::unmap(bell, PAGE) };
+            None
+        }
+    }
+}
+
+/// Stops a blocking handler: a thread touches the doorbell, the handler maps
+/// it and returns. If the handler is gone already nobody rings; if it died
+/// while the bell rang, the ringing thread stays in its fault until the
+/// userfaultfd closes, so the page is left mapped for it (one page leaked).
+pub fn stop_blocking(h: JoinHandle<bool>, bell: usize) {
+    if h.is_finished() {
+        let _ = h.join();
+        // SAFETY: nobody touches the doorbell: nobody rang.
+        unsafe { sys::unmap(bell, PAGE) };
+        return;
+    }
+    let ring = std::thread::Builder::new()
+        .name("pagepilot-stop".into())
+        // SAFETY: the doorbell page stays mapped until this thread is joined.
+        .spawn(move || unsafe { std::hint::black_box((bell as *const u8).read_volatile()) });
+    let Ok(ring) = ring else {
+        // The handler cannot be stopped: leave it blocked (it keeps the
+        // region's state alive) rather than hang here.
+        return;
+    };
+    // Only a handler that answered the bell has woken the ringing thread.
+    if matches!(h.join(), Ok(true)) && ring.join().is_ok() {
+        // SAFETY: both threads that could touch the doorbell are gone.
+        unsafe { sys::unmap(bell, PAGE) };
+    }
+}
