@@ -233,14 +233,13 @@ impl Dataspace for FileDataspace {
             Cached::Some => {}
         }
         // Page by page: runs of cached pages buffered, the rest direct.
+        let cached: Vec<bool> = (first..first + pages)
+            .map(|q| matches!(self.cached(q, 1), Cached::All))
+            .collect();
         let mut p = 0;
-        while p < pages {
-            let cached = matches!(self.cached(first + p, 1), Cached::All);
-            let mut n = 1;
-            while p + n < pages && matches!(self.cached(first + p + n, 1), Cached::All) == cached {
-                n += 1;
-            }
-            let file = if cached { &self.cached } else { &self.direct };
+        for run in cached.chunk_by(|a, b| a == b) {
+            let n = run.len();
+            let file = if run[0] { &self.cached } else { &self.direct };
             // SAFETY: `dst + p*PAGE .. dst + (p+n)*PAGE` lies inside the caller's buffer.
             let have = unsafe { self.read_from(file, first + p, n, dst.add(p * PAGE))? };
             if have < n {

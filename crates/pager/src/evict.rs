@@ -19,6 +19,24 @@ fn errno(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// Takes resident page `s` from the policy to be evicted: it becomes
+/// `Evicting` and the policy forgets it. Returns the victim and whether it
+/// must be written back.
+fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
+    let flags = g.table.flags(s);
+    g.table.set(s, State::Evicting, flags);
+    let Inner { table, policy, .. } = g;
+    policy.on_evict(
+        Page {
+            slot: s,
+            vpn: u64::from(s),
+        },
+        table,
+    );
+    table.zap_cleared();
+    (s, flags & MODIFIED != 0)
+}
+
 impl Shared {
     /// Asks the policy for a victim to make room for `incoming`, overruling
     /// any answer that is not a resident page other than `incoming`. The
@@ -49,18 +67,7 @@ impl Shared {
                 table.fallback_victim(incoming)?
             }
         };
-        let flags = table.flags(v);
-        let dirty = flags & MODIFIED != 0;
-        table.set(v, State::Evicting, flags);
-        policy.on_evict(
-            Page {
-                slot: v,
-                vpn: u64::from(v),
-            },
-            table,
-        );
-        table.zap_cleared();
-        Some((v, dirty))
+        Some(give_up(g, v))
     }
 
     /// Asks the policy to give back `count` frames (HiPEC's ReclaimFrame,
@@ -84,13 +91,53 @@ impl Shared {
                 Counters::add(&self.stats.overruled, 1);
                 continue;
             }
-            let flags = g.table.flags(p.slot);
-            g.table.set(p.slot, State::Evicting, flags);
-            let Inner { table, policy, .. } = &mut *g;
-            policy.on_evict(p, table);
-            victims.push((p.slot, flags & MODIFIED != 0));
+            victims.push(give_up(g, p.slot));
         }
         victims
+    }
+
+    /// Evicts `victims` ([`Shared::evict_io`], no lock held), then ends
+    /// their eviction under the lock and wakes whoever waits for them.
+    /// Returns the victims whose write-back failed (kept, `Pinned`).
+    pub fn evict(&self, victims: &mut [(u32, bool)]) -> Vec<FailedPage> {
+        let failed = self.evict_io(victims);
+        let mut g = self.lock();
+        self.finish_evictions(&mut g, victims, &failed);
+        drop(g);
+        self.notify();
+        failed
+    }
+
+    /// Writes `pages` (ascending) back in contiguous runs: the pages written
+    /// are added to `written`, those whose write failed to `failed`.
+    ///
+    /// # Safety
+    /// Nobody may write the pages' frames during the call (they are
+    /// write-protected or zapped) and the frames stay allocated.
+    unsafe fn write_runs(
+        &self,
+        pages: &[u32],
+        written: &mut Vec<u32>,
+        failed: &mut Vec<FailedPage>,
+    ) {
+        for (first, n) in runs(pages.iter().copied()) {
+            // SAFETY: the caller guarantees the frames are stable and allocated.
+            let r = unsafe { self.store.write(first as usize, n, self.pager_addr(first)) };
+            match r {
+                Ok(()) => {
+                    Counters::add(&self.stats.writebacks, n as u64);
+                    Counters::add(&self.stats.bytes_written, (n * PAGE) as u64);
+                    written.extend(first..first + n as u32);
+                }
+                Err(e) => {
+                    Counters::add(&self.stats.writeback_errors, n as u64);
+                    failed.extend((first..first + n as u32).map(|page| FailedPage {
+                        page,
+                        errno: errno(&e),
+                    }));
+                }
+            }
+        }
     }
 
     /// Evicts victims taken by [`Shared::take_victim`] (no lock held): zaps
@@ -108,24 +155,9 @@ impl Shared {
         for (first, n) in runs(dirty.iter().copied()) {
             let _ = sys::zap(self.app_addr(first), n * PAGE);
         }
-        for (first, n) in runs(dirty.iter().copied()) {
-            // SAFETY: the pages are Evicting: no handler maps them and the
-            // application's PTEs are zapped, so the frames are stable.
-            let r = unsafe { self.store.write(first as usize, n, self.pager_addr(first)) };
-            match r {
-                Ok(()) => {
-                    Counters::add(&self.stats.writebacks, n as u64);
-                    Counters::add(&self.stats.bytes_written, (n * PAGE) as u64);
-                }
-                Err(e) => {
-                    Counters::add(&self.stats.writeback_errors, n as u64);
-                    failed.extend((first..first + n as u32).map(|page| FailedPage {
-                        page,
-                        errno: errno(&e),
-                    }));
-                }
-            }
-        }
+        // SAFETY: the pages are Evicting: no handler maps them and the
+        // application's PTEs are zapped, so the frames are stable.
+        unsafe { self.write_runs(&dirty, &mut Vec::new(), &mut failed) };
         let freed = victims
             .iter()
             .map(|v| v.0)
@@ -180,12 +212,7 @@ impl Shared {
             }
         }
         drop(g);
-        let failed = self.evict_io(&mut victims);
-        let mut g = self.lock();
-        self.finish_evictions(&mut g, &victims, &failed);
-        drop(g);
-        self.notify();
-        failed
+        self.evict(&mut victims)
     }
 
     /// [`Shared::write_back`], then syncs the backing store.
@@ -205,24 +232,10 @@ impl Shared {
             if g.table.state(s) != State::Resident || f & (MODIFIED | FLUSHING | PENDING) != 0 {
                 continue;
             }
-            g.table.set(s, State::Evicting, f);
-            let Inner { table, policy, .. } = &mut *g;
-            policy.on_evict(
-                Page {
-                    slot: s,
-                    vpn: u64::from(s),
-                },
-                table,
-            );
-            table.zap_cleared();
-            victims.push((s, false));
+            victims.push(give_up(&mut g, s));
         }
         drop(g);
-        let failed = self.evict_io(&mut victims);
-        let mut g = self.lock();
-        self.finish_evictions(&mut g, &victims, &failed);
-        drop(g);
-        self.notify();
+        self.evict(&mut victims);
     }
 
     /// Writes back every dirty page (resident or pinned). Pinned pages that
@@ -263,29 +276,12 @@ impl Shared {
         }
         let mut failed = Vec::new();
         let mut written_pinned = Vec::new();
-        for (list, is_pinned) in [(&resident, false), (&pinned, true)] {
-            for (first, n) in runs(list.iter().copied()) {
-                // SAFETY: resident pages are write-protected (a racing write
-                // faults and re-dirties the page); pinned ones are Evicting
-                // and zapped. The frames stay allocated during the write.
-                let r = unsafe { self.store.write(first as usize, n, self.pager_addr(first)) };
-                match r {
-                    Ok(()) => {
-                        Counters::add(&self.stats.writebacks, n as u64);
-                        Counters::add(&self.stats.bytes_written, (n * PAGE) as u64);
-                        if is_pinned {
-                            written_pinned.extend(first..first + n as u32);
-                        }
-                    }
-                    Err(e) => {
-                        Counters::add(&self.stats.writeback_errors, n as u64);
-                        failed.extend((first..first + n as u32).map(|page| FailedPage {
-                            page,
-                            errno: errno(&e),
-                        }));
-                    }
-                }
-            }
+        // SAFETY: resident pages are write-protected (a racing write faults
+        // and re-dirties the page); pinned ones are Evicting and zapped. The
+        // frames stay allocated during the write.
+        unsafe {
+            self.write_runs(&resident, &mut Vec::new(), &mut failed);
+            self.write_runs(&pinned, &mut written_pinned, &mut failed);
         }
         for (first, n) in runs(written_pinned.iter().copied()) {
             let _ = sys::punch_hole(self.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);

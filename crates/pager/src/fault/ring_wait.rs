@@ -27,11 +27,7 @@ pub(super) fn issue_queued(sh: &Shared) {
         let (first, n) = (job.first as usize, job.pages);
         let dst = sh.pager_addr(job.first);
         if !job.victims.is_empty() {
-            let failed = sh.evict_io(&mut job.victims);
-            let mut g = sh.lock();
-            sh.finish_evictions(&mut g, &job.victims, &failed);
-            drop(g);
-            sh.notify();
+            sh.evict(&mut job.victims);
         }
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
         let submitted = sh.store.read_source(first, n).is_some_and(|(fd, off)| {
