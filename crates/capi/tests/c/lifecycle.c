@@ -546,6 +546,20 @@ static void foreign_sigbus(volatile unsigned char *beyond, int siginfo, const ch
     printf("%s: the application's SIGBUS handler was called\n", when);
 }
 
+/* Two pages of a file one page long, mapped shared: a store to the second
+ * raises the application's own SIGBUS. */
+static unsigned char *two_pages_of_one(const char *dir) {
+    char small[600];
+    snprintf(small, sizeof small, "%s/small.dat", dir);
+    write_orig_file(small, 1);
+    int fd = open(small, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0, "open %s", small);
+    unsigned char *two = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(two != MAP_FAILED, "mmap %s: %s", small, strerror(errno));
+    close(fd);
+    return two;
+}
+
 static void foreign_sigbus_handler(const char *dir, const char *path, int siginfo) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -558,14 +572,7 @@ static void foreign_sigbus_handler(const char *dir, const char *path, int siginf
     }
     CHECK(sigaction(SIGBUS, &sa, NULL) == 0, "sigaction");
 
-    char small[600];
-    snprintf(small, sizeof small, "%s/small.dat", dir);
-    write_orig_file(small, 1);
-    int fd = open(small, O_RDWR | O_CLOEXEC);
-    CHECK(fd >= 0, "open %s", small);
-    unsigned char *two = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    CHECK(two != MAP_FAILED, "mmap %s: %s", small, strerror(errno));
-    close(fd);
+    unsigned char *two = two_pages_of_one(dir);
     volatile unsigned char *beyond = two + PAGE;
 
     pp_region *r = map_file(path, 1, BUDGET);
@@ -593,14 +600,7 @@ static void foreign_sigbus_handler(const char *dir, const char *path, int siginf
 static void foreign_sigbus_default(const char *dir, const char *path) {
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
-    char small[600];
-    snprintf(small, sizeof small, "%s/small.dat", dir);
-    write_orig_file(small, 1);
-    int fd = open(small, O_RDWR | O_CLOEXEC);
-    CHECK(fd >= 0, "open %s", small);
-    unsigned char *two = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    CHECK(two != MAP_FAILED, "mmap %s: %s", small, strerror(errno));
-    close(fd);
+    unsigned char *two = two_pages_of_one(dir);
     pp_region *r = map_file(path, 1, BUDGET);
     volatile unsigned char *m = pp_addr(r);
     fill(m, 0, N, P);
