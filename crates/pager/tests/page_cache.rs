@@ -111,7 +111,7 @@ fn test_warm_file_is_read_from_the_page_cache_not_the_disk() {
 
 #[test]
 fn test_cold_file_is_read_from_the_disk_and_leaves_no_copy_in_the_page_cache() {
-    let out = in_child_process(
+    succeeds_in_child_process(
         "test_cold_file_is_read_from_the_disk_and_leaves_no_copy_in_the_page_cache",
         WATCHDOG,
         || {
@@ -127,12 +127,11 @@ fn test_cold_file_is_read_from_the_disk_and_leaves_no_copy_in_the_page_cache() {
             assert_eq!(left, 0, "pages left in the page cache");
         },
     );
-    assert!(out.succeeded(), "{out:?}");
 }
 
 #[test]
 fn test_half_warm_file_is_read_half_from_each() {
-    let out = in_child_process(
+    succeeds_in_child_process(
         "test_half_warm_file_is_read_half_from_each",
         WATCHDOG,
         || {
@@ -155,5 +154,4 @@ fn test_half_warm_file_is_read_half_from_each() {
             );
         },
     );
-    assert!(out.succeeded(), "{out:?}");
 }

@@ -354,3 +354,9 @@ pub fn map_writable(
     };
     Region::map(RegionOptions::new(backing, budget, policy).with_fault_service(service)).unwrap()
 }
+
+/// [`in_child_process`], asserting that the child exited with code 0.
+pub fn succeeds_in_child_process(test: &str, timeout: std::time::Duration, body: impl FnOnce()) {
+    let out = in_child_process(test, timeout, body);
+    assert!(out.succeeded(), "{out:?}");
+}
