@@ -26,6 +26,10 @@
  *   16384 the handler thread runs SCHED_FIFO (priority 1): a woken handler
  *     preempts other processes' threads instead of queueing behind them;
  *     32768 the faulting thread too (it is woken by the handler's ioctl).
+ *   65536 one handler thread per CPU, each pinned to its CPU (blocking
+ *     reads, every handler woken per fault: the one on the faulting thread's
+ *     CPU serves it without a cross-CPU wake-up); the faulting thread is not
+ *     pinned.
  *   4096 private anonymous memory instead of a memfd, on both sides (the
  *     kernel's anonymous first touch); served by UFFDIO_COPY of a zero page,
  *     or with 8192 by UFFDIO_MOVE of a page pre-zeroed in a staging area
@@ -106,7 +110,7 @@ static void serve(unsigned long addr) {
 static void pin_here(int cpu) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); sched_setaffinity(0, sizeof s, &s); }
 static void fifo(void) { struct sched_param sp = {.sched_priority = 1}; if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) perror("SCHED_FIFO"); }
 static void *handler(void *a) {
-    if (mode & 1024) pin_here((int)(long)a);
+    if (mode & (1024 | 65536)) pin_here((int)(long)a);
     if (mode & 16384) fifo();
     struct uffd_msg m[16];
     while (!atomic_load(&stop)) {
@@ -171,15 +175,19 @@ static struct run probe_round(void) {
     struct uffdio_register r = {{(unsigned long)app, len}, UFFDIO_REGISTER_MODE_MISSING | ((mode & 4096) ? 0 : UFFDIO_REGISTER_MODE_MINOR), 0};
     if (ioctl(uffd, UFFDIO_REGISTER, &r)) perror("register");
     atomic_store(&stop, 0); atomic_store(&want, AHEAD);
-    pthread_t t = 0, z = 0;
-    int cpu = sched_getcpu();
+    pthread_t t = 0, z = 0, per_cpu[64];
+    int cpu = sched_getcpu(), ncpu = 0;
     if (mode & 1024) pin_here(cpu);
-    if (!(mode & 16)) pthread_create(&t, 0, handler, (void *)(long)cpu);
+    if (mode & 65536) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (ncpu = 0; ncpu < n && ncpu < 64; ncpu++) pthread_create(&per_cpu[ncpu], 0, handler, (void *)(long)ncpu);
+    } else if (!(mode & 16)) pthread_create(&t, 0, handler, (void *)(long)cpu);
     if (mode & 256) pthread_create(&z, 0, zeroer, (void *)(long)cpu);
     usleep(1000);
     struct run res = touch(app, (mode & 64) != 0);
     atomic_store(&stop, 1);
     if (t) { pthread_cancel(t); pthread_join(t, 0); } /* read(2) is a cancellation point */
+    for (int i = 0; i < ncpu; i++) { pthread_cancel(per_cpu[i]); pthread_join(per_cpu[i], 0); }
     if (z) pthread_join(z, 0);
     if (mode & 1024) { cpu_set_t s; CPU_ZERO(&s); for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &s); sched_setaffinity(0, sizeof s, &s); }
     munmap(app, len); munmap(pager, len); munmap(staging, len); close(memfd); free(ready);

@@ -23,7 +23,7 @@ use crate::sys::{self, Uffd, PAGE};
 /// Read-ahead tuning.
 #[derive(Clone, Copy, Debug)]
 pub struct Tuning {
-    /// Pages read per fault outside a sequence.
+    /// Pages read per fault outside a sequence (0: sized by use, `around`).
     pub fault_around: usize,
     /// Largest read-ahead window along a sequence of faults, pages.
     pub readahead_max: usize,
@@ -33,11 +33,26 @@ pub struct Tuning {
     pub async_readahead: bool,
     /// Prefetched windows kept ahead of the application (reads in flight).
     pub readahead_depth: usize,
-    /// Whether handler threads hand missing faults' reads to reader threads
-    /// (and go on with the next fault: several reads in flight).
-    pub fault_reads: bool,
+    /// Who reads a missing fault's pages: the handler that took the fault,
+    /// or a reader thread (the handler going on with the next fault).
+    pub fault_reads: FaultReads,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
+}
+
+/// Who reads a missing fault's pages in handler-thread service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultReads {
+    /// The handler that took the fault (the faulting thread in its own
+    /// service).
+    Handler,
+    /// Always a reader thread (`RegionOptions::reader_threads`).
+    Readers,
+    /// A reader thread when other faults wait in the same batch of events
+    /// (several application threads faulting at once: their reads go in
+    /// flight together, as each thread's own would under the kernel); the
+    /// handler itself otherwise, so a lone thread pays no extra hand-off.
+    ReadersWhenQueued,
 }
 
 /// Pages for a reader thread to read: a prefetched window, or a missing
@@ -51,14 +66,23 @@ pub struct ReadJob {
     /// A prefetched window's ticket (the order in which it is accounted);
     /// `None` for a fault's cluster.
     pub ticket: Option<u64>,
+    /// A fault's cluster: the faulting page.
+    pub fault: u32,
     /// A fault's cluster: whether the fault was a write.
     pub write: bool,
+    /// A fault's cluster: whether its last page is a probe (`around`).
+    pub probe: bool,
     /// Victims chosen for it (`Evicting`), and whether each is dirty.
     pub victims: Vec<(u32, bool)>,
 }
 
 /// Sequences of faults followed besides the current one.
 pub const STREAMS: usize = 3;
+
+/// Pages brought in by the last missing faults that a page evicted as
+/// recently may not evict in turn (`Shared::guard_refault`): more than the
+/// pages one instruction or a `memcpy`'s interleaved loads touch at once.
+pub const RECENT_FAULTS: usize = 8;
 
 /// What the lock guards.
 pub struct Inner {
@@ -72,6 +96,11 @@ pub struct Inner {
     pub next_expected: u32,
     /// The current read-ahead window.
     pub window: usize,
+    /// Read-around of faults outside a sequence, sized by use.
+    pub around: crate::around::ReadAround,
+    /// The faulting pages of the last missing faults, most recent first
+    /// (`RECENT_FAULTS`; `u32::MAX`: none).
+    pub recent_faults: [u32; RECENT_FAULTS],
     /// Whether the current sequence has been continued at least once.
     pub confirmed: bool,
     /// Other sequences followed recently, `(next expected page, window,

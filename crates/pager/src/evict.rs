@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 
 use pagepilot_policy::Page;
 
-use crate::engine::{Inner, Shared};
+use crate::engine::{Inner, Shared, RECENT_FAULTS};
 use crate::error::{FailedPage, FlushError};
 use crate::resident::{State, FLUSHING, MODIFIED, PENDING};
 use crate::stats::Counters;
@@ -64,10 +64,39 @@ impl Shared {
             }
             _ => {
                 Counters::add(&self.stats.overruled, 1);
-                table.fallback_victim(incoming)?
+                table.fallback_victim(&[incoming])?
             }
         };
+        let v = self.guard_refault(g, incoming, v);
         Some(give_up(g, v))
+    }
+
+    /// The victim `named` for `incoming`, unless the two would evict each
+    /// other in turn: `incoming` was itself evicted a few evictions ago and
+    /// `named` is one of the pages the last faults brought in. An MRU-like
+    /// policy does that to a copy reading from two or four pages in turn
+    /// (glibc's `memcpy` of large buffers interleaves pages): each fault
+    /// evicts the page the next one needs, and no access completes. Another
+    /// resident page is taken instead (`refaults_guarded`).
+    fn guard_refault(&self, g: &mut Inner, incoming: u32, named: u32) -> u32 {
+        if incoming as usize >= g.table.pages() {
+            // No page is coming in (a budget shrinking).
+            return named;
+        }
+        let now = self.evict_seq.load(std::sync::atomic::Ordering::Acquire);
+        let evicted = g.table.evicted_at(incoming);
+        let thrash = evicted != 0 && now - evicted < RECENT_FAULTS as u64;
+        if !thrash || !g.recent_faults.contains(&named) {
+            return named;
+        }
+        let keep: Vec<u32> = g.recent_faults.iter().copied().chain([incoming]).collect();
+        match g.table.fallback_victim(&keep) {
+            Some(other) => {
+                Counters::add(&self.stats.refaults_guarded, 1);
+                other
+            }
+            None => named,
+        }
     }
 
     /// Asks the policy to give back `count` frames (HiPEC's ReclaimFrame,

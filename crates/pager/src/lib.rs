@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+mod around;
 mod auto;
 mod backing;
 mod engine;

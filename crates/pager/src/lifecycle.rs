@@ -43,9 +43,40 @@ const EXIT_WRITE_BACK_LIMIT: Duration = Duration::from_secs(60);
 /// How often the watcher looks for the application's threads.
 const WATCH_PERIOD: Duration = Duration::from_millis(100);
 
-/// The names of threads that do not keep a process alive: the pager's own
-/// (`pagepilot-...`) and the kernel's io_uring workers (`iou-...`).
-const SERVICE_THREADS: [&str; 2] = ["pagepilot-", "iou-"];
+/// The ids of the pager's own threads, which do not keep a process alive
+/// (registered by [`spawn_service`]). By id, not by name: an application
+/// may name its threads, or itself, anything.
+static SERVICE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// `PF_IO_WORKER` in a task's flags (`/proc/<pid>/task/<tid>/stat`, field
+/// 9): the kernel's io_uring workers, which do not keep a process alive
+/// either.
+const PF_IO_WORKER: u64 = 0x10;
+
+fn service() -> MutexGuard<'static, Vec<i32>> {
+    SERVICE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts one of the pager's threads, named `name`: registered as a
+/// service thread for its life, so that the watcher does not count it as
+/// the application's.
+pub fn spawn_service<T: Send + 'static>(
+    name: String,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        struct Registered(i32);
+        impl Drop for Registered {
+            fn drop(&mut self) {
+                service().retain(|&t| t != self.0);
+            }
+        }
+        let tid = sys::thread_id();
+        service().push(tid);
+        let _registered = Registered(tid);
+        f()
+    })
+}
 
 thread_local! {
     /// The registry's lock, held by the forking thread from `before_fork`
@@ -81,9 +112,7 @@ pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
     // One watcher per process: a child after fork has none of the parent's threads.
     let pid = std::process::id();
     if WATCHER.swap(pid, SeqCst) != pid {
-        let spawned = std::thread::Builder::new()
-            .name("pagepilot-watch".into())
-            .spawn(watch_for_last_thread);
+        let spawned = spawn_service("pagepilot-watch".into(), watch_for_last_thread);
         if let Err(e) = spawned {
             WATCHER.store(0, SeqCst);
             return Err(sys_err("thread spawn")(e));
@@ -115,18 +144,28 @@ fn application_has_ended() -> bool {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return false;
     };
+    let ours = service().clone();
     for task in tasks {
-        let Ok(stat) = task.and_then(|t| std::fs::read_to_string(t.path().join("stat"))) else {
+        let Ok(task) = task else {
             return false;
         };
-        // "tid (comm) state ...": comm may hold spaces and parentheses.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        let tid = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok());
+        if tid.is_some_and(|t| ours.contains(&t)) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             return false;
         };
-        let comm = &stat[open + 1..close];
-        let state = stat[close + 1..].trim_start().chars().next();
-        let exited = matches!(state, Some('Z' | 'X'));
-        if !exited && !SERVICE_THREADS.iter().any(|p| comm.starts_with(p)) {
+        // "tid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm
+        // may hold spaces and parentheses.
+        let Some(close) = stat.rfind(')') else {
+            return false;
+        };
+        let mut fields = stat[close + 1..].split_whitespace();
+        let exited = matches!(fields.next(), Some("Z" | "X"));
+        let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok());
+        let io_worker = flags.is_some_and(|f| f & PF_IO_WORKER != 0);
+        if !exited && !io_worker {
             return false;
         }
     }
@@ -171,9 +210,9 @@ extern "C" fn at_exit() {
         let (tx, rx) = std::sync::mpsc::channel();
         let worker = {
             let (regions, tx) = (regions.clone(), tx.clone());
-            std::thread::Builder::new()
-                .name("pagepilot-exit".into())
-                .spawn(move || write_back_all(&regions, &tx))
+            spawn_service("pagepilot-exit".into(), move || {
+                write_back_all(&regions, &tx)
+            })
         };
         if worker.is_err() {
             write_back_all(&regions, &tx);

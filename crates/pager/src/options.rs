@@ -12,6 +12,12 @@ pub enum FaultService {
     /// including the kernel's (a `read(2)` into region memory).
     #[default]
     HandlerThreads,
+    /// One handler thread per CPU the mapping thread may run on, each kept
+    /// to its CPU; a fault wakes every idle handler, and the one on the
+    /// faulting thread's CPU, woken without a cross-CPU wake-up, is the
+    /// first to take it. Works for every access, like `HandlerThreads`
+    /// (`handler_threads` is not used).
+    HandlerPerCpu,
     /// The faulting thread serves its own fault in a SIGBUS handler
     /// (UFFD_FEATURE_SIGBUS): no thread hand-off. The kernel's own accesses
     /// to an unmapped region page fail with EFAULT instead of waiting.
@@ -32,7 +38,11 @@ pub struct RegionOptions {
     /// For a file: the length to map; the file must be at least this long.
     /// `None` maps the whole file.
     pub len: Option<usize>,
-    /// Pages read per missing fault outside a detected sequence (1: demand paging).
+    /// Pages read per missing fault outside a detected sequence (1: demand
+    /// paging; 0, the default: sized by use, as the kernel's `mmap_miss`
+    /// heuristic does: clusters of 32 pages, more while the application
+    /// uses them, single pages once it does not; see docs/pager.md,
+    /// "Read-around").
     pub fault_around_pages: usize,
     /// Largest read-ahead window along sequential faults, pages (1: off;
     /// 0, the default: chosen by the pager from the policy, the region's
@@ -92,7 +102,7 @@ impl Default for RegionOptions {
             budget_bytes: 0,
             policy: "clock".into(),
             len: None,
-            fault_around_pages: 1,
+            fault_around_pages: 0,
             readahead_max_pages: 0,
             zero_around_max_pages: 16,
             handler_threads: 1,

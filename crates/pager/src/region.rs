@@ -9,8 +9,9 @@ use std::thread::JoinHandle;
 use pagepilot_policy::registry::{self, Setup};
 use pagepilot_policy::Policy;
 
+use crate::around::ReadAround;
 use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
-use crate::engine::{Inner, Shared, Tuning};
+use crate::engine::{FaultReads, Inner, Shared, Tuning};
 use crate::error::{FlushError, MapError, PrefaultError};
 use crate::guard::Guarded;
 pub use crate::options::{FaultService, RegionOptions};
@@ -44,6 +45,13 @@ const MAX_PAGES: usize = u32::MAX as usize - 1;
 const MAX_HANDLERS: usize = 64;
 /// Most prefetched windows in flight (prefetcher threads) per region.
 const MAX_PREFETCHERS: usize = 16;
+/// Reader threads for missing faults that wait behind others in a batch
+/// (`FaultReads::ReadersWhenQueued`): with the handler, four reads in flight.
+const QUEUED_READERS: usize = 3;
+
+fn in_thread_service(opts: &RegionOptions) -> bool {
+    opts.fault_service == FaultService::FaultingThread
+}
 
 impl Region {
     /// Maps a region. On error nothing is mapped.
@@ -135,6 +143,15 @@ impl Region {
             n => (n, opts.async_readahead),
         };
         let async_readahead = async_readahead && readahead_max > 1;
+        // Several application threads faulting at once get their reads in
+        // flight together; policy programs get no overlapping fills (they
+        // would name pages not read yet, see `reader_threads`).
+        let (fault_reads, fault_readers) = match (in_thread_service(&opts), opts.reader_threads) {
+            (true, _) => (FaultReads::Handler, 0),
+            (false, 0) if program => (FaultReads::Handler, 0),
+            (false, 0) => (FaultReads::ReadersWhenQueued, QUEUED_READERS),
+            (false, n) => (FaultReads::Readers, n),
+        };
         let map_len = pages * PAGE;
         let sys_err = |call| move |source| MapError::Sys { call, source };
 
@@ -206,6 +223,8 @@ impl Region {
                 time: 0,
                 next_expected: u32::MAX,
                 window: 1,
+                recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
+                around: ReadAround::for_region(budget_frames, readahead_max),
                 confirmed: false,
                 streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
                 pending: Default::default(),
@@ -218,13 +237,13 @@ impl Region {
             cv: Condvar::new(),
             stats: Counters::default(),
             tuning: Tuning {
-                fault_around: opts.fault_around_pages.max(1),
+                fault_around: opts.fault_around_pages,
                 readahead_max: readahead_max.max(1),
                 zero_around_max: opts.zero_around_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead,
                 readahead_depth: readahead_depth.clamp(1, MAX_PREFETCHERS),
-                fault_reads: !in_thread && opts.reader_threads > 0,
+                fault_reads,
             },
             ring,
             poison: got & sys::FEATURE_POISON != 0,
@@ -245,29 +264,44 @@ impl Region {
             in_thread,
             closed: false,
         };
-        if shared.ring.is_none() {
-            let readers = threads::spawn_readers(&shared, opts.reader_threads)?;
-            region.handlers.extend(readers);
-        }
+        let readers = threads::spawn_readers(&shared, fault_readers)?;
+        region.handlers.extend(readers);
         if in_thread {
             sigbus::register(shared)?;
             return Ok(region);
         }
-        if opts.handler_threads == 1 && opts.handler_spin_us == 0 {
+        let lone = opts.fault_service == FaultService::HandlerThreads && opts.handler_threads == 1;
+        if lone && opts.handler_spin_us == 0 {
             if let Some(b) = threads::spawn_blocking(&shared) {
                 region.blocking = Some(Box::new(b));
                 return Ok(region);
             }
         }
 
+        let stop = std::os::fd::AsRawFd::as_raw_fd(&shared.stop);
+        if opts.fault_service == FaultService::HandlerPerCpu {
+            let cpus = sys::allowed_cpus(MAX_HANDLERS).map_err(sys_err("sched_getaffinity"))?;
+            region.handler_threads = cpus.len();
+            for cpu in cpus {
+                let sh = shared.clone();
+                let waiter = sys::Waiter::new(sh.uffd.raw(), stop, false).map_err(sys_err("epoll"))?;
+                let h = lifecycle::spawn_service(format!("pagepilot-fault-cpu{cpu}"), move || {
+                    // A handler that cannot keep to its CPU still serves.
+                    let _ = sys::pin_to_cpu(cpu);
+                    fault::run(sh, waiter)
+                })
+                .map_err(sys_err("thread spawn"))?;
+                region.handlers.push(h);
+            }
+            return Ok(region);
+        }
         for i in 0..opts.handler_threads {
             let sh = shared.clone();
-            let waiter = sys::Waiter::new(sh.uffd.raw(), std::os::fd::AsRawFd::as_raw_fd(&sh.stop))
-                .map_err(sys_err("epoll"))?;
-            let h = std::thread::Builder::new()
-                .name(format!("pagepilot-fault-{i}"))
-                .spawn(move || fault::run(sh, waiter))
-                .map_err(sys_err("thread spawn"))?;
+            let waiter = sys::Waiter::new(sh.uffd.raw(), stop, true).map_err(sys_err("epoll"))?;
+            let h = lifecycle::spawn_service(format!("pagepilot-fault-{i}"), move || {
+                fault::run(sh, waiter)
+            })
+            .map_err(sys_err("thread spawn"))?;
             region.handlers.push(h);
         }
         Ok(region)

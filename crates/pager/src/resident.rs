@@ -33,6 +33,9 @@ pub const FLUSHING: u8 = 32;
 /// Read ahead by a prefetcher, in memory and mapped, not handed to the
 /// policy yet: it is when the application enters the page's window.
 pub const PENDING: u8 = 64;
+/// The unmapped last page of a cluster read around a random fault: its
+/// first touch tells that the cluster was used (`around`).
+pub const PROBE: u8 = 128;
 
 fn code(s: State) -> u8 {
     s as u8
@@ -134,14 +137,14 @@ impl Table {
 
     /// A resident page other than `not` and not being flushed, chosen by a rotating hand: the
     /// engine's choice when the policy has none or names an invalid one.
-    pub fn fallback_victim(&mut self, not: u32) -> Option<u32> {
+    pub fn fallback_victim(&mut self, not: &[u32]) -> Option<u32> {
         let n = self.bits.len();
         for _ in 0..n {
             let s = self.hand;
             self.hand = (self.hand + 1) % n;
             let ok =
                 self.bits[s] == code(State::Resident) | (self.bits[s] & (REFERENCED | MODIFIED));
-            if ok && s as u32 != not {
+            if ok && !not.contains(&(s as u32)) {
                 return Some(s as u32);
             }
         }

@@ -172,7 +172,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     let flags = if write { FLAG_WRITE } else { 0 };
     let t0 = std::time::Instant::now();
     // The faulting thread serves its own fault: never stale.
-    let outcome = fault::serve(sh, addr, flags, u64::MAX);
+    let outcome = fault::serve(sh, addr, flags, u64::MAX, false);
     sh.stats.latency.record(t0.elapsed().as_nanos() as u64);
     slot.inside.fetch_sub(1, Ordering::Release);
     if outcome == fault::Outcome::Signal {

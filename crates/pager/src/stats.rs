@@ -104,6 +104,9 @@ pub struct Counters {
     pub(crate) missing_faults: AtomicU64,
     pub(crate) fault_events: AtomicU64,
     pub(crate) readahead_pages: AtomicU64,
+    pub(crate) probe_hits: AtomicU64,
+    pub(crate) reads_in_flight: AtomicU64,
+    pub(crate) reads_in_flight_max: AtomicU64,
     pub(crate) zero_around_pages: AtomicU64,
     pub(crate) minor_faults: AtomicU64,
     pub(crate) wp_faults: AtomicU64,
@@ -114,6 +117,7 @@ pub struct Counters {
     pub(crate) signalled_faults: AtomicU64,
     pub(crate) overruled: AtomicU64,
     pub(crate) retried_faults: AtomicU64,
+    pub(crate) refaults_guarded: AtomicU64,
     pub(crate) over_budget: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
@@ -138,6 +142,13 @@ pub struct RegionStats {
     pub fault_events: u64,
     /// Of `missing_faults`, pages read ahead of the faulting page.
     pub readahead_pages: u64,
+    /// Clusters read around a random fault whose probe (their unmapped last
+    /// page) the application touched while it was in memory: read-around
+    /// that was used (docs/pager.md, "Read-around").
+    pub probe_hits: u64,
+    /// The most reads of missing faults' clusters in flight at once (several
+    /// application threads faulting together: see `FaultReads`).
+    pub reads_in_flight_max: u64,
     /// Of `missing_faults`, pages zero-filled ahead of the faulting page in
     /// clusters along a stream of first touches (`zero_around_max_pages`).
     pub zero_around_pages: u64,
@@ -162,6 +173,11 @@ pub struct RegionStats {
     /// Fault events on pages evicted since they were raised: the thread was
     /// woken to fault again rather than the page read (it may not need it).
     pub retried_faults: u64,
+    /// Victims the policy named among the pages the last faults brought in,
+    /// replaced because the faulting page had itself just been evicted (two
+    /// pages evicting each other in turn, as MRU does to a copy reading from
+    /// two pages alternately: no access would complete).
+    pub refaults_guarded: u64,
     /// Faults served above the budget because no frame could be freed.
     pub over_budget: u64,
     /// Bytes read from the backing store.
@@ -208,6 +224,8 @@ impl Counters {
             missing_faults: l(&self.missing_faults),
             fault_events: l(&self.fault_events),
             readahead_pages: l(&self.readahead_pages),
+            probe_hits: l(&self.probe_hits),
+            reads_in_flight_max: l(&self.reads_in_flight_max),
             zero_around_pages: l(&self.zero_around_pages),
             minor_faults: l(&self.minor_faults),
             wp_faults: l(&self.wp_faults),
@@ -218,6 +236,7 @@ impl Counters {
             signalled_faults: l(&self.signalled_faults),
             overruled: l(&self.overruled),
             retried_faults: l(&self.retried_faults),
+            refaults_guarded: l(&self.refaults_guarded),
             over_budget: l(&self.over_budget),
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),

@@ -8,22 +8,24 @@ use std::thread::JoinHandle;
 use crate::engine::Shared;
 use crate::error::MapError;
 use crate::fault;
+use crate::lifecycle::spawn_service;
 use crate::sys::{self, PAGE};
 
 /// Starts the region's reader threads, if it needs any: one per prefetched
 /// window in flight (depth + 1 while the application waits for one, see
-/// `fault::windows::stall`), and `fault_readers` for the reads of missing faults
-/// (each blocks in its own read).
+/// `fault::windows::stall`) where no io_uring reads them, and
+/// `fault_readers` for the reads of missing faults (each blocks in its own
+/// read).
 pub fn spawn_readers(
     shared: &Arc<Shared>,
     fault_readers: usize,
 ) -> Result<Vec<JoinHandle<()>>, MapError> {
-    let readers = match (shared.tuning.async_readahead, shared.tuning.fault_reads) {
-        (true, true) => (shared.tuning.readahead_depth + 1).max(fault_readers),
-        (true, false) => shared.tuning.readahead_depth + 1,
-        (false, true) => fault_readers,
-        (false, false) => 0,
+    let windows = if shared.tuning.async_readahead && shared.ring.is_none() {
+        shared.tuning.readahead_depth + 1
+    } else {
+        0
     };
+    let readers = windows.max(fault_readers);
     let mut threads = Vec::new();
     if readers == 0 {
         return Ok(threads);
@@ -33,10 +35,10 @@ pub fn spawn_readers(
     let rx = Arc::new(Mutex::new(rx));
     for i in 0..readers {
         let (sh, rx) = (shared.clone(), rx.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("pagepilot-read-{i}"))
-            .spawn(move || fault::run_reader(sh, rx))
-            .map_err(|source| MapError::Sys {
+        let h = spawn_service(format!("pagepilot-read-{i}"), move || {
+            fault::run_reader(sh, rx)
+        })
+        .map_err(|source| MapError::Sys {
                 call: "thread spawn",
                 source,
             })?;
@@ -54,10 +56,10 @@ pub fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)>
     let sh = shared.clone();
     let h = ready
         .then(|| {
-            std::thread::Builder::new()
-                .name("pagepilot-fault-0".into())
-                .spawn(move || fault::run_blocking(sh, bell))
-                .ok()
+            spawn_service("pagepilot-fault-0".into(), move || {
+                fault::run_blocking(sh, bell)
+            })
+            .ok()
         })
         .flatten();
     match h {
@@ -81,10 +83,10 @@ pub fn stop_blocking(h: JoinHandle<bool>, bell: usize) {
         unsafe { sys::unmap(bell, PAGE) };
         return;
     }
-    let ring = std::thread::Builder::new()
-        .name("pagepilot-stop".into())
+    let ring = spawn_service("pagepilot-stop".into(), move || {
         // SAFETY: the doorbell page stays mapped until this thread is joined.
-        .spawn(move || unsafe { std::hint::black_box((bell as *const u8).read_volatile()) });
+        unsafe { std::hint::black_box((bell as *const u8).read_volatile()) }
+    });
     let Ok(ring) = ring else {
         // The handler cannot be stopped: leave it blocked (it keeps the
         // region's state alive) rather than hang here.

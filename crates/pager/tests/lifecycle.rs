@@ -284,3 +284,25 @@ fn test_process_exit_without_unmap_keeps_every_write_in_the_faulting_thread() {
         FaultService::FaultingThread,
     );
 }
+
+/// The pager tells its own threads from the application's by thread id,
+/// not by name: an application whose threads are all named like the
+/// pager's (a program called `pagepilot-something`) is not taken for ended
+/// by the watcher that stands in for the last thread's exit.
+#[test]
+fn test_application_threads_named_like_the_pagers_keep_the_process_alive() {
+    let name = "test_application_threads_named_like_the_pagers_keep_the_process_alive";
+    let out = in_child_process(name, WATCHDOG, || {
+        let region = Region::map_anon(64 * PAGE_SIZE, 16 * PAGE_SIZE, "clock").unwrap();
+        for task in std::fs::read_dir("/proc/self/task").unwrap() {
+            let _ = std::fs::write(task.unwrap().path().join("comm"), "pagepilot-app");
+        }
+        // Five of the watcher's periods.
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: inside the region.
+        unsafe { region.as_ptr().write_volatile(1) };
+        println!("still running");
+        region.unmap().unwrap();
+    });
+    assert!(out.succeeded() && out.stdout.contains("still running"), "{out:?}");
+}

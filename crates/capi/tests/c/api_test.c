@@ -171,6 +171,71 @@ static void faulting_thread_region(const char *path) {
     CHECK(pp_unmap(r) == 0, "faulting-thread pp_unmap");
 }
 
+/* A region mapped with defaults only (pp_map_anon, pp_map_file and no other
+ * option): the kernel's own writes into its memory, read(2) and pread(2) from
+ * a file, succeed without pp_prefault, into pages never touched and pages
+ * evicted alike (16 frames for 256 pages), and the data is right. */
+static void defaults_read_into_region(const char *dir) {
+    char src[512], dst[512], err[256] = "";
+    snprintf(src, sizeof src, "%s/read-src.dat", dir);
+    snprintf(dst, sizeof dst, "%s/read-dst.dat", dir);
+    write_file(src, PAGES, 0644);
+    write_file(dst, PAGES, 0644);
+    int fd = open(src, O_RDONLY);
+    CHECK(fd >= 0, "open %s: %s", src, strerror(errno));
+
+    /* Anonymous: one read(2) of the whole file, 16 times the budget. */
+    pp_region *r = pp_map_anon(PAGES * PAGE, BUDGET_PAGES * PAGE, "lru", err, sizeof err);
+    CHECK(r != NULL, "pp_map_anon defaults: %s", err);
+    unsigned char *m = pp_addr(r);
+    size_t done = 0;
+    while (done < PAGES * PAGE) {
+        ssize_t n = read(fd, m + done, PAGES * PAGE - done);
+        CHECK(n > 0, "read(2) into a defaults anonymous region at %zu: %zd, %s", done, n,
+              strerror(errno));
+        done += (size_t)n;
+    }
+    for (size_t p = 0; p < PAGES; p++) {
+        for (size_t i = 0; i < PAGE; i += 61) {
+            CHECK(((volatile unsigned char *)m)[p * PAGE + i] == pattern(p, i),
+                  "read(2) data in the anonymous region, page %zu off %zu", p, i);
+        }
+    }
+    CHECK(pp_unmap(r) == 0, "defaults anon pp_unmap");
+
+    /* File, writable: pread(2) file page p + 1 into region page p, back to
+     * front, then the region and the file hold the shifted pages. */
+    r = pp_map_file(dst, 1, BUDGET_PAGES * PAGE, "clock", err, sizeof err);
+    CHECK(r != NULL, "pp_map_file defaults: %s", err);
+    m = pp_addr(r);
+    for (size_t k = 0; k < PAGES; k++) {
+        size_t p = PAGES - 1 - k, from = (p + 1) % PAGES;
+        ssize_t n = pread(fd, m + p * PAGE, PAGE, (off_t)(from * PAGE));
+        CHECK(n == PAGE, "pread(2) into a defaults file region, page %zu: %zd, %s", p, n,
+              strerror(errno));
+    }
+    for (size_t p = 0; p < PAGES; p++) {
+        CHECK(((volatile unsigned char *)m)[p * PAGE + 5] == pattern((p + 1) % PAGES, 5),
+              "pread(2) data in the file region, page %zu", p);
+    }
+    CHECK(pp_unmap(r) == 0, "defaults file pp_unmap");
+    close(fd);
+    fd = open(dst, O_RDONLY);
+    CHECK(fd >= 0, "reopen %s", dst);
+    unsigned char buf[PAGE];
+    for (size_t p = 0; p < PAGES; p++) {
+        CHECK(pread(fd, buf, PAGE, (off_t)(p * PAGE)) == PAGE, "pread %s", dst);
+        for (size_t i = 0; i < PAGE; i++) {
+            CHECK(buf[i] == pattern((p + 1) % PAGES, i), "file page %zu off %zu after unmap", p,
+                  i);
+        }
+    }
+    close(fd);
+    unlink(src);
+    unlink(dst);
+    printf("read(2) into defaults regions: ok\n");
+}
+
 /* Every bad input: NULL and a message naming the problem. */
 static void expect_refused(pp_region *r, const char *err, const char *needle, const char *what) {
     CHECK(r == NULL, "%s was mapped", what);
@@ -241,6 +306,7 @@ int main(int argc, char **argv) {
     options_region(path);
     faulting_thread_region(path);
     bad_input(argv[1], path);
+    defaults_read_into_region(argv[1]);
     unlink(path);
     printf("OK\n");
     return 0;

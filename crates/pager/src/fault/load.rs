@@ -5,12 +5,13 @@
 //! thread signalled.
 
 use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::{Inner, ReadJob, Shared};
-use crate::resident::{State, Table, MODIFIED, PENDING, REFERENCED};
+use crate::engine::{FaultReads, Inner, ReadJob, Shared};
+use crate::resident::{State, Table, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
 
@@ -21,14 +22,21 @@ use super::{tell_policy, Outcome};
 /// Serves a missing fault on page `s` (absent): plans the cluster, then
 /// zero-fills it under the lock, hands it to a reader thread, or reads it
 /// here (`fill`), issuing the windows ahead along a sequence first.
+/// `queued`: other faults wait behind this one (`FaultReads`).
 pub(super) fn load(
     sh: &Shared,
     mut g: std::sync::MutexGuard<'_, Inner>,
     s: u32,
     write: bool,
+    queued: bool,
 ) -> Outcome {
     Counters::add(&sh.stats.fault_events, 1);
-    let (n, sequential) = plan(sh, &mut g, s);
+    let Plan {
+        first,
+        pages: n,
+        sequential,
+        probe,
+    } = plan(sh, &mut g, s);
     // A zero cluster within the free frames is filled under the lock. One
     // that needs frames goes through `fill` like a read cluster: its extra
     // pages take victims (`choose_victims`) rather than the cluster being cut
@@ -43,7 +51,12 @@ pub(super) fn load(
     // windows: the ones it skipped become the policy's (and evictable).
     let all = g.pending.len();
     hand_over(&mut g, all);
-    let tx = g.readers.clone().filter(|_| sh.tuning.fault_reads);
+    let hand_off = match sh.tuning.fault_reads {
+        FaultReads::Handler => false,
+        FaultReads::Readers => true,
+        FaultReads::ReadersWhenQueued => queued,
+    };
+    let tx = g.readers.clone().filter(|_| hand_off);
     let Some(tx) = tx.filter(|_| sh.store.has_data(s as usize)) else {
         // The windows ahead are issued first, their victims chosen while
         // the policy does not know this cluster: an MRU-like policy would
@@ -51,19 +64,26 @@ pub(super) fn load(
         if sequential {
             prefetch_ahead(sh, &mut g, 0);
         }
-        return fill(sh, g, s, n, Cause::Fault(write), None);
+        let cause = Cause::Fault {
+            page: s,
+            write,
+            probe,
+        };
+        return fill(sh, g, first, n, cause, None);
     };
     // A reader thread reads and maps the cluster (waking the faulting
     // thread); this handler goes on with the next fault.
-    for q in s..s + n as u32 {
+    for q in first..first + n as u32 {
         g.table.set(q, State::Loading, 0);
     }
     let victims = choose_victims(sh, &mut g, s);
     let job = ReadJob {
-        first: s,
+        first,
         pages: n,
         ticket: None,
+        fault: s,
         write,
+        probe,
         victims,
     };
     match tx.send(job) {
@@ -74,35 +94,85 @@ pub(super) fn load(
             Outcome::Served
         }
         Err(std::sync::mpsc::SendError(job)) => {
-            fill(sh, g, s, n, Cause::Fault(write), Some(job.victims))
+            let cause = Cause::Fault {
+                page: s,
+                write,
+                probe,
+            };
+            fill(sh, g, first, n, cause, Some(job.victims))
         }
     }
+}
+
+/// The pages a missing fault brings in: `first..first + pages`, the
+/// faulting page among them.
+pub(super) struct Plan {
+    /// First page of the cluster (the faulting page but for read-around).
+    pub first: u32,
+    /// Pages in the cluster.
+    pub pages: usize,
+    /// The fault continues a sequence (windows ahead are issued).
+    pub sequential: bool,
+    /// The cluster is read around a random fault: its last page (or its
+    /// first, if the last is the faulting page) stays unmapped as a probe of
+    /// its use (`around`).
+    pub probe: bool,
 }
 
 /// How many pages to bring in for a missing fault at `s`: the fault-around
 /// size, or a window doubling along a sequence of faults, cut at the first
 /// page that is not absent or not of `s`'s kind, at the region's end and at
-/// half the budget. A page with nothing to read (anonymous memory never
+/// half the budget. Where the options leave fault-around to the pager, a
+/// random fault reads the absent pages around it within an aligned cluster
+/// sized by use (`around`): aligned, so that the first fault in a cluster
+/// reads all of it and clusters read earlier never cut a later one short.
+/// A page with nothing to read (anonymous memory never
 /// written out) is zero-filled: alone outside a sequence (a random first
 /// touch has no stream to amortise over), in clusters of up to
 /// `zero_around_max` pages along one (a stream of first touches: the fault
 /// at `s` continues the previous fill, i.e. the last fault was at `s - 1`
 /// or the stream has run through the last cluster).
-pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> (usize, bool) {
+pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> Plan {
     let sequential = follow_stream(g, s);
-    let (max, alone) = if sh.store.has_data(s as usize) {
+    let data = sh.store.has_data(s as usize);
+    let (max, alone) = if data {
         (sh.tuning.readahead_max, sh.tuning.fault_around)
     } else {
         (sh.tuning.zero_around_max, 1)
     };
-    g.window = if sequential {
-        (g.window * 2).clamp(1, max.max(1))
+    let around = data && !sequential && alone == 0;
+    let (first, n) = if around {
+        let displacing = g.table.room() == 0;
+        g.window = g.around.on_fault(displacing);
+        let base = s - s % g.window as u32;
+        let before = absent_before(sh, g, s, (s - base) as usize);
+        let first = s - before as u32;
+        let end = (base as usize + g.window).min(g.table.pages());
+        (first, absent_run(sh, g, first, end - first as usize))
     } else {
-        alone.max(1)
+        g.window = if sequential {
+            (g.window * 2).clamp(1, max.max(1))
+        } else {
+            alone.max(1)
+        };
+        (s, absent_run(sh, g, s, g.window))
     };
-    let n = absent_run(sh, g, s, g.window);
-    g.next_expected = s + n as u32;
-    (n, sequential)
+    g.next_expected = first + n as u32;
+    Plan {
+        first,
+        pages: n,
+        sequential,
+        probe: around && n > 1,
+    }
+}
+
+/// Absent pages with data right before `s`, at most `want`.
+fn absent_before(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
+    (1..=want as u32)
+        .take_while(|&d| {
+            g.table.state(s - d) == State::Absent && sh.store.has_data((s - d) as usize)
+        })
+        .count()
 }
 
 /// Makes the sequence a fault at `s` continues the current one, if one of
@@ -161,8 +231,16 @@ pub(super) fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
 /// Who asked for a fill.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cause {
-    /// A missing fault on the first page, a write if `true`.
-    Fault(bool),
+    /// A missing fault on one of the pages.
+    Fault {
+        /// The faulting page.
+        page: u32,
+        /// The fault was a write.
+        write: bool,
+        /// A page of the cluster is left unmapped as a probe of its use
+        /// (`Plan::probe`).
+        probe: bool,
+    },
     /// Asynchronous read-ahead with its ticket: the first page is left
     /// unmapped as the marker whose first touch asks for the next window.
     Prefetch(u64),
@@ -197,22 +275,27 @@ pub(super) fn zero_fill(
     }
 }
 
-/// Reads pages `s..s+n` (all Absent) into frames, evicting what the budget
-/// requires, hands them to the policy as missing faults in order and maps them.
+/// Reads pages `first..first + n` (all Absent) into frames, evicting what
+/// the budget requires, hands them to the policy as missing faults in order
+/// and maps them (all but a prefetched window's marker and a probe).
 pub(super) fn fill(
     sh: &Shared,
     mut g: std::sync::MutexGuard<'_, Inner>,
-    s: u32,
+    first: u32,
     n: usize,
     cause: Cause,
     chosen: Option<Vec<(u32, bool)>>,
 ) -> Outcome {
-    for q in s..s + n as u32 {
+    for q in first..first + n as u32 {
         g.table.set(q, State::Loading, 0);
     }
+    let (fault, write, probe) = match cause {
+        Cause::Fault { page, write, probe } => (Some(page), write, probe),
+        Cause::Prefetch(_) => (None, false, false),
+    };
     let mut victims = match chosen {
         Some(v) => v,
-        None => choose_victims(sh, &mut g, s),
+        None => choose_victims(sh, &mut g, fault.unwrap_or(first)),
     };
     drop(g);
 
@@ -223,15 +306,19 @@ pub(super) fn fill(
     };
     // Pages the store knows to be zero (anonymous memory never written out)
     // are filled and mapped by one ioctl below: no read.
-    let prefetch = matches!(cause, Cause::Prefetch(_));
-    let zero = !prefetch && !sh.store.has_data(s as usize);
+    let prefetch = fault.is_none();
+    let zero = !prefetch && !sh.store.has_data(first as usize);
     let read = if zero {
         Ok(n)
     } else {
         let t_read = Instant::now();
-        // SAFETY: pages s..s+n are Loading: no handler maps them and the
+        let c = &sh.stats;
+        let now = c.reads_in_flight.fetch_add(1, Relaxed) + 1;
+        c.reads_in_flight_max.fetch_max(now, Relaxed);
+        // SAFETY: the pages are Loading: no handler maps them and the
         // application cannot reach them until the CONTINUE below.
-        let r = unsafe { sh.store.read(s as usize, n, sh.pager_addr(s)) };
+        let r = unsafe { sh.store.read(first as usize, n, sh.pager_addr(first)) };
+        c.reads_in_flight.fetch_sub(1, Relaxed);
         sh.stats
             .read_latency
             .record(t_read.elapsed().as_nanos() as u64);
@@ -240,7 +327,6 @@ pub(super) fn fill(
 
     // Account and tell the policy before the faulting thread resumes, so that
     // what it reads of the statistics includes its own fault.
-    let write = cause == Cause::Fault(true);
     let mut g = sh.lock();
     if let Cause::Prefetch(ticket) = cause {
         g = wait_turn(sh, g, ticket);
@@ -249,64 +335,84 @@ pub(super) fn fill(
     }
     sh.finish_evictions(&mut g, &victims, &failed);
     // Pages beyond the file's end (truncated while mapped) are not brought in.
-    let read = read.inspect(|&have| forget(sh, &mut g.table, s + have as u32, n - have));
+    let read = read.inspect(|&have| forget(sh, &mut g.table, first + have as u32, n - have));
     let mut outcome = Outcome::Served;
     match read {
         Ok(have) if have > 0 => {
             let n = have;
+            let end = first + n as u32;
             if !zero {
                 Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
             }
             Counters::add(&sh.stats.missing_faults, n as u64);
-            let ahead = if prefetch { n } else { n - 1 };
             let kind = if zero {
                 &sh.stats.zero_around_pages
             } else {
                 &sh.stats.readahead_pages
             };
-            Counters::add(kind, ahead as u64);
-            if prefetch {
-                // Handed to the policy when the application enters the window.
-                for q in s..s + n as u32 {
-                    g.table.set(q, State::Resident, PENDING);
+            let brought = fault.filter(|&f| f < end);
+            Counters::add(kind, (n - usize::from(brought.is_some())) as u64);
+            match fault {
+                None => {
+                    // Handed to the policy when the application enters the window.
+                    for q in first..end {
+                        g.table.set(q, State::Resident, PENDING);
+                    }
+                    g.pending.push_back((first, n));
                 }
-                g.pending.push_back((s, n));
+                Some(f) => {
+                    if f < end {
+                        g.recent_faults.rotate_right(1);
+                        g.recent_faults[0] = f;
+                    }
+                    let probe = probe && n > 1 && !zero;
+                    let probe_page = if end - 1 != f { end - 1 } else { first };
+                    for q in first..end {
+                        // A zero cluster is mapped writable for a write: all dirty.
+                        let dirty = if write && (zero || q == f) {
+                            MODIFIED
+                        } else {
+                            0
+                        };
+                        let seen = if probe && q == probe_page {
+                            PROBE
+                        } else {
+                            REFERENCED
+                        };
+                        g.table.set(q, State::Resident, seen | dirty);
+                        tell_policy(&mut g, q, FaultKind::Missing, write && q == f);
+                        g.table.zap_cleared();
+                    }
+                    // Mapped under the lock: the pages are Resident now and could
+                    // otherwise be chosen as victims and zapped before they are mapped.
+                    if zero {
+                        map_zeros(sh, first, n, write);
+                    } else {
+                        let skip = probe.then_some(probe_page);
+                        map_cluster(sh, first, end, f, write, skip);
+                    }
+                    if f >= end {
+                        // The faulting page itself lies beyond the file's end.
+                        outcome = signal(sh, f);
+                    }
+                }
             }
-            for q in (s..s + n as u32).filter(|_| !prefetch) {
-                // A zero cluster is mapped writable for a write: all dirty.
-                let dirty = if write && (zero || q == s) {
-                    MODIFIED
-                } else {
-                    0
-                };
-                g.table.set(q, State::Resident, REFERENCED | dirty);
-                tell_policy(&mut g, q, FaultKind::Missing, write && q == s);
-                g.table.zap_cleared();
-            }
-            // Mapped under the lock: the pages are Resident now and could
-            // otherwise be chosen as victims and zapped before they are mapped.
-            if prefetch {
+            if prefetch && n > 1 {
                 // The first page stays unmapped: its touch enters the window.
-            } else if zero {
-                map_zeros(sh, s, n, write);
-            } else {
-                map(sh, s, 1, sh.writable && !write);
-            }
-            if n > 1 && !zero {
-                map(sh, s + 1, n - 1, sh.writable);
+                map(sh, first + 1, n - 1, sh.writable);
             }
         }
         Ok(_) => {
             // The faulting page itself lies beyond the file's end.
-            if !prefetch {
-                outcome = signal(sh, s);
+            if let Some(f) = fault {
+                outcome = signal(sh, f);
             }
         }
         Err(_) => {
             Counters::add(&sh.stats.read_errors, 1);
-            forget(sh, &mut g.table, s, n);
-            if !prefetch {
-                outcome = signal(sh, s);
+            forget(sh, &mut g.table, first, n);
+            if let Some(f) = fault {
+                outcome = signal(sh, f);
             }
         }
     }
@@ -317,6 +423,30 @@ pub(super) fn fill(
         let _ = sh.flush(Some(&queued));
     }
     outcome
+}
+
+/// Maps a missing fault's cluster `first..end` read from the store: the
+/// faulting page `f` (if it was read) write-protected unless the fault was a
+/// write, the others write-protected (clean) where the region is writable,
+/// for dirty tracking; `skip` (a probe) stays unmapped.
+fn map_cluster(sh: &Shared, first: u32, end: u32, f: u32, write: bool, skip: Option<u32>) {
+    let mut runs = [(first, f.min(end)), (f + 1, end)];
+    if let Some(p) = skip {
+        for r in &mut runs {
+            if (r.0..r.1).contains(&p) {
+                // The probe is the first or last page of the cluster.
+                *r = if p == r.0 { (p + 1, r.1) } else { (r.0, p) };
+            }
+        }
+    }
+    if f < end {
+        map(sh, f, 1, sh.writable && !write);
+    }
+    for (a, b) in runs {
+        if b > a {
+            map(sh, a, (b - a) as usize, sh.writable);
+        }
+    }
 }
 
 /// Victims making room in the budget for pages now `Loading` from `s` on.

@@ -20,7 +20,7 @@ use std::time::Instant;
 use pagepilot_policy::{Fault, FaultKind, Page};
 
 use crate::engine::{Inner, Shared};
-use crate::resident::{State, MODIFIED, PENDING, REFERENCED};
+use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 
@@ -64,10 +64,12 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
+        let mut waiting = missing_faults(&msgs[..n]);
         for m in &msgs[..n] {
             if let Some((addr, flags)) = m.pagefault() {
+                waiting -= usize::from(flags & (FLAG_MINOR | FLAG_WP) == 0);
                 let t0 = Instant::now();
-                serve(&shared, addr, flags, stamp);
+                serve(&shared, addr, flags, stamp, waiting > 0);
                 shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
             }
         }
@@ -96,17 +98,19 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
             Err(_) => return false,
         };
         let mut stop = false;
+        let mut waiting = missing_faults(&msgs[..n]);
         for m in &msgs[..n] {
             let Some((addr, flags)) = m.pagefault() else {
                 continue;
             };
+            waiting -= usize::from(flags & (FLAG_MINOR | FLAG_WP) == 0);
             if addr & !(PAGE - 1) == doorbell {
                 let _ = shared.uffd.zero_page(doorbell, false);
                 stop = true;
                 continue;
             }
             let t0 = Instant::now();
-            serve(&shared, addr, flags, stamp);
+            serve(&shared, addr, flags, stamp, waiting > 0);
             shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
         }
         if stop {
@@ -127,9 +131,18 @@ pub enum Outcome {
     Signal,
 }
 
+/// Missing-fault events in a batch read from the userfaultfd.
+fn missing_faults(msgs: &[UffdMsg]) -> usize {
+    msgs.iter()
+        .filter_map(UffdMsg::pagefault)
+        .filter(|&(_, flags)| flags & (FLAG_MINOR | FLAG_WP) == 0)
+        .count()
+}
+
 /// Serves one fault at `addr`. `stamp` is the region's eviction sequence
-/// number read before the fault was (tells a stale event, see `serve_access`).
-pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) -> Outcome {
+/// number read before the fault was (tells a stale event, see
+/// `serve_access`); `queued`: other missing faults wait behind this one.
+pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> Outcome {
     if addr < sh.app || addr >= sh.app + sh.map_len {
         return Outcome::Served;
     }
@@ -138,7 +151,7 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64) -> Outcome {
         serve_wp(sh, slot);
         Outcome::Served
     } else {
-        serve_access(sh, slot, flags, stamp)
+        serve_access(sh, slot, flags, stamp, queued)
     };
     // Windows queued for the ring are evicted for and submitted now, after
     // the faulting thread was woken: that work overlaps its run.
@@ -167,7 +180,13 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
     }
 }
 
-pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) -> Outcome {
+pub(super) fn serve_access(
+    sh: &Shared,
+    s: u32,
+    flags: u64,
+    stamp: u64,
+    queued: bool,
+) -> Outcome {
     let write = flags & FLAG_WRITE != 0;
     let mut g = sh.lock();
     if g.table.state(s) == State::Loading {
@@ -181,7 +200,11 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) -> Outco
                 enter_window(sh, &mut g, s);
             }
             let f = g.table.flags(s);
-            let nf = f | REFERENCED | if write { MODIFIED } else { 0 };
+            if f & PROBE != 0 {
+                Counters::add(&sh.stats.probe_hits, 1);
+                g.around.on_probe_hit();
+            }
+            let nf = (f & !PROBE) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
             map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
             if f & REFERENCED == 0 {
@@ -204,7 +227,7 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64) -> Outco
             Counters::add(&sh.stats.retried_faults, 1);
             let _ = sh.uffd.wake(sh.app_addr(s), PAGE);
         }
-        State::Absent => return load(sh, g, s, write),
+        State::Absent => return load(sh, g, s, write, queued),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
     }
     Outcome::Served

@@ -81,7 +81,9 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     if !sh.tuning.async_readahead {
         return;
     }
-    let tx = g.readers.clone();
+    // Windows go to the ring where there is one (reader threads may be
+    // there for faults' reads only).
+    let tx = g.readers.clone().filter(|_| sh.ring.is_none());
     if tx.is_none() && sh.ring.is_none() {
         return;
     }
@@ -109,7 +111,9 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
             first,
             pages: n,
             ticket: Some(g.prefetch_issued),
+            fault: first,
             write: false,
+            probe: false,
             victims,
         };
         let sent = match &tx {
@@ -164,7 +168,11 @@ pub fn run_reader(
         let g = shared.lock();
         let cause = match job.ticket {
             Some(t) => Cause::Prefetch(t),
-            None => Cause::Fault(job.write),
+            None => Cause::Fault {
+                page: job.fault,
+                write: job.write,
+                probe: job.probe,
+            },
         };
         let _ = fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
     }

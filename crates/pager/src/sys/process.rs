@@ -34,6 +34,12 @@ pub fn faults_self() -> (u64, u64) {
     (ru.ru_majflt as u64, ru.ru_minflt as u64)
 }
 
+/// This thread's id (`gettid`).
+pub fn thread_id() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
 /// CPU time of this thread, ns: unlike wall time it excludes the time the
 /// thread waits for a core, which on a shared 2-core machine is most noise.
 pub fn thread_cpu_ns() -> u64 {
@@ -70,6 +76,29 @@ pub fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
     // SAFETY: `set` is a valid cpu_set_t of the size passed.
     check(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) })?;
     Ok(())
+}
+
+/// The CPUs this thread may run on, at most `max`.
+pub fn allowed_cpus(max: usize) -> io::Result<Vec<usize>> {
+    let set = affinity()?;
+    // SAFETY: CPU_ISSET reads inside the set for any cpu below CPU_SETSIZE.
+    let allowed = |c: usize| unsafe { libc::CPU_ISSET(c, &set) };
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| allowed(c))
+        .take(max)
+        .collect())
+}
+
+/// Keeps this thread to CPU `cpu`.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET writes inside
+    // it for any cpu below CPU_SETSIZE, which the caller's cpu came from.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        set
+    };
+    set_affinity(&set)
 }
 
 /// Pins this thread to the CPU it runs on now. Threads it creates afterwards

@@ -380,22 +380,23 @@ impl Uffd {
     }
 }
 
-/// An epoll instance waiting on a userfaultfd (exclusively: of several
-/// handlers waiting on the same userfaultfd, one is woken per event, not all)
-/// and on a stop eventfd.
+/// An epoll instance waiting on a userfaultfd and on a stop eventfd. Of
+/// several handlers waiting on the same userfaultfd exclusively, one is
+/// woken per event (the first registered that is idle); otherwise all are.
 pub struct Waiter {
     ep: OwnedFd,
     uffd: RawFd,
 }
 
 impl Waiter {
-    /// Waits on `uffd` (exclusive wake-up) and `stop`.
-    pub fn new(uffd: RawFd, stop: RawFd) -> io::Result<Waiter> {
+    /// Waits on `uffd` (an exclusive wake-up if `exclusive`) and `stop`.
+    pub fn new(uffd: RawFd, stop: RawFd, exclusive: bool) -> io::Result<Waiter> {
+        let exclusive = if exclusive { libc::EPOLLEXCLUSIVE } else { 0 };
         // SAFETY: epoll_create1 takes a flag and returns a new fd or -1.
         let raw = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: `raw` is freshly created and owned by nobody else.
         let ep = unsafe { OwnedFd::from_raw_fd(raw) };
-        for (fd, extra) in [(uffd, libc::EPOLLEXCLUSIVE), (stop, 0)] {
+        for (fd, extra) in [(uffd, exclusive), (stop, 0)] {
             let mut ev = libc::epoll_event {
                 events: (libc::EPOLLIN | extra) as u32,
                 u64: fd as u64,

@@ -1,0 +1,161 @@
+//! Read-around for missing faults outside a sequence, sized by use: the
+//! kernel's `mmap_miss` heuristic (mm/filemap.c), with what a user-space
+//! pager can observe in place of the page cache's hits.
+//!
+//! The kernel reads 32 pages around a random fault on a file mapping and
+//! counts, per file, faults that missed against cached pages mapped later;
+//! once misses outnumber hits by `MMAP_LOTSAMISS` it reads single pages.
+//! pagepilot maps a cluster's pages at once, so their later use raises no
+//! fault; instead one page of each cluster, at its far end, is left
+//! unmapped, a *probe*: its first touch is a minor fault, which says the
+//! application reached the far end of the cluster while it was in memory,
+//! and counts as a hit for the whole cluster.
+//!
+//! A fault counts as a miss only while the region's budget is full, i.e.
+//! when the cluster's pages displace others: read-around into free frames
+//! costs no page of the resident set, and a uniformly random reading of a
+//! file that fits in the budget (every page touched once, in any order)
+//! uses every cluster in the end, but only in the end, too late for any
+//! count of hits to show it. The kernel keeps reading around in that case
+//! as well (the neighbours its fault-around maps count as hits). The price
+//! is sparse reading under a large budget: one page in 64 touched still
+//! reads clusters.
+
+/// Net misses after which a random fault reads its page alone (the
+/// kernel's `MMAP_LOTSAMISS`).
+const LOTS_OF_MISSES: u32 = 100;
+/// Net misses below which clusters are read at their largest size.
+const FEW_MISSES: u32 = 4;
+/// Where the count starts: the usual size until hits show better.
+const START: u32 = FEW_MISSES;
+/// While reading single pages, every this many faults reads a cluster with
+/// a probe anyway, so that a workload that starts using its neighbours
+/// again is noticed (the kernel never looks again).
+const EXPLORE_EVERY: u32 = 256;
+
+/// One region's read-around state.
+#[derive(Clone, Debug)]
+pub struct ReadAround {
+    /// Net misses: +1 per random fault that displaces pages, minus the
+    /// usual cluster size per probe hit.
+    misses: u32,
+    /// Random faults since the last cluster read while reading single pages.
+    since_cluster: u32,
+    /// The usual cluster, pages (the kernel's 32).
+    usual: usize,
+    /// The largest cluster, pages, read while probes keep hitting.
+    largest: usize,
+}
+
+/// The usual cluster: the kernel's (`read_ahead_kb` 128 on a disk).
+const USUAL_PAGES: usize = 32;
+
+impl ReadAround {
+    /// The read-around of a region of `frames` frames whose sequences read
+    /// windows of up to `window` pages: clusters of the kernel's 32 pages,
+    /// up to a window while they are used, never larger than a window (an
+    /// MRU-like policy's windows are sized to what it can spare: clusters
+    /// take frames from the same set; `with_readahead(1)` turns both off)
+    /// and within an eighth of the budget.
+    pub fn for_region(frames: usize, window: usize) -> Self {
+        let largest = window.min(frames / 8).max(1);
+        ReadAround::new(USUAL_PAGES.min(largest), largest)
+    }
+
+    /// Clusters of `usual` pages, up to `largest` while they are used.
+    pub fn new(usual: usize, largest: usize) -> Self {
+        let usual = usual.max(1);
+        ReadAround {
+            misses: START,
+            since_cluster: 0,
+            usual,
+            largest: largest.max(usual),
+        }
+    }
+
+    /// A random missing fault, `displacing` pages of the resident set (the
+    /// budget is full): how many pages to read around it (1: the page
+    /// alone, no probe).
+    pub fn on_fault(&mut self, displacing: bool) -> usize {
+        let size = if self.misses < FEW_MISSES {
+            self.largest
+        } else if self.misses <= LOTS_OF_MISSES {
+            self.usual
+        } else {
+            self.since_cluster += 1;
+            if self.since_cluster < EXPLORE_EVERY {
+                return 1;
+            }
+            self.since_cluster = 0;
+            self.usual
+        };
+        // A miss until its probe says otherwise, if it displaces pages.
+        if displacing {
+            self.misses = (self.misses + 1).min(2 * LOTS_OF_MISSES);
+        }
+        size
+    }
+
+    /// The probe of a cluster was touched: the cluster was used.
+    pub fn on_probe_hit(&mut self) {
+        self.misses = self.misses.saturating_sub(self.usual as u32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages read for `faults` random faults under a full budget when one
+    /// probe in `used_one_in` is hit (0: none).
+    fn read(r: &mut ReadAround, faults: usize, used_one_in: usize) -> usize {
+        (0..faults)
+            .map(|i| {
+                let n = r.on_fault(true);
+                if n > 1 && used_one_in > 0 && i % used_one_in == 0 {
+                    r.on_probe_hit();
+                }
+                n
+            })
+            .sum()
+    }
+
+    #[test]
+    fn test_used_clusters_grow_to_the_largest_size() {
+        let mut r = ReadAround::new(32, 128);
+        read(&mut r, 100, 1);
+        assert_eq!(r.on_fault(true), 128);
+    }
+
+    #[test]
+    fn test_clusters_into_free_frames_are_read_whatever_their_use() {
+        let mut r = ReadAround::new(32, 128);
+        for _ in 0..10_000 {
+            assert!(r.on_fault(false) >= 32);
+        }
+    }
+
+    #[test]
+    fn test_unused_clusters_shrink_to_single_pages_and_are_explored_rarely() {
+        let mut r = ReadAround::new(32, 128);
+        let pages = read(&mut r, 10_000, 0);
+        let clusters = (LOTS_OF_MISSES - START + 1) as usize + 10_000 / 256;
+        assert!(pages <= 10_000 + clusters * 128, "{pages}");
+        assert_eq!(r.on_fault(true), 1);
+    }
+
+    #[test]
+    fn test_clusters_used_one_time_in_sixteen_stay_on() {
+        let mut r = ReadAround::new(32, 128);
+        read(&mut r, 10_000, 16);
+        assert!(r.on_fault(true) >= 32);
+    }
+
+    #[test]
+    fn test_clusters_come_back_when_the_application_uses_them_again() {
+        let mut r = ReadAround::new(32, 128);
+        read(&mut r, 1000, 0);
+        let pages = read(&mut r, 2000, 1);
+        assert!(pages > 2000 * 16, "{pages}");
+    }
+}

@@ -1,0 +1,132 @@
+//! Read-around of random faults, sized by use (docs/pager.md,
+//! "Read-around"): clusters while the application uses the pages around
+//! its faults, single pages once it does not, and the option as an override.
+
+mod common;
+
+use common::*;
+use pagepilot_pager::{Backing, Region, RegionOptions, RegionStats, PAGE_SIZE};
+
+/// Reads one byte of each page of `order` from a region mapped over a
+/// fresh random file of `pages` pages with the budget above the file's
+/// size, checks it against the file and returns the region's statistics.
+fn read_in_order(tag: &str, pages: usize, order: &[usize], fault_around: usize) -> RegionStats {
+    let d = Scratch::new(tag);
+    let path = d.file("data");
+    let data = random_file(&path, pages * PAGE_SIZE, 21);
+    let backing = Backing::File {
+        path,
+        writable: false,
+    };
+    let opts =
+        RegionOptions::new(backing, 2 * pages * PAGE_SIZE, "clock").with_fault_around(fault_around);
+    let region = Region::map(opts).unwrap();
+    for &p in order {
+        let at = p * PAGE_SIZE + 17;
+        // SAFETY: inside the region, mapped for `pages` pages.
+        let v = unsafe { region.as_ptr().add(at).read_volatile() };
+        assert_eq!(v, data[at], "page {p}");
+    }
+    let s = region.stats();
+    println!("{tag}: {}", region.stats_json());
+    region.unmap().unwrap();
+    s
+}
+
+/// The pages `0..pages` in a random order, or one in `one_in` of them.
+fn shuffled(pages: usize, one_in: usize, seed: u64) -> Vec<usize> {
+    let mut rng = Rng(seed);
+    let mut v: Vec<usize> = (0..pages).filter(|p| p % one_in == 0).collect();
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i + 1));
+    }
+    // Sparse: a random page of each group of `one_in`, not always the first.
+    v.iter().map(|&p| p + rng.below(one_in.min(pages - p))).collect()
+}
+
+/// Every page touched once in a random order, as a database reading a
+/// table through an index might: the pages around each fault are used, so
+/// each fault reads a cluster and most touches raise no fault at all.
+#[test]
+fn test_random_reads_of_every_page_are_served_in_clusters() {
+    let pages = 8192;
+    let s = read_in_order("around-every", pages, &shuffled(pages, 1, 3), 0);
+    assert_eq!(s.bytes_read, (pages * PAGE_SIZE) as u64, "each page read once: {s:?}");
+    assert!(s.probe_hits > 0, "{s:?}");
+    assert!(s.fault_events < pages as u64 / 4, "{s:?}");
+}
+
+/// Random reads under a budget a sixteenth of the file: the pages around a
+/// fault are evicted before they are used, so once the budget is full the
+/// pager soon reads single pages (a cluster now and then, to notice a change).
+#[test]
+fn test_random_reads_under_a_full_budget_soon_read_single_pages() {
+    let pages = 16 * 1024;
+    let d = Scratch::new("around-sparse");
+    let path = d.file("data");
+    let data = random_file(&path, pages * PAGE_SIZE, 22);
+    let region = Region::map_file(&path, false, pages / 16 * PAGE_SIZE, "clock").unwrap();
+    let mut rng = Rng(6);
+    let mut touch = |n: usize| {
+        for _ in 0..n {
+            let at = rng.below(pages) * PAGE_SIZE + 5;
+            // SAFETY: inside the region.
+            let v = unsafe { region.as_ptr().add(at).read_volatile() };
+            assert_eq!(v, data[at]);
+        }
+        region.stats()
+    };
+    let warm = touch(3000);
+    let s = touch(2000);
+    let faults = s.fault_events - warm.fault_events;
+    let read = (s.bytes_read - warm.bytes_read) / PAGE_SIZE as u64;
+    println!("{faults} faults read {read} pages: {}", region.stats_json());
+    assert!(faults > 1500, "{s:?}");
+    assert!(read <= faults * 5 / 4, "{read} pages for {faults} faults: {s:?}");
+    region.unmap().unwrap();
+}
+
+/// `fault_around_pages` set by the caller is used as given: 1 is demand
+/// paging, a page read per fault.
+#[test]
+fn test_fault_around_option_overrides_the_read_around() {
+    let pages = 2048;
+    let s = read_in_order("around-off", pages, &shuffled(pages, 1, 5), 1);
+    assert_eq!(s.probe_hits, 0, "{s:?}");
+    // Only where the random order happens to read a page right after the
+    // one before does a sequence read ahead.
+    assert!(s.fault_events > pages as u64 * 95 / 100, "{s:?}");
+}
+
+/// Four application threads reading random pages of a cold file at once,
+/// with the defaults: their faults come to the handler together, and their
+/// reads go in flight together (reader threads take the faults that wait
+/// behind another), as each thread's own read would under the kernel.
+#[test]
+fn test_threads_faulting_together_have_their_reads_in_flight_together() {
+    let pages = 16 * 1024;
+    let d = Scratch::new("around-threads");
+    let path = d.file("data");
+    let data = random_file(&path, pages * PAGE_SIZE, 23);
+    let region = Region::map_file(&path, false, pages / 16 * PAGE_SIZE, "clock").unwrap();
+    let base = region.as_ptr() as usize;
+    std::thread::scope(|sc| {
+        for t in 0..4u64 {
+            let data = &data;
+            sc.spawn(move || {
+                let mut rng = Rng(100 + t);
+                for _ in 0..1500 {
+                    let at = rng.below(pages) * PAGE_SIZE + 7;
+                    // SAFETY: inside the region.
+                    let v = unsafe { ((base + at) as *const u8).read_volatile() };
+                    assert_eq!(v, data[at]);
+                }
+            });
+        }
+    });
+    let s = region.stats();
+    println!("{}", region.stats_json());
+    assert!(s.reads_in_flight_max >= 2, "{s:?}");
+    assert!(s.frames_in_use <= s.budget_frames && s.over_budget == 0, "{s:?}");
+    region.unmap().unwrap();
+}
