@@ -7,16 +7,21 @@ use crate::backing::Backing;
 /// Who serves a region's faults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FaultService {
-    /// Handler threads read fault events from the userfaultfd; the faulting
-    /// thread sleeps until its page is mapped. Works for every access,
-    /// including the kernel's (a `read(2)` into region memory).
-    #[default]
+    /// `handler_threads` handler threads read fault events from the
+    /// userfaultfd; the faulting thread sleeps until its page is mapped.
+    /// Works for every access, including the kernel's (a `read(2)` into
+    /// region memory).
     HandlerThreads,
-    /// One handler thread per CPU the mapping thread may run on, each kept
-    /// to its CPU; a fault wakes every idle handler, and the one on the
-    /// faulting thread's CPU, woken without a cross-CPU wake-up, is the
-    /// first to take it. Works for every access, like `HandlerThreads`
+    /// The default: one handler thread per CPU the mapping thread may run
+    /// on (up to 4), each kept to its CPU; a fault wakes every idle handler,
+    /// and the one on the faulting thread's CPU, woken without a cross-CPU
+    /// wake-up, is the first to take it. On these virtual machines a
+    /// cross-CPU wake-up of a halted vCPU costs the host a reschedule: a
+    /// lone handler pays two per fault (16x the kernel's first touch, quiet
+    /// machine), the CPU's own handler none (6x; docs/pager.md, "Who serves
+    /// a fault by default"). Works for every access, like `HandlerThreads`
     /// (`handler_threads` is not used).
+    #[default]
     HandlerPerCpu,
     /// The faulting thread serves its own fault in a SIGBUS handler
     /// (UFFD_FEATURE_SIGBUS): no thread hand-off. The kernel's own accesses
@@ -57,7 +62,8 @@ pub struct RegionOptions {
     /// filled alone. A write fault maps the cluster writable and dirty (the
     /// stream is writing it), a read fault write-protected (dirty tracking).
     pub zero_around_max_pages: usize,
-    /// Fault-handler threads reading the region's userfaultfd.
+    /// Fault-handler threads reading the region's userfaultfd, with
+    /// [`FaultService::HandlerThreads`].
     pub handler_threads: usize,
     /// Directory for an anonymous region's swap file (default: the system temp dir).
     pub swap_dir: Option<PathBuf>,
@@ -108,7 +114,7 @@ impl Default for RegionOptions {
             handler_threads: 1,
             swap_dir: None,
             handler_spin_us: 0,
-            fault_service: FaultService::HandlerThreads,
+            fault_service: FaultService::HandlerPerCpu,
             async_readahead: true,
             readahead_depth: 0,
             reader_threads: 0,
@@ -142,9 +148,11 @@ impl RegionOptions {
         self.zero_around_max_pages = pages;
         self
     }
-    /// Sets [`RegionOptions::handler_threads`].
+    /// Sets [`RegionOptions::handler_threads`], served by that many handler
+    /// threads ([`FaultService::HandlerThreads`]).
     pub fn with_handler_threads(mut self, n: usize) -> Self {
         self.handler_threads = n;
+        self.fault_service = FaultService::HandlerThreads;
         self
     }
     /// Sets [`RegionOptions::swap_dir`].

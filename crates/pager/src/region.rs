@@ -45,6 +45,10 @@ const MAX_PAGES: usize = u32::MAX as usize - 1;
 const MAX_HANDLERS: usize = 64;
 /// Most prefetched windows in flight (prefetcher threads) per region.
 const MAX_PREFETCHERS: usize = 16;
+/// Most handler threads of `FaultService::HandlerPerCpu`: each fault wakes
+/// every idle one, so more would cost more spurious wake-ups than the
+/// CPU-local hand-off saves.
+const MAX_PER_CPU: usize = 4;
 /// Reader threads for missing faults that wait behind others in a batch
 /// (`FaultReads::ReadersWhenQueued`): with the handler, four reads in flight.
 const QUEUED_READERS: usize = 3;
@@ -270,7 +274,15 @@ impl Region {
             sigbus::register(shared)?;
             return Ok(region);
         }
-        let lone = opts.fault_service == FaultService::HandlerThreads && opts.handler_threads == 1;
+        // A policy program, or a caller's policy object, keeps its own record
+        // of the pages it was told about: fills overlapping on several
+        // handlers leave it naming victims not read yet (`reader_threads`),
+        // so it gets one handler, the service it had before per-CPU handlers.
+        let per_cpu = opts.fault_service == FaultService::HandlerPerCpu && !program;
+        let lone = match opts.fault_service {
+            FaultService::HandlerThreads => opts.handler_threads == 1,
+            _ => !per_cpu,
+        };
         if lone && opts.handler_spin_us == 0 {
             if let Some(b) = threads::spawn_blocking(&shared) {
                 region.blocking = Some(Box::new(b));
@@ -279,8 +291,8 @@ impl Region {
         }
 
         let stop = std::os::fd::AsRawFd::as_raw_fd(&shared.stop);
-        if opts.fault_service == FaultService::HandlerPerCpu {
-            let cpus = sys::allowed_cpus(MAX_HANDLERS).map_err(sys_err("sched_getaffinity"))?;
+        if per_cpu {
+            let cpus = sys::allowed_cpus(MAX_PER_CPU).map_err(sys_err("sched_getaffinity"))?;
             region.handler_threads = cpus.len();
             for cpu in cpus {
                 let sh = shared.clone();

@@ -173,3 +173,21 @@ fn test_prefault_lets_the_kernel_write_into_faulting_thread_regions() {
     assert!(r.prefault(usize::MAX, 2, true).is_err());
     r.unmap().unwrap();
 }
+
+/// A region mapped with no option but its budget and policy is served by
+/// one handler thread per CPU the mapping thread may run on (up to four),
+/// and the kernel's own accesses to it are served too (a `read(2)` into
+/// absent pages, without `Region::prefault`).
+#[test]
+fn test_defaults_serve_faults_with_a_handler_per_cpu() {
+    use std::io::Read;
+    let (_d, p) = file_with(8);
+    let r = Region::map_anon(64 * PAGE_SIZE, 8 * PAGE_SIZE, "clock").unwrap();
+    let cpus = std::thread::available_parallelism().unwrap().get().min(4);
+    assert_eq!(r.stats().handler_threads, cpus as u64);
+    // SAFETY: the region is mapped for 64 pages; nothing else uses it.
+    let dst = unsafe { std::slice::from_raw_parts_mut(r.as_ptr(), 8 * PAGE_SIZE) };
+    std::fs::File::open(&p).unwrap().read_exact(dst).unwrap();
+    assert_eq!(dst[5 * PAGE_SIZE + 100], 5);
+    r.unmap().unwrap();
+}
