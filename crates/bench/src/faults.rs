@@ -182,8 +182,14 @@ pub struct Rounds {
     pub kernel_missing_private_anon: Cost,
     /// The faulting-thread pager against that private anonymous first touch.
     pub faulting_thread_vs_private_anon: VsKernel,
-    /// The real pager, one handler thread (the default).
+    /// The real pager, one handler thread.
     pub pager_missing: PagerRow,
+    /// The real pager, one handler thread per CPU, each kept to its CPU.
+    pub pager_missing_handler_per_cpu: PagerRow,
+    /// The real pager with the default fault service (`RegionOptions::default()`).
+    pub pager_missing_default_service: PagerRow,
+    /// Which service that is.
+    pub default_service: String,
     /// The same with the application thread pinned to its CPU before mapping, so that the
     /// handler thread (which inherits the affinity) shares it: both wake-ups stay on one CPU.
     pub pager_missing_handler_pinned: PagerRow,
@@ -431,6 +437,8 @@ fn rounds(
     let mut k_anon = Series::default();
     let (mut handler, mut ft, mut sig) = (Series::default(), Series::default(), Series::default());
     let (mut pinned, mut p_svc) = (Series::default(), Vec::new());
+    let (mut per_cpu, mut c_svc) = (Series::default(), Vec::new());
+    let (mut default, mut d_svc) = (Series::default(), Vec::new());
     let (mut h_svc, mut ft_svc, mut sig_ioctl) = (Vec::new(), Vec::new(), Vec::new());
     let (mut zero, mut copy, mut minor) = (Pool::default(), Pool::default(), Pool::default());
     // Streams: [sequential, random] x [faulting thread, handler thread].
@@ -449,7 +457,7 @@ fn rounds(
         }
         // Back to back, the kernel first in even rounds and last in odd ones: drift on the
         // noisy machine, and the temperature of recycled pages, hit every kind alike.
-        let mut steps: Vec<u8> = (0..10).collect();
+        let mut steps: Vec<u8> = (0..12).collect();
         if r % 2 == 1 {
             steps.reverse();
         }
@@ -477,6 +485,16 @@ fn rounds(
                     let b = pager_block(pages, FaultService::HandlerThreads)?;
                     handler.add(&b.times, b.wall_ns, b.app_wait_ns);
                     h_svc.push(b.service_p50_ns);
+                }
+                10 => {
+                    let b = pager_block(pages, FaultService::HandlerPerCpu)?;
+                    per_cpu.add(&b.times, b.wall_ns, b.app_wait_ns);
+                    c_svc.push(b.service_p50_ns);
+                }
+                11 => {
+                    let b = pager_block(pages, RegionOptions::default().fault_service)?;
+                    default.add(&b.times, b.wall_ns, b.app_wait_ns);
+                    d_svc.push(b.service_p50_ns);
                 }
                 6 => {
                     let b = pager_block_pinned(pages)?;
@@ -534,6 +552,9 @@ fn rounds(
         kernel_missing_private_anon: Cost::of(&k_anon.times),
         faulting_thread_vs_private_anon: ft.vs(&k_anon),
         pager_missing: row(&handler, h_svc),
+        pager_missing_handler_per_cpu: row(&per_cpu, c_svc),
+        pager_missing_default_service: row(&default, d_svc),
+        default_service: format!("{:?}", RegionOptions::default().fault_service),
         pager_missing_handler_pinned: row(&pinned, p_svc),
         pager_missing_faulting_thread: row(&ft, ft_svc),
         faulting_thread_breakdown: SigbusBreakdown {
@@ -719,7 +740,7 @@ fn print_rounds(r: &Rounds, zero_around: usize, out: &mut dyn Write) -> std::io:
     let h = &r.pager_missing;
     writeln!(
         out,
-        "  pager, 1 handler thread (default)      {}",
+        "  pager, 1 handler thread                {}",
         vs_line(&h.vs)
     )?;
     writeln!(
@@ -733,6 +754,19 @@ fn print_rounds(r: &Rounds, zero_around: usize, out: &mut dyn Write) -> std::io:
         out,
         "  pager, handler on the application's CPU {}",
         vs_line(&p.vs)
+    )?;
+    let c = &r.pager_missing_handler_per_cpu;
+    writeln!(
+        out,
+        "  pager, a handler kept to each CPU      {}",
+        vs_line(&c.vs)
+    )?;
+    let d = &r.pager_missing_default_service;
+    writeln!(
+        out,
+        "  pager, defaults ({:<16})     {}",
+        r.default_service,
+        vs_line(&d.vs)
     )?;
     for (name, b) in [
         (

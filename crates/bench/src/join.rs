@@ -18,7 +18,7 @@ use super::measure::{
 };
 use super::window::{mru_window_faults, Window};
 use super::workload::Workload;
-use super::{kernel, live};
+use super::{cjoin, kernel, live};
 use crate::BenchResult;
 use pagepilot_pager::sys::PAGE;
 
@@ -60,6 +60,10 @@ pub struct Args {
     /// and speed, measured side by side with the kernel.
     #[arg(long, value_delimiter = ',')]
     windows: Vec<Window>,
+    /// The C program of the "defaults (C API)" rows (`crates/bench/c/join.c`; `none`: no such
+    /// rows). Default: `pp-join-c` beside this executable, if built.
+    #[arg(long)]
+    c_program: Option<PathBuf>,
     #[command(flatten)]
     common: FileBenchArgs,
 }
@@ -102,6 +106,8 @@ pub struct JoinSetup {
     pub faulting_thread: Option<bool>,
     /// Extra rows: each pagepilot policy again with each of these windows.
     pub windows: Vec<Window>,
+    /// The C program of the "defaults (C API)" rows (`None`: no such rows).
+    pub c_program: Option<PathBuf>,
 }
 
 /// One policy at one size.
@@ -136,6 +142,8 @@ pub struct PolicyResult {
     /// Kernel time / this policy's time within each round (the rows of a round run back to
     /// back, so the machine's drift between rounds cancels out).
     pub speedup_per_round: Option<PairedSpeedup>,
+    /// Whether the row ran through the C API, from `crates/bench/c/join.c` (with defaults).
+    pub c_api: bool,
     /// pagepilot's options for this policy (none for the kernel).
     pub tuning: Option<live::Tuning>,
     /// Every run.
@@ -199,6 +207,8 @@ enum RowKind {
     Tuned(Window),
     /// pagepilot through the public API with no option but the policy: what a user gets.
     Defaults,
+    /// The same through the C API, from the C program (`cjoin.rs`).
+    CApi,
 }
 
 impl RowKind {
@@ -208,10 +218,16 @@ impl RowKind {
             _ => None,
         }
     }
+
+    /// pagepilot's options for this row: its window's, or the pager's defaults.
+    fn tuning(self, s: &JoinSetup) -> live::Tuning {
+        self.window()
+            .map_or_else(live::Tuning::default, |w| tuning(w, s))
+    }
 }
 
 /// The rows to measure, in order: each policy with its own tuning, then again with each of
-/// `s.windows`, then with the pager's defaults; the kernel once.
+/// `s.windows`, then with the pager's defaults (and through the C API); the kernel once.
 fn rows(s: &JoinSetup, o: u64, m: u64) -> Vec<Row> {
     let mut rows = Vec::new();
     for policy in &s.policies {
@@ -240,6 +256,13 @@ fn rows(s: &JoinSetup, o: u64, m: u64) -> Vec<Row> {
             policy: policy.clone(),
             kind: RowKind::Defaults,
         });
+        if s.c_program.is_some() {
+            rows.push(Row {
+                label: format!("{policy} defaults (C API)"),
+                policy: policy.clone(),
+                kind: RowKind::CApi,
+            });
+        }
     }
     rows
 }
@@ -291,6 +314,7 @@ pub fn run(args: Args) -> BenchResult {
         readahead_depth: args.readahead_depth,
         faulting_thread: args.faulting_thread,
         windows: args.windows,
+        c_program: cjoin::find_program(args.c_program.as_deref())?,
     };
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
@@ -325,16 +349,11 @@ pub fn measure(
                     RowKind::Kernel => {
                         kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?
                     }
-                    RowKind::Tuned(w) => {
-                        live::run(&file, budget, &row.policy, tuning(w, s), workload)?
+                    RowKind::CApi => {
+                        let program = s.c_program.as_deref().ok_or("no C program")?;
+                        cjoin::run(program, &file, budget, &row.policy, s.loops)?
                     }
-                    RowKind::Defaults => live::run(
-                        &file,
-                        budget,
-                        &row.policy,
-                        live::Tuning::default(),
-                        workload,
-                    )?,
+                    k => live::run(&file, budget, &row.policy, k.tuning(s), workload)?,
                 };
                 progress(&format!(
                     "{outer_mb} MB {}: {} ms",
@@ -365,7 +384,7 @@ pub fn measure(
                     policy: row.policy,
                     label: row.label,
                     window,
-                    defaults: row.kind == RowKind::Defaults,
+                    defaults: matches!(row.kind, RowKind::Defaults | RowKind::CApi),
                     elapsed_ms: med.elapsed_ns as f64 / 1e6,
                     faults: med.faults,
                     minor_faults: med.minor_faults,
@@ -382,11 +401,8 @@ pub fn measure(
                         .as_deref()
                         .filter(|_| pagepilot)
                         .and_then(|k| PairedSpeedup::of(k, &runs)),
-                    tuning: match row.kind {
-                        RowKind::Tuned(w) => Some(tuning(w, s)),
-                        RowKind::Defaults => Some(live::Tuning::default()),
-                        RowKind::Kernel => None,
-                    },
+                    c_api: row.kind == RowKind::CApi,
+                    tuning: pagepilot.then(|| row.kind.tuning(s)),
                     runs,
                 }
             })
@@ -464,9 +480,14 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             "\nouter {} MB: O = {} pages, M = {} pages, PF_l = {}, PF_m = {}",
             s.outer_mb, s.outer_pages, s.budget_pages, s.pf_lru, s.pf_mru
         )?;
+        let w = s
+            .policies
+            .iter()
+            .map(|p| p.label.len())
+            .fold(12, usize::max);
         writeln!(
             out,
-            "  {:<12} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>18} {:>20}",
+            "  {:<w$} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>18} {:>20}",
             "policy",
             "window",
             "elapsed ms",
@@ -485,7 +506,7 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             let text = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
             writeln!(
                 out,
-                "  {:<12} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>18} {:>20}",
+                "  {:<w$} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>18} {:>20}",
                 p.label,
                 text(p.window.map(|w| w.to_string())),
                 p.elapsed_ms,
@@ -511,7 +532,8 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
          O + (O-M+(D+1)k)(Loop-1). speedup: kernel time / policy time, of the medians; \
          per round: its median over the rounds (each round runs every row back to back).\n\
          defaults: the region mapped through the public API with no option but the policy \
-         (what a user gets); the other rows are tuned."
+         (what a user gets), (C API): the same from a C program through pp_map_file; the \
+         other rows are tuned."
     )
 }
 
@@ -539,6 +561,7 @@ pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> 
         readahead_depth: None,
         faulting_thread: None,
         windows: vec![DEMO_WINDOW],
+        c_program: None,
     };
     let report = measure(&setup, &mut |_| {})?;
     print_text(&report, out)?;
@@ -578,16 +601,8 @@ mod tests {
             async_readahead: None,
             readahead_depth: None,
             faulting_thread: None,
-            windows: vec![
-                Window {
-                    pages: 64,
-                    depth: 1,
-                },
-                Window {
-                    pages: 52,
-                    depth: 0,
-                },
-            ],
+            windows: vec!["64x1".parse().unwrap(), "52x0".parse().unwrap()],
+            c_program: Some(PathBuf::from("/bin/true")),
         };
         let rows = rows(&setup, 15360, 10240);
         let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
@@ -598,15 +613,18 @@ mod tests {
                 "mru 64x1",
                 "mru 52x0",
                 "mru defaults",
+                "mru defaults (C API)",
                 "kernel",
                 "lru",
                 "lru 64x1",
                 "lru 52x0",
-                "lru defaults"
+                "lru defaults",
+                "lru defaults (C API)"
             ]
         );
-        assert_eq!(rows[4].kind, RowKind::Kernel);
+        assert_eq!(rows[5].kind, RowKind::Kernel);
         assert_eq!(rows[3].kind, RowKind::Defaults);
+        assert_eq!(rows[4].kind, RowKind::CApi);
         let sync = tuning(rows[2].kind.window().unwrap(), &setup);
         assert_eq!(
             (sync.readahead, sync.async_readahead),

@@ -1,19 +1,20 @@
-//! The kernel baseline: the same workload over the kernel's own `mmap` of the file, run by a
-//! child process (this binary re-executed with a hidden flag) inside a memory cgroup limited to
-//! the same budget, after the page cache was dropped.
+//! The kernel baseline: the same workload over the kernel's own `mmap` (`MAP_SHARED`) of the
+//! file, run by a child process (this binary re-executed with a hidden flag) inside a memory
+//! cgroup limited to the same budget, after the page cache was dropped (or, for a warm run,
+//! with the file left in the page cache).
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::cgroup::{self, CgroupError, MemCgroup};
 use super::datafile::DataFile;
 use super::measure::{self, Measured};
-use super::workload::{self, Workload};
+use super::workload::{self, Cache, Plan, Workload};
 use pagepilot_pager::sys::{self, Mapping};
 
 /// Hidden flag of `pagepilot bench join|scan` that runs the child side.
@@ -56,6 +57,9 @@ pub enum KernelError {
     /// The child side failed.
     #[error("kernel-baseline child: {0}")]
     ChildSide(String),
+    /// The child ran longer than it was allowed and was killed.
+    #[error("kernel-baseline child killed after {0:?} (its time limit)")]
+    TimedOut(Duration),
 }
 
 impl KernelError {
@@ -76,6 +80,8 @@ struct ChildJob {
     budget: u64,
     workload: Workload,
     advice: Advice,
+    #[serde(default)]
+    cache: Cache,
 }
 
 /// What the kernel is told about the access pattern (`madvise` on the mapping).
@@ -89,8 +95,22 @@ pub enum Advice {
     Random,
 }
 
-/// Runs `workload` over `file` in a fresh memory cgroup limited to `limit_bytes`.
-/// `subcommand` is the bench subcommand whose hidden flag runs [`child_main`].
+/// How a kernel run starts, and how long it may take.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Start {
+    /// What the kernel is told about the access pattern.
+    pub advice: Advice,
+    /// Cold drops the page cache first (and the child drops the file's pages); warm leaves
+    /// what the caller put there.
+    pub cache: Cache,
+    /// Longest the child may run, from its start; then it is killed
+    /// ([`KernelError::TimedOut`]). `None`: no limit.
+    pub timeout: Option<Duration>,
+}
+
+/// Runs `workload` over `file` in a fresh memory cgroup limited to `limit_bytes`, the page
+/// cache dropped first. `subcommand` is the bench subcommand whose hidden flag runs
+/// [`child_main`].
 pub fn run(
     subcommand: &str,
     file: &DataFile,
@@ -98,30 +118,64 @@ pub fn run(
     workload: Workload,
     advice: Advice,
 ) -> Result<Measured, KernelError> {
+    let start = Start {
+        advice,
+        ..Start::default()
+    };
+    run_with(subcommand, file, limit_bytes, workload, start)
+}
+
+/// [`run`], starting as `start` says. A writing workload maps the file writable and its time
+/// includes `msync(MS_SYNC)` and `munmap`.
+pub fn run_with(
+    subcommand: &str,
+    file: &DataFile,
+    limit_bytes: usize,
+    workload: Workload,
+    start: Start,
+) -> Result<Measured, KernelError> {
+    let Start {
+        advice,
+        cache,
+        timeout,
+    } = start;
     let cg = MemCgroup::create(limit_bytes)?;
-    sys::drop_page_cache().map_err(KernelError::DropCaches)?;
+    if cache == Cache::Cold {
+        sys::drop_page_cache().map_err(KernelError::DropCaches)?;
+    }
     let job = ChildJob {
         file: file.path().to_path_buf(),
         cgroup: cg.dir().to_path_buf(),
         budget: limit_bytes as u64,
         workload,
         advice,
+        cache,
     };
     let job = serde_json::to_string(&job).map_err(KernelError::Report)?;
-    let exe = std::env::current_exe().map_err(|source| KernelError::Spawn {
-        exe: PathBuf::from("/proc/self/exe"),
+    // The running binary, even when a rebuild has replaced (unlinked) its file meanwhile.
+    let exe = PathBuf::from("/proc/self/exe");
+    let spawn_err = |source| KernelError::Spawn {
+        exe: exe.clone(),
         source,
-    })?;
-    let out = Command::new(&exe)
+    };
+    let mut child = Command::new(&exe)
         .args(["bench", subcommand, CHILD_FLAG, &job])
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .output()
-        .map_err(|source| KernelError::Spawn { exe, source })?;
-    if !out.status.success() {
-        return Err(KernelError::Child { status: out.status });
+        .spawn()
+        .map_err(spawn_err)?;
+    let Some(status) = wait_for(&mut child, timeout).map_err(spawn_err)? else {
+        return Err(KernelError::TimedOut(timeout.unwrap_or_default()));
+    };
+    if !status.success() {
+        return Err(KernelError::Child { status });
     }
-    let m: Measured = serde_json::from_slice(&out.stdout).map_err(KernelError::Report)?;
+    let mut stdout = Vec::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_end(&mut stdout).map_err(spawn_err)?;
+    }
+    let m: Measured = serde_json::from_slice(&stdout).map_err(KernelError::Report)?;
     let want = workload::expected(workload, file.len());
     if m.checksum != want {
         return Err(KernelError::Checksum {
@@ -133,17 +187,52 @@ pub fn run(
     Ok(m)
 }
 
-/// The child side: joins the cgroup, maps the file read-only, runs the workload and prints
-/// its [`Measured`] as JSON on stdout.
+/// Waits for `child` to exit, at most `timeout` (then kills and reaps it: `None`). Its one
+/// line of output fits in the pipe, so it can wait before reading it.
+fn wait_for(child: &mut Child, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+    let Some(timeout) = timeout else {
+        return child.wait().map(Some);
+    };
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            child.kill()?;
+            child.wait()?;
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The child side: joins the cgroup, maps the file (writable if the workload writes), runs the
+/// workload and prints its [`Measured`] as JSON on stdout.
 pub fn child_main(job: &str) -> Result<(), KernelError> {
     let side = |e: &dyn std::fmt::Display| KernelError::ChildSide(e.to_string());
     let job: ChildJob = serde_json::from_str(job).map_err(KernelError::Report)?;
+    // Page in and lock the child's own code and data while it is still charged to the parent's
+    // cgroup: code run for the first time inside the workload would otherwise be read from the
+    // disk (after the page cache was dropped, up to `read_ahead_kb` per fault), counted in
+    // `read_bytes` as if the workload had read it. Best effort: without the privilege the
+    // counts are only less exact.
+    // SAFETY: mlockall changes no memory contents, only keeps the current pages resident.
+    let _ = unsafe { libc::mlockall(libc::MCL_CURRENT) };
     cgroup::join(&job.cgroup)?;
-    let file = File::open(&job.file).map_err(|e| side(&e))?;
-    sys::fadvise_dontneed(&file).map_err(|e| side(&e))?;
-    let len = file.metadata().map_err(|e| side(&e))?.len() as usize;
-    let map = Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)
+    let writes = job.workload.writes();
+    let file = File::options()
+        .read(true)
+        .write(writes)
+        .open(&job.file)
         .map_err(|e| side(&e))?;
+    if job.cache == Cache::Cold {
+        sys::fadvise_dontneed(&file).map_err(|e| side(&e))?;
+    }
+    let len = file.metadata().map_err(|e| side(&e))?.len() as usize;
+    let map = Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, writes)
+        .map_err(|e| side(&e))?;
+    let plan = Plan::new(job.workload, len);
     if job.advice == Advice::Random {
         map.advise_random().map_err(|e| side(&e))?;
     }
@@ -159,8 +248,14 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
     let (maj0, min0) = sys::faults_self();
     let read0 = measure::read_bytes_self().map_err(|e| side(&e))?;
     let t0 = Instant::now();
-    // SAFETY: the mapping covers the whole file and lives until the end of this function.
-    let checksum = unsafe { workload::run(job.workload, map.ptr(), map.len()) };
+    // SAFETY: the mapping covers the whole file, is writable if the plan writes, and lives
+    // until it is dropped below; nothing else refers to it.
+    let checksum = unsafe { plan.run(map.ptr()) };
+    if writes {
+        // The dirty pages reach the file within the run, as pagepilot's unmap writes them.
+        sys::msync(map.ptr() as usize, map.len()).map_err(|e| side(&e))?;
+        drop(map);
+    }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     let (maj1, min1) = sys::faults_self();
     let read1 = measure::read_bytes_self().map_err(|e| side(&e))?;

@@ -8,6 +8,7 @@
 pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 mod cgroup;
+mod cjoin;
 mod datafile;
 mod faults;
 mod fork;
@@ -34,7 +35,7 @@ pub enum Command {
     Join(join::Args),
     /// Cost of a fault served by pagepilot against the kernel's own.
     Faults(faults::Args),
-    /// Random and sequential page reads against the kernel's mmap.
+    /// First touches of a large file, cold and warm, against the kernel's mmap and pread.
     Scan(scan::Args),
     /// Cost of a fork with dirty pages in a file region against the kernel's mapping.
     Fork(fork::Args),

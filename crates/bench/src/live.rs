@@ -2,12 +2,12 @@
 
 use std::time::Instant;
 
-use pagepilot_pager::{Backing, FaultService, Region, RegionOptions};
+use pagepilot_pager::{Backing, FaultService, Region, RegionOptions, RegionStats};
 use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::Measured;
-use super::workload::{self, Workload};
+use super::workload::{Cache, Plan, Workload};
 use pagepilot_pager::sys;
 
 /// Failure of a pagepilot run.
@@ -70,7 +70,8 @@ pub struct Tuning {
     pub faulting_thread: bool,
 }
 
-/// Runs `w` over a read-only pagepilot region of `file` with `budget` bytes and `policy`.
+/// Runs `w` over a read-only pagepilot region of `file` with `budget` bytes and `policy`, the
+/// file's pages dropped from the page cache first.
 pub fn run(
     file: &DataFile,
     budget: usize,
@@ -78,9 +79,34 @@ pub fn run(
     tuning: Tuning,
     w: Workload,
 ) -> Result<Measured, LiveError> {
+    let plan = Plan::new(w, file.len());
+    run_with(file, budget, policy, tuning, &plan, Cache::Cold).map(|r| r.measured)
+}
+
+/// One run of [`run_with`].
+pub struct LiveRun {
+    /// What it measured.
+    pub measured: Measured,
+    /// The region's statistics just before its unmap.
+    pub stats: RegionStats,
+}
+
+/// Runs `plan` over a pagepilot region of `file` (writable if the plan writes) with `budget`
+/// bytes and `policy`. `cache`: cold drops the file's pages from the page cache first, warm
+/// leaves what the caller put there. A writing plan's time includes the region's unmap, which
+/// writes its dirty pages back (as the kernel's includes `msync` and `munmap`).
+pub fn run_with(
+    file: &DataFile,
+    budget: usize,
+    policy: &str,
+    tuning: Tuning,
+    plan: &Plan,
+    cache: Cache,
+) -> Result<LiveRun, LiveError> {
+    let writes = plan.workload().writes();
     let backing = Backing::File {
         path: file.path().to_path_buf(),
-        writable: false,
+        writable: writes,
     };
     let mut opts = RegionOptions::new(backing, budget, policy);
     if let Some(n) = tuning.readahead {
@@ -101,10 +127,12 @@ pub fn run(
     if tuning.faulting_thread {
         opts = opts.with_fault_service(FaultService::FaultingThread);
     }
-    // Cold, as the kernel's runs start (they drop the page cache): a page
-    // the cache still held would be read from it, not from the disk.
-    let data = std::fs::File::open(file.path()).map_err(LiveError::Io)?;
-    sys::fadvise_dontneed(&data).map_err(LiveError::Io)?;
+    if cache == Cache::Cold {
+        // Cold, as the kernel's runs start (they drop the page cache): a page
+        // the cache still held would be read from it, not from the disk.
+        let data = std::fs::File::open(file.path()).map_err(LiveError::Io)?;
+        sys::fadvise_dontneed(&data).map_err(LiveError::Io)?;
+    }
     let region = Region::map(opts).map_err(|source| LiveError::Map {
         path: file.path().display().to_string(),
         policy: policy.into(),
@@ -112,17 +140,20 @@ pub fn run(
     })?;
     let read0 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
     let t0 = Instant::now();
-    // SAFETY: the region stays mapped until `unmap` below and covers `len()` bytes of the
-    // file written by `DataFile::create`.
-    let checksum = unsafe { workload::run(w, region.as_ptr(), region.len()) };
-    let elapsed_ns = t0.elapsed().as_nanos() as u64;
-    let read1 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
+    // SAFETY: the region stays mapped until `unmap` below, covers `len()` bytes of the file
+    // written by `DataFile::create`, and is writable if the plan writes.
+    let checksum = unsafe { plan.run(region.as_ptr()) };
+    let mut elapsed_ns = t0.elapsed().as_nanos() as u64;
     let stats = region.stats();
     if std::env::var_os("PAGEPILOT_BENCH_DEBUG").is_some() {
         eprintln!("{}", region.stats_json());
     }
     region.unmap().map_err(LiveError::Unmap)?;
-    let want = workload::expected(w, file.len());
+    if writes {
+        elapsed_ns = t0.elapsed().as_nanos() as u64;
+    }
+    let read1 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
+    let want = plan.expected();
     if checksum != want {
         return Err(LiveError::Checksum {
             policy: policy.into(),
@@ -130,12 +161,13 @@ pub fn run(
             want,
         });
     }
-    Ok(Measured {
+    let measured = Measured {
         elapsed_ns,
         faults: stats.missing_faults,
         minor_faults: stats.minor_faults,
         bytes_read: read1 - read0,
         checksum,
         cgroup_baseline_bytes: 0,
-    })
+    };
+    Ok(LiveRun { measured, stats })
 }

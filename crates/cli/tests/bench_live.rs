@@ -114,6 +114,48 @@ fn test_join_bench_lru_and_mru_faults_match_analytic_beside_the_kernel() {
     );
 }
 
+/// The C API's helpers (compiling C programs against the `libpagepilot.so` built for this
+/// test run, the pagepilot-capi dev-dependency).
+#[path = "../../capi/tests/common/mod.rs"]
+mod capi;
+
+#[test]
+fn test_join_bench_runs_the_c_program_through_the_c_api_in_the_same_rounds() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("join-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let exe = capi::compile(&capi::repo_root().join("crates/bench/c/join.c"), &dir);
+    let r = small_join(
+        "2",
+        "mru,kernel",
+        &["--runs", "2", "--c-program", exe.to_str().unwrap()],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let size = &r["sizes"][0];
+    let rows = size["policies"].as_array().unwrap();
+    let labels: Vec<&str> = rows.iter().map(|p| p["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        ["mru", "mru defaults", "mru defaults (C API)", "kernel"]
+    );
+    let c = &rows[2];
+    assert_eq!(
+        (c["c_api"].as_bool(), c["defaults"].as_bool()),
+        (Some(true), Some(true))
+    );
+    // Page-ins are the region's missing faults, within 5% of PF_m with the pager's defaults.
+    let pf_m = size["pf_mru"].as_u64().unwrap();
+    assert!(within(c["faults"].as_u64().unwrap(), pf_m, 0.05), "{c}");
+    assert!(c["speedup_vs_kernel"].as_f64().unwrap() > 0.0, "{c}");
+    assert_eq!(
+        c["speedup_per_round"]["rounds"].as_array().unwrap().len(),
+        2,
+        "{c}"
+    );
+    // The C program counted what every other row counted (the bench checks it too).
+    let sums: Vec<&Value> = rows.iter().map(|p| &p["runs"][1]["checksum"]).collect();
+    assert!(sums.windows(2).all(|w| w[0] == w[1]), "checksums {sums:?}");
+}
+
 #[test]
 fn test_join_bench_window_rows_page_in_by_the_window_formula() {
     let r = small_join("3", "mru,kernel", &["--windows", "32x1,40x0"]);
@@ -216,37 +258,183 @@ fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
     }
 }
 
-#[test]
-fn test_scan_bench_compares_throughput_per_thread_count() {
-    let r = json(&[
+/// `bench scan` over an 8 MB file (2048 pages) with budgets above (16 MB) and below (2 MB)
+/// it, as JSON.
+fn small_scan(extra: &[&str]) -> Value {
+    let mut args = vec![
         "bench",
         "scan",
-        "--budget-mb",
-        "16",
-        "--threads",
-        "1,2",
-        "--ops",
-        "400",
+        "--file-mb",
+        "8",
+        "--budgets-mb",
+        "16,2",
+        "--kernel-timeout-s",
+        "5",
         "--format",
         "json",
+    ];
+    args.extend_from_slice(extra);
+    json(&args)
+}
+
+/// The sides of a scan point, by name.
+fn scan_sides(p: &Value) -> Vec<&str> {
+    let sides = p["sides"].as_array().unwrap();
+    sides.iter().map(|s| s["side"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn test_scan_bench_runs_every_case_beside_its_baseline_in_the_same_rounds() {
+    let patterns = ["sequential", "random", "sparse", "uniform"];
+    let r = small_scan(&[
+        "--threads",
+        "1,2",
+        "--patterns",
+        "sequential,random,sparse,uniform",
+        "--ops",
+        "400",
+        "--runs",
+        "1",
     ]);
-    assert_eq!(r["file_mb"].as_u64(), Some(64));
+    assert_eq!(r["file_mb"].as_u64(), Some(8));
     let points = r["points"].as_array().unwrap();
-    assert_eq!(points.len(), 4);
-    for p in points {
-        assert!(p["pagepilot_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
-        // A kernel run may be OOM-killed under the limit; then it is counted, not measured.
-        if p["kernel_oom_kills"] == 0 {
-            assert!(p["kernel_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
-            assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
-            assert!(p["ratio_defaults"].as_f64().unwrap() > 0.0, "{p}");
+    let mut want = Vec::new();
+    for budget in [16, 2] {
+        for cache in ["cold", "warm"] {
+            for pattern in patterns {
+                for threads in [1, 2] {
+                    want.push((budget, cache, pattern, threads));
+                }
+            }
         }
-        // The defaults ran as often as the tuned runs, in the same rounds.
-        assert_eq!(p["pagepilot_defaults"].as_array().unwrap().len(), 1, "{p}");
-        assert!(p["defaults_pages_per_s"].as_f64().unwrap() > 0.0, "{p}");
-        // Random reads are also compared with the kernel told MADV_RANDOM.
-        let random = p["pattern"] == "random";
-        assert_eq!(p["ratio_madv_random"].as_f64().is_some(), random, "{p}");
+    }
+    let got: Vec<_> = points
+        .iter()
+        .map(|p| {
+            (
+                p["budget_mb"].as_u64().unwrap(),
+                p["cache"].as_str().unwrap(),
+                p["pattern"].as_str().unwrap(),
+                p["threads"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    for p in points {
+        let (cache, pattern) = (p["cache"].as_str().unwrap(), p["pattern"].as_str().unwrap());
+        // Every page once (sequential, random), one in 64 (sparse), --ops (uniform).
+        let touched = match pattern {
+            "sparse" => 32,
+            "uniform" => 400,
+            _ => 2048,
+        };
+        assert_eq!(p["pages_touched"].as_u64(), Some(touched), "{p}");
+        // Cold: the kernel's mmap in a cgroup; warm: buffered pread, the kernel's mmap beside.
+        let baseline = if cache == "cold" {
+            "kernel-mmap"
+        } else {
+            "pread"
+        };
+        let reference = match (cache, pattern) {
+            ("warm", _) => Some("kernel-mmap"),
+            (_, "uniform") => Some("kernel-madv-random"),
+            _ => None,
+        };
+        assert_eq!(p["baseline"], baseline, "{p}");
+        assert_eq!(p["reference"].as_str(), reference, "{p}");
+        let mut sides = vec!["defaults", "tuned", baseline];
+        sides.extend(reference);
+        assert_eq!(scan_sides(p), sides, "{p}");
+        for s in p["sides"].as_array().unwrap() {
+            let runs = s["runs"].as_array().unwrap();
+            // One run each in the round, unless the 2 MB cgroup's OOM killer ended the child.
+            assert_eq!(
+                runs.len() as u64 + s["oom_kills"].as_u64().unwrap(),
+                1,
+                "{s}"
+            );
+            for run in runs {
+                let cached = run["cached_pages_before"].as_u64();
+                assert_eq!(cached, (cache == "warm").then_some(2048), "{s}");
+                assert_eq!(run["written_pages_checked"].as_u64(), Some(0), "{s}");
+            }
+        }
+        for key in [
+            "defaults_pages_per_s",
+            "tuned_pages_per_s",
+            "defaults_vs_tuned",
+        ] {
+            assert!(p[key].as_f64().unwrap() > 0.0, "{key}: {p}");
+        }
+        if p["baseline_pages_per_s"].is_f64() {
+            assert!(p["defaults_vs_baseline"].as_f64().unwrap() > 0.0, "{p}");
+            assert!(p["tuned_vs_baseline"].as_f64().unwrap() > 0.0, "{p}");
+        }
+        // The tuned row: 128-page windows 4 ahead on sequential scans, else one page a fault,
+        // a handler thread per application thread.
+        let t = &p["tuning"];
+        if pattern == "sequential" {
+            assert_eq!(
+                (t["readahead"].as_u64(), t["readahead_depth"].as_u64()),
+                (Some(128), Some(4)),
+                "{t}"
+            );
+        } else {
+            assert_eq!(
+                (t["readahead"].as_u64(), t["fault_around"].as_u64()),
+                (Some(1), Some(1)),
+                "{t}"
+            );
+        }
+        assert_eq!(t["handler_threads"], p["threads"], "{t}");
+        // Pages read from the disk per page touched: one a fault, for a cold sparse scan.
+        if cache == "cold" && pattern == "sparse" {
+            let tuned = &p["sides"][1];
+            let disk = tuned["disk_pages_per_touched"].as_f64().unwrap();
+            assert!((disk - 1.0).abs() < 0.01, "{tuned}");
+        }
+    }
+}
+
+#[test]
+fn test_scan_bench_writes_reach_the_file_in_every_run_of_every_side() {
+    let r = small_scan(&[
+        "--threads",
+        "2",
+        "--patterns",
+        "random,sparse",
+        "--write-fraction",
+        "0.25",
+        "--runs",
+        "2",
+    ]);
+    assert_eq!(r["write_fraction"].as_f64(), Some(0.25));
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 8);
+    for p in points {
+        let mut checked = Vec::new();
+        let mut sums = Vec::new();
+        for s in p["sides"].as_array().unwrap() {
+            for run in s["runs"].as_array().unwrap() {
+                if run["timed_out"] == false {
+                    // Read back from the file after the run: every written page has its stamp.
+                    checked.push(run["written_pages_checked"].as_u64().unwrap());
+                    sums.push(run["checksum"].as_u64().unwrap());
+                }
+            }
+        }
+        // The same pages are written by every side in every round (a quarter of them) and
+        // the tags they read stay right, written over by earlier runs or not.
+        let want = if p["pattern"] == "random" {
+            400..620
+        } else {
+            1..32
+        };
+        assert!(want.contains(&checked[0]), "{p}");
+        assert!(checked.iter().all(|&c| c == checked[0]), "{checked:?}: {p}");
+        assert!(sums.iter().all(|&c| c == sums[0]), "{sums:?}: {p}");
+        // pagepilot's runs at least (a kernel child may time out, thrashing under 2 MB).
+        assert!(checked.len() >= 4, "{p}");
     }
 }
 
@@ -300,7 +488,34 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
             &["bench", "join", "--outer-mb", "8", "--windows", "64x99"],
             "--windows",
         ),
+        (
+            &[
+                "bench",
+                "join",
+                "--outer-mb",
+                "8",
+                "--c-program",
+                "/nonexistent/pp-join-c",
+            ],
+            "--c-program",
+        ),
         (&["bench", "scan", "--threads", "0"], "--threads"),
+        (&["bench", "scan", "--file-mb", "0"], "--file-mb"),
+        (&["bench", "scan", "--budgets-mb", "16,0"], "--budgets-mb"),
+        (
+            &["bench", "scan", "--write-fraction", "1.5"],
+            "--write-fraction",
+        ),
+        (
+            &["bench", "scan", "--write-fraction", "NaN"],
+            "--write-fraction",
+        ),
+        (&["bench", "scan", "--patterns", "diagonal"], "--patterns"),
+        (&["bench", "scan", "--cache", "tepid"], "--cache"),
+        (
+            &["bench", "scan", "--kernel-timeout-s", "0"],
+            "--kernel-timeout-s",
+        ),
         (&["bench", "faults", "--pages", "0"], "--pages"),
         (&["bench", "fork", "--dirty-mb", "32"], "--dirty-mb"),
     ];
