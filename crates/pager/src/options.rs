@@ -3,6 +3,13 @@
 use std::path::PathBuf;
 
 use crate::backing::Backing;
+use crate::error::MapError;
+use crate::sys::PAGE;
+
+/// Most handler threads per region.
+const MAX_HANDLERS: usize = 64;
+/// Most prefetched windows in flight (prefetcher threads) per region.
+pub(crate) const MAX_PREFETCHERS: usize = 16;
 
 /// Who serves a region's faults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,6 +131,33 @@ impl Default for RegionOptions {
 }
 
 impl RegionOptions {
+    /// Refuses options out of range, naming the option (the backing and the
+    /// policy are checked when they are opened and built).
+    pub(crate) fn check(&self) -> Result<(), MapError> {
+        if self.budget_bytes < PAGE {
+            return Err(MapError::BudgetTooSmall {
+                budget: self.budget_bytes,
+                page: PAGE,
+            });
+        }
+        let bad = |name, value: usize, range: &str| MapError::BadOption {
+            name,
+            why: format!("{value} is not in {range}"),
+        };
+        if self.handler_threads == 0 || self.handler_threads > MAX_HANDLERS {
+            let range = format!("1..={MAX_HANDLERS}");
+            return Err(bad("handler_threads", self.handler_threads, &range));
+        }
+        let range = format!("0..={MAX_PREFETCHERS}");
+        if self.reader_threads > MAX_PREFETCHERS {
+            return Err(bad("reader_threads", self.reader_threads, &range));
+        }
+        if self.readahead_depth > MAX_PREFETCHERS {
+            return Err(bad("readahead_depth", self.readahead_depth, &range));
+        }
+        Ok(())
+    }
+
     /// Options with defaults for everything but backing, budget and policy.
     pub fn new(backing: Backing, budget_bytes: usize, policy: &str) -> Self {
         RegionOptions {

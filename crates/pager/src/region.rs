@@ -42,9 +42,6 @@ pub struct Region {
 }
 
 const MAX_PAGES: usize = u32::MAX as usize - 1;
-const MAX_HANDLERS: usize = 64;
-/// Most prefetched windows in flight (prefetcher threads) per region.
-const MAX_PREFETCHERS: usize = 16;
 /// Most handler threads of `FaultService::HandlerPerCpu`: each fault wakes
 /// every idle one, so more would cost more spurious wake-ups than the
 /// CPU-local hand-off saves.
@@ -53,9 +50,6 @@ const MAX_PER_CPU: usize = 4;
 /// (`FaultReads::ReadersWhenQueued`): with the handler, four reads in flight.
 const QUEUED_READERS: usize = 3;
 
-fn in_thread_service(opts: &RegionOptions) -> bool {
-    opts.fault_service == FaultService::FaultingThread
-}
 
 impl Region {
     /// Maps a region. On error nothing is mapped.
@@ -74,30 +68,7 @@ impl Region {
     }
 
     fn map_inner(opts: RegionOptions, given: Option<Box<dyn Policy>>) -> Result<Region, MapError> {
-        if opts.budget_bytes < PAGE {
-            return Err(MapError::BudgetTooSmall {
-                budget: opts.budget_bytes,
-                page: PAGE,
-            });
-        }
-        if opts.handler_threads == 0 || opts.handler_threads > MAX_HANDLERS {
-            return Err(MapError::BadOption {
-                name: "handler_threads",
-                why: format!("{} is not in 1..={MAX_HANDLERS}", opts.handler_threads),
-            });
-        }
-        if opts.reader_threads > MAX_PREFETCHERS {
-            return Err(MapError::BadOption {
-                name: "reader_threads",
-                why: format!("{} is not in 0..={MAX_PREFETCHERS}", opts.reader_threads),
-            });
-        }
-        if opts.readahead_depth > MAX_PREFETCHERS {
-            return Err(MapError::BadOption {
-                name: "readahead_depth",
-                why: format!("{} is not in 0..={MAX_PREFETCHERS}", opts.readahead_depth),
-            });
-        }
+        opts.check()?;
         let (store, len, writable): (Box<dyn Dataspace>, usize, bool) = match &opts.backing {
             Backing::File { path, writable } => {
                 let f = FileDataspace::open(path, *writable, opts.len)?;
@@ -150,7 +121,7 @@ impl Region {
         // Several application threads faulting at once get their reads in
         // flight together; policy programs get no overlapping fills (they
         // would name pages not read yet, see `reader_threads`).
-        let (fault_reads, fault_readers) = match (in_thread_service(&opts), opts.reader_threads) {
+        let (fault_reads, fault_readers) = match (opts.fault_service == FaultService::FaultingThread, opts.reader_threads) {
             (true, _) => (FaultReads::Handler, 0),
             (false, 0) if program => (FaultReads::Handler, 0),
             (false, 0) => (FaultReads::ReadersWhenQueued, QUEUED_READERS),
@@ -246,7 +217,7 @@ impl Region {
                 zero_around_max: opts.zero_around_max_pages.max(1),
                 spin_us: opts.handler_spin_us.min(1_000_000),
                 async_readahead,
-                readahead_depth: readahead_depth.clamp(1, MAX_PREFETCHERS),
+                readahead_depth: readahead_depth.clamp(1, crate::options::MAX_PREFETCHERS),
                 fault_reads,
             },
             ring,
@@ -290,32 +261,14 @@ impl Region {
             }
         }
 
-        let stop = std::os::fd::AsRawFd::as_raw_fd(&shared.stop);
-        if per_cpu {
+        let handlers = if per_cpu {
             let cpus = sys::allowed_cpus(MAX_PER_CPU).map_err(sys_err("sched_getaffinity"))?;
-            region.handler_threads = cpus.len();
-            for cpu in cpus {
-                let sh = shared.clone();
-                let waiter = sys::Waiter::new(sh.uffd.raw(), stop, false).map_err(sys_err("epoll"))?;
-                let h = lifecycle::spawn_service(format!("pagepilot-fault-cpu{cpu}"), move || {
-                    // A handler that cannot keep to its CPU still serves.
-                    let _ = sys::pin_to_cpu(cpu);
-                    fault::run(sh, waiter)
-                })
-                .map_err(sys_err("thread spawn"))?;
-                region.handlers.push(h);
-            }
-            return Ok(region);
-        }
-        for i in 0..opts.handler_threads {
-            let sh = shared.clone();
-            let waiter = sys::Waiter::new(sh.uffd.raw(), stop, true).map_err(sys_err("epoll"))?;
-            let h = lifecycle::spawn_service(format!("pagepilot-fault-{i}"), move || {
-                fault::run(sh, waiter)
-            })
-            .map_err(sys_err("thread spawn"))?;
-            region.handlers.push(h);
-        }
+            threads::spawn_handlers(&shared, cpus.into_iter().map(Some).collect())?
+        } else {
+            threads::spawn_handlers(&shared, vec![None; opts.handler_threads])?
+        };
+        region.handler_threads = handlers.len();
+        region.handlers.extend(handlers);
         Ok(region)
     }
 

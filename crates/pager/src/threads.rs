@@ -47,6 +47,38 @@ pub fn spawn_readers(
     Ok(threads)
 }
 
+/// Starts the region's handler threads waiting in epoll, one per entry of
+/// `cpus`: kept to that CPU, and woken with every other idle handler by a
+/// fault (the one on the faulting thread's CPU takes it first), or, for
+/// `None`, floating and woken alone (exclusively).
+pub fn spawn_handlers(
+    shared: &Arc<Shared>,
+    cpus: Vec<Option<usize>>,
+) -> Result<Vec<JoinHandle<()>>, MapError> {
+    let sys_err = |call| move |source| MapError::Sys { call, source };
+    let stop = std::os::fd::AsRawFd::as_raw_fd(&shared.stop);
+    let mut handlers = Vec::new();
+    for (i, cpu) in cpus.into_iter().enumerate() {
+        let sh = shared.clone();
+        let waiter =
+            sys::Waiter::new(sh.uffd.raw(), stop, cpu.is_none()).map_err(sys_err("epoll"))?;
+        let name = match cpu {
+            Some(c) => format!("pagepilot-fault-cpu{c}"),
+            None => format!("pagepilot-fault-{i}"),
+        };
+        let h = spawn_service(name, move || {
+            if let Some(c) = cpu {
+                // A handler that cannot keep to its CPU still serves.
+                let _ = sys::pin_to_cpu(c);
+            }
+            fault::run(sh, waiter)
+        })
+        .map_err(sys_err("thread spawn"))?;
+        handlers.push(h);
+    }
+    Ok(handlers)
+}
+
 /// Starts the region's only handler thread in blocking mode, with its
 /// doorbell; `None` (nothing changed) if any step fails.
 pub fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {

@@ -2,11 +2,12 @@
 //! region's userfaultfd, or the faulting thread itself, `sigbus`), then
 //! service by kind: missing faults bring pages in (`load`: clusters read
 //! from the dataspace into the pager's view, or zero-filled, then mapped by
-//! `map`), minor faults emulate the referenced bit, write-protect faults
-//! track dirty pages. Read-ahead along sequences goes through `windows`
+//! `map`; how many: `cluster`), minor faults emulate the referenced bit,
+//! write-protect faults track dirty pages. Read-ahead along sequences goes through `windows`
 //! (prefetched windows) and `ring_wait` (those read on the io_uring).
 //! Victims and their write-back are the engine's (`engine`).
 
+mod cluster;
 mod load;
 mod map;
 mod ring_wait;

@@ -10,7 +10,8 @@ use crate::engine::{Inner, ReadJob, Shared};
 use crate::resident::{State, PENDING, REFERENCED};
 use crate::sys::{self};
 
-use super::load::{absent_run, choose_victims, fill, Cause};
+use super::cluster::absent_run;
+use super::load::{choose_victims, fill, Cause};
 use super::tell_policy;
 
 /// The application touched page `s` of a prefetched window it had not
