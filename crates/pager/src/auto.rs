@@ -19,6 +19,12 @@ pub struct Window {
 /// budget, each pass) that MRU-like policies may spend on read-ahead frames.
 const SPARE_SHARE: usize = 20;
 
+/// Whether the live policy named `policy` keeps the pages it read last
+/// (MRU, SEQ): read-ahead frames come out of its resident set.
+pub fn mru_like(policy: &str) -> bool {
+    policy.starts_with("mru") || policy.starts_with("seq")
+}
+
 /// The default window of a region of `pages` pages under `frames` frames
 /// and the live policy named `policy` (`program`: a policy program).
 ///
@@ -35,7 +41,7 @@ const SPARE_SHARE: usize = 20;
 /// The windows in flight fit in a quarter of the budget, so that the rest
 /// holds victims for several threads' streams at once.
 pub fn window(policy: &str, program: bool, pages: usize, frames: usize) -> Window {
-    let mru_like = policy.starts_with("mru") || policy.starts_with("seq");
+    let mru_like = mru_like(policy);
     let w = if program {
         Window {
             pages: 16,

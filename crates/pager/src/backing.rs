@@ -55,6 +55,12 @@ pub trait Dataspace: Send + Sync {
     /// Whether the store is accessed with O_DIRECT.
     fn direct(&self) -> bool;
 
+    /// How many pages the kernel would read around a fault on a mapping of
+    /// the store (its device's `read_ahead_kb`), if it would.
+    fn readaround_pages(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether page `page` must be read (false: it is known to be zero).
     fn has_data(&self, page: usize) -> bool {
         let _ = page;
@@ -100,6 +106,8 @@ pub struct FileDataspace {
     /// O_DIRECT write of a whole page there would grow the file.
     tail: Option<File>,
     len: u64,
+    /// The device's read-around, pages (`read_ahead_kb`), if it has one.
+    readaround: Option<usize>,
 }
 
 impl FileDataspace {
@@ -165,6 +173,7 @@ impl FileDataspace {
             cached_bytes: AtomicU64::new(0),
             tail,
             len,
+            readaround: sys::device_readahead_kb(path).map(|kb| kb as usize * 1024 / PAGE),
         })
     }
 
@@ -297,6 +306,10 @@ impl Dataspace for FileDataspace {
 
     fn file(&self) -> Option<std::os::fd::RawFd> {
         Some(self.direct.as_raw_fd())
+    }
+
+    fn readaround_pages(&self) -> Option<usize> {
+        self.readaround
     }
 
     fn direct(&self) -> bool {

@@ -127,6 +127,7 @@ impl Region {
             (false, 0) => (FaultReads::ReadersWhenQueued, QUEUED_READERS),
             (false, n) => (FaultReads::Readers, n),
         };
+        let device_readaround = store.readaround_pages();
         let map_len = pages * PAGE;
         let sys_err = |call| move |source| MapError::Sys { call, source };
 
@@ -199,7 +200,12 @@ impl Region {
                 next_expected: u32::MAX,
                 window: 1,
                 recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
-                around: ReadAround::for_region(budget_frames, readahead_max),
+                around: ReadAround::for_region(
+                    budget_frames,
+                    readahead_max,
+                    device_readaround,
+                    auto::mru_like(&policy_name),
+                ),
                 confirmed: false,
                 streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
                 pending: Default::default(),

@@ -147,12 +147,7 @@ pub fn check_written(file: &DataFile, plan: &Plan) -> Result<u64, LostWrite> {
 /// The `read_ahead_kb` of the block device holding `path` (its disk's, for a partition), which
 /// sizes the kernel's read-around on faults of a mapping; `None` if not found.
 pub fn read_ahead_kb(path: &Path) -> Option<u64> {
-    let dev = std::fs::metadata(path).ok()?.dev();
-    let dir = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
-    ["queue/read_ahead_kb", "../queue/read_ahead_kb"]
-        .iter()
-        .find_map(|f| std::fs::read_to_string(Path::new(&dir).join(f)).ok())
-        .and_then(|s| s.trim().parse().ok())
+    pagepilot_pager::sys::device_readahead_kb(path)
 }
 
 #[cfg(test)]

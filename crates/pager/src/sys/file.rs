@@ -122,6 +122,19 @@ pub fn fadvise_dontneed(file: &std::fs::File) -> io::Result<()> {
     Ok(())
 }
 
+/// The `read_ahead_kb` of the block device holding `path` (its disk's, for
+/// a partition): how much the kernel reads around a fault on a mapping of
+/// it. `None` where there is no such device (tmpfs) or it cannot be read.
+pub fn device_readahead_kb(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let dir = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    ["queue/read_ahead_kb", "../queue/read_ahead_kb"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(std::path::Path::new(&dir).join(f)).ok())
+        .and_then(|s| s.trim().parse().ok())
+}
+
 /// Whether `dir` lives on tmpfs (so not on a block device).
 pub fn is_tmpfs(dir: &std::path::Path) -> io::Result<bool> {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
