@@ -30,6 +30,9 @@ pub const SPARSE_STRIDE: usize = 64;
 pub enum Pattern {
     /// Every page of the part once, in order.
     Sequential,
+    /// Every page of the part in order, twice: under a budget below the
+    /// file, the second pass finds what the policy kept of the first.
+    Twopass,
     /// Every page of the part once, in a random order (a permutation).
     Random,
     /// One page in 64 ([`SPARSE_STRIDE`]) of the part, one at random in each block of 64,
@@ -45,6 +48,7 @@ impl Pattern {
     pub fn name(self) -> &'static str {
         match self {
             Pattern::Sequential => "sequential",
+            Pattern::Twopass => "twopass",
             Pattern::Random => "random",
             Pattern::Sparse => "sparse",
             Pattern::Uniform => "uniform",
@@ -399,6 +403,7 @@ fn scan_pages(
     let mut rng = Rng::new(seed, t as u64);
     match pattern {
         Pattern::Sequential => part.collect(),
+        Pattern::Twopass => part.clone().chain(part).collect(),
         Pattern::Random => {
             let mut v: Vec<usize> = part.collect();
             rng.shuffle(&mut v);
@@ -464,6 +469,7 @@ mod tests {
         let mut t = table(256);
         for pattern in [
             Pattern::Sequential,
+            Pattern::Twopass,
             Pattern::Random,
             Pattern::Sparse,
             Pattern::Uniform,

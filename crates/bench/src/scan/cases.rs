@@ -116,7 +116,7 @@ pub struct Knobs {
 /// scans read ahead asynchronously (128-page windows, 4 ahead); other orders read one page per
 /// fault (no read-ahead, `--fault-around` 1: no read-around).
 pub fn tuning(case: &Case, k: &Knobs) -> live::Tuning {
-    let sequential = case.pattern == Pattern::Sequential;
+    let sequential = matches!(case.pattern, Pattern::Sequential | Pattern::Twopass);
     live::Tuning {
         readahead: Some(if sequential { k.readahead } else { 1 }),
         fault_around: (!sequential).then_some(k.fault_around),

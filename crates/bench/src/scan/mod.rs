@@ -37,8 +37,9 @@ pub struct Args {
     /// The page cache at the start of each run: cold (dropped) or warm (the file in it).
     #[arg(long, value_enum, default_value = "cold,warm", value_delimiter = ',')]
     cache: Vec<Cache>,
-    /// Orders of touches: sequential, random (every page once), sparse (one page in 64),
-    /// uniform (`--ops` reads of pages drawn from the whole file).
+    /// Orders of touches: sequential, twopass (every page in order, twice), random (every page
+    /// once), sparse (one page in 64), uniform (`--ops` reads of pages drawn from the whole
+    /// file).
     #[arg(
         long,
         value_enum,
