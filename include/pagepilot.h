@@ -38,11 +38,13 @@ typedef struct pp_options {
     size_t len;                 /* anonymous: length (required); file: bytes to map, 0 = all */
     size_t budget_bytes;        /* frame budget, at least one page */
     const char *policy;         /* NULL: "clock" */
-    size_t fault_around_pages;  /* pages read per missing fault outside a sequence */
+    size_t fault_around_pages;  /* pages read per missing fault outside a sequence (0: read
+                                   around sized by use, docs/pager.md "Read-around"; 1: demand
+                                   paging) */
     size_t readahead_max_pages; /* largest read-ahead window along sequential faults (0: the
                                    pager sizes asynchronous windows from the policy, the
                                    region and the budget: docs/pager.md, "Defaults") */
-    size_t handler_threads;     /* fault-handler threads */
+    size_t handler_threads;     /* fault-handler threads (0: one kept to each CPU, up to 4) */
     const char *swap_dir;       /* anonymous: directory of the swap file; NULL: temp dir */
     int faulting_thread;        /* non-zero: each thread serves its own faults in a SIGBUS
                                    handler (no hand-off to a handler thread, about 1 us less
