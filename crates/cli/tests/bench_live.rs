@@ -6,7 +6,15 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// Held while a benchmark runs: benchmarks drop the whole page cache before
+/// their cold runs, which would empty a warm case of another benchmark
+/// running beside it (and both time what they do), so they run one at a time.
+static ONE_BENCH_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn pagepilot(args: &[&str]) -> (Output, u32) {
+    let _alone = ONE_BENCH_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let child = Command::new(env!("CARGO_BIN_EXE_pagepilot"))
         .args(args)
         .stdout(std::process::Stdio::piped())
