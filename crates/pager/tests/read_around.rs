@@ -56,16 +56,26 @@ fn test_random_reads_of_every_page_are_served_in_clusters() {
     assert!(s.fault_events < pages as u64 / 4, "{s:?}");
 }
 
+/// Pages of the files mapped by [`under_a_sixteenth`].
+const PAGES: usize = 16 * 1024;
+
+/// A fresh random file of [`PAGES`] pages (seed `seed`), its contents, and
+/// a region over it with the defaults and a budget a sixteenth of its size.
+fn under_a_sixteenth(tag: &str, seed: u64) -> (Scratch, Vec<u8>, Region) {
+    let d = Scratch::new(tag);
+    let path = d.file("data");
+    let data = random_file(&path, PAGES * PAGE_SIZE, seed);
+    let region = Region::map_file(&path, false, PAGES / 16 * PAGE_SIZE, "clock").unwrap();
+    (d, data, region)
+}
+
 /// Random reads under a budget a sixteenth of the file: the pages around a
 /// fault are evicted before they are used, so once the budget is full the
 /// pager soon reads single pages (a cluster now and then, to notice a change).
 #[test]
 fn test_random_reads_under_a_full_budget_soon_read_single_pages() {
-    let pages = 16 * 1024;
-    let d = Scratch::new("around-sparse");
-    let path = d.file("data");
-    let data = random_file(&path, pages * PAGE_SIZE, 22);
-    let region = Region::map_file(&path, false, pages / 16 * PAGE_SIZE, "clock").unwrap();
+    let (_d, data, region) = under_a_sixteenth("around-sparse", 22);
+    let pages = PAGES;
     let mut rng = Rng(6);
     let mut touch = |n: usize| {
         for _ in 0..n {
@@ -104,11 +114,8 @@ fn test_fault_around_option_overrides_the_read_around() {
 /// behind another), as each thread's own read would under the kernel.
 #[test]
 fn test_threads_faulting_together_have_their_reads_in_flight_together() {
-    let pages = 16 * 1024;
-    let d = Scratch::new("around-threads");
-    let path = d.file("data");
-    let data = random_file(&path, pages * PAGE_SIZE, 23);
-    let region = Region::map_file(&path, false, pages / 16 * PAGE_SIZE, "clock").unwrap();
+    let (_d, data, region) = under_a_sixteenth("around-threads", 23);
+    let pages = PAGES;
     let base = region.as_ptr() as usize;
     std::thread::scope(|sc| {
         for t in 0..4u64 {
