@@ -137,11 +137,23 @@ mod tests {
 
     #[test]
     fn test_clusters_grow_to_the_devices_read_around_within_the_budget() {
-        assert_eq!(ReadAround::for_region(1 << 20, 128, Some(2048), false).largest, 2048);
-        assert_eq!(ReadAround::for_region(4096, 128, Some(2048), false).largest, 512);
-        assert_eq!(ReadAround::for_region(1 << 20, 128, None, false).largest, 128);
+        assert_eq!(
+            ReadAround::for_region(1 << 20, 128, Some(2048), false).largest,
+            2048
+        );
+        assert_eq!(
+            ReadAround::for_region(4096, 128, Some(2048), false).largest,
+            512
+        );
+        assert_eq!(
+            ReadAround::for_region(1 << 20, 128, None, false).largest,
+            128
+        );
         // MRU keeps to its window; read-ahead 1 turns read-around off.
-        assert_eq!(ReadAround::for_region(1 << 20, 64, Some(2048), true).largest, 64);
+        assert_eq!(
+            ReadAround::for_region(1 << 20, 64, Some(2048), true).largest,
+            64
+        );
         let off = ReadAround::for_region(1 << 20, 1, Some(2048), false);
         assert_eq!((off.usual, off.largest), (1, 1));
     }

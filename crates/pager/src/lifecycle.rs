@@ -149,7 +149,10 @@ fn application_has_ended() -> bool {
         let Ok(task) = task else {
             return false;
         };
-        let tid = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok());
+        let tid = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<i32>().ok());
         if tid.is_some_and(|t| ours.contains(&t)) {
             continue;
         }

@@ -50,7 +50,6 @@ const MAX_PER_CPU: usize = 4;
 /// (`FaultReads::ReadersWhenQueued`): with the handler, four reads in flight.
 const QUEUED_READERS: usize = 3;
 
-
 impl Region {
     /// Maps a region. On error nothing is mapped.
     pub fn map(opts: RegionOptions) -> Result<Region, MapError> {
@@ -121,7 +120,10 @@ impl Region {
         // Several application threads faulting at once get their reads in
         // flight together; policy programs get no overlapping fills (they
         // would name pages not read yet, see `reader_threads`).
-        let (fault_reads, fault_readers) = match (opts.fault_service == FaultService::FaultingThread, opts.reader_threads) {
+        let (fault_reads, fault_readers) = match (
+            opts.fault_service == FaultService::FaultingThread,
+            opts.reader_threads,
+        ) {
             (true, _) => (FaultReads::Handler, 0),
             (false, 0) if program => (FaultReads::Handler, 0),
             (false, 0) => (FaultReads::ReadersWhenQueued, QUEUED_READERS),

@@ -39,9 +39,9 @@ pub fn spawn_readers(
             fault::run_reader(sh, rx)
         })
         .map_err(|source| MapError::Sys {
-                call: "thread spawn",
-                source,
-            })?;
+            call: "thread spawn",
+            source,
+        })?;
         threads.push(h);
     }
     Ok(threads)

@@ -304,5 +304,8 @@ fn test_application_threads_named_like_the_pagers_keep_the_process_alive() {
         println!("still running");
         region.unmap().unwrap();
     });
-    assert!(out.succeeded() && out.stdout.contains("still running"), "{out:?}");
+    assert!(
+        out.succeeded() && out.stdout.contains("still running"),
+        "{out:?}"
+    );
 }

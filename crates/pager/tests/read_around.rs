@@ -41,7 +41,9 @@ fn shuffled(pages: usize, one_in: usize, seed: u64) -> Vec<usize> {
         v.swap(i, rng.below(i + 1));
     }
     // Sparse: a random page of each group of `one_in`, not always the first.
-    v.iter().map(|&p| p + rng.below(one_in.min(pages - p))).collect()
+    v.iter()
+        .map(|&p| p + rng.below(one_in.min(pages - p)))
+        .collect()
 }
 
 /// Every page touched once in a random order, as a database reading a
@@ -51,7 +53,11 @@ fn shuffled(pages: usize, one_in: usize, seed: u64) -> Vec<usize> {
 fn test_random_reads_of_every_page_are_served_in_clusters() {
     let pages = 8192;
     let s = read_in_order("around-every", pages, &shuffled(pages, 1, 3), 0);
-    assert_eq!(s.bytes_read, (pages * PAGE_SIZE) as u64, "each page read once: {s:?}");
+    assert_eq!(
+        s.bytes_read,
+        (pages * PAGE_SIZE) as u64,
+        "each page read once: {s:?}"
+    );
     assert!(s.probe_hits > 0, "{s:?}");
     assert!(s.fault_events < pages as u64 / 4, "{s:?}");
 }
@@ -92,7 +98,10 @@ fn test_random_reads_under_a_full_budget_soon_read_single_pages() {
     let read = (s.bytes_read - warm.bytes_read) / PAGE_SIZE as u64;
     println!("{faults} faults read {read} pages: {}", region.stats_json());
     assert!(faults > 1500, "{s:?}");
-    assert!(read <= faults * 5 / 4, "{read} pages for {faults} faults: {s:?}");
+    assert!(
+        read <= faults * 5 / 4,
+        "{read} pages for {faults} faults: {s:?}"
+    );
     region.unmap().unwrap();
 }
 
@@ -134,6 +143,9 @@ fn test_threads_faulting_together_have_their_reads_in_flight_together() {
     let s = region.stats();
     println!("{}", region.stats_json());
     assert!(s.reads_in_flight_max >= 2, "{s:?}");
-    assert!(s.frames_in_use <= s.budget_frames && s.over_budget == 0, "{s:?}");
+    assert!(
+        s.frames_in_use <= s.budget_frames && s.over_budget == 0,
+        "{s:?}"
+    );
     region.unmap().unwrap();
 }

@@ -19,7 +19,12 @@ fn copy_under_mru(pages: usize) -> (Vec<u8>, u64) {
     let region = Region::map_anon(len, len / 4, "mru-live").unwrap();
     for p in 0..pages {
         // SAFETY: inside the region.
-        unsafe { region.as_ptr().add(p * PAGE_SIZE + 3).write_volatile(p as u8) };
+        unsafe {
+            region
+                .as_ptr()
+                .add(p * PAGE_SIZE + 3)
+                .write_volatile(p as u8)
+        };
     }
     // SAFETY: the region is mapped for `len` bytes; nothing writes it now.
     let copy = unsafe { std::slice::from_raw_parts(region.as_ptr(), len) }.to_vec();
@@ -35,7 +40,9 @@ fn test_memcpy_of_a_region_larger_than_its_budget_completes_under_mru() {
     let out = in_child_process(name, Duration::from_secs(60), || {
         for round in 0..3 {
             let (copy, guarded) = copy_under_mru(4096);
-            let wrong = (0..4096).filter(|&p| copy[p * PAGE_SIZE + 3] != p as u8).count();
+            let wrong = (0..4096)
+                .filter(|&p| copy[p * PAGE_SIZE + 3] != p as u8)
+                .count();
             println!("round {round}: {wrong} pages wrong, {guarded} victims replaced");
             assert_eq!(wrong, 0);
         }

@@ -181,13 +181,7 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
     }
 }
 
-pub(super) fn serve_access(
-    sh: &Shared,
-    s: u32,
-    flags: u64,
-    stamp: u64,
-    queued: bool,
-) -> Outcome {
+pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: bool) -> Outcome {
     let write = flags & FLAG_WRITE != 0;
     let mut g = sh.lock();
     if g.table.state(s) == State::Loading {
