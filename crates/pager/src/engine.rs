@@ -55,6 +55,35 @@ pub enum FaultReads {
     ReadersWhenQueued,
 }
 
+/// Who asked for pages to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// A missing fault on one of the pages.
+    Fault {
+        /// The faulting page.
+        page: u32,
+        /// The fault was a write.
+        write: bool,
+        /// A page of the cluster is left unmapped as a probe of its use
+        /// (`around`).
+        probe: bool,
+    },
+    /// Asynchronous read-ahead with its ticket (the order in which it is
+    /// accounted): the first page is left unmapped as the marker whose
+    /// first touch asks for the next window.
+    Prefetch(u64),
+}
+
+impl Cause {
+    /// A prefetched window's ticket.
+    pub fn ticket(self) -> Option<u64> {
+        match self {
+            Cause::Prefetch(t) => Some(t),
+            Cause::Fault { .. } => None,
+        }
+    }
+}
+
 /// Pages for a reader thread to read: a prefetched window, or a missing
 /// fault's cluster. The pages are `Loading` and the victims making room for
 /// them were chosen when the job was issued.
@@ -63,15 +92,8 @@ pub struct ReadJob {
     pub first: u32,
     /// Pages.
     pub pages: usize,
-    /// A prefetched window's ticket (the order in which it is accounted);
-    /// `None` for a fault's cluster.
-    pub ticket: Option<u64>,
-    /// A fault's cluster: the faulting page.
-    pub fault: u32,
-    /// A fault's cluster: whether the fault was a write.
-    pub write: bool,
-    /// A fault's cluster: whether its last page is a probe (`around`).
-    pub probe: bool,
+    /// Why they are read.
+    pub cause: Cause,
     /// Victims chosen for it (`Evicting`), and whether each is dirty.
     pub victims: Vec<(u32, bool)>,
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::{FaultReads, Inner, ReadJob, Shared};
+use crate::engine::{Cause, FaultReads, Inner, ReadJob, Shared};
 use crate::resident::{State, Table, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
@@ -56,6 +56,11 @@ pub(super) fn load(
         FaultReads::Readers => true,
         FaultReads::ReadersWhenQueued => queued,
     };
+    let cause = Cause::Fault {
+        page: s,
+        write,
+        probe,
+    };
     let tx = g.readers.clone().filter(|_| hand_off);
     let Some(tx) = tx.filter(|_| sh.store.has_data(s as usize)) else {
         // The windows ahead are issued first, their victims chosen while
@@ -64,11 +69,6 @@ pub(super) fn load(
         if sequential {
             prefetch_ahead(sh, &mut g, 0);
         }
-        let cause = Cause::Fault {
-            page: s,
-            write,
-            probe,
-        };
         return fill(sh, g, first, n, cause, None);
     };
     // A reader thread reads and maps the cluster (waking the faulting
@@ -80,10 +80,7 @@ pub(super) fn load(
     let job = ReadJob {
         first,
         pages: n,
-        ticket: None,
-        fault: s,
-        write,
-        probe,
+        cause,
         victims,
     };
     match tx.send(job) {
@@ -93,33 +90,8 @@ pub(super) fn load(
             }
             Outcome::Served
         }
-        Err(std::sync::mpsc::SendError(job)) => {
-            let cause = Cause::Fault {
-                page: s,
-                write,
-                probe,
-            };
-            fill(sh, g, first, n, cause, Some(job.victims))
-        }
+        Err(std::sync::mpsc::SendError(job)) => fill(sh, g, first, n, cause, Some(job.victims)),
     }
-}
-
-/// Who asked for a fill.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Cause {
-    /// A missing fault on one of the pages.
-    Fault {
-        /// The faulting page.
-        page: u32,
-        /// The fault was a write.
-        write: bool,
-        /// A page of the cluster is left unmapped as a probe of its use
-        /// (`Plan::probe`).
-        probe: bool,
-    },
-    /// Asynchronous read-ahead with its ticket: the first page is left
-    /// unmapped as the marker whose first touch asks for the next window.
-    Prefetch(u64),
 }
 
 /// Fills pages `s..s + n` with zeros and maps them, all under the lock:

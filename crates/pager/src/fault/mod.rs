@@ -65,12 +65,11 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
-        let mut waiting = missing_faults(&msgs[..n]);
-        for m in &msgs[..n] {
+        let last_missing = last_missing_fault(&msgs[..n]);
+        for (i, m) in msgs[..n].iter().enumerate() {
             if let Some((addr, flags)) = m.pagefault() {
-                waiting -= usize::from(flags & (FLAG_MINOR | FLAG_WP) == 0);
                 let t0 = Instant::now();
-                serve(&shared, addr, flags, stamp, waiting > 0);
+                serve(&shared, addr, flags, stamp, last_missing > Some(i));
                 shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
             }
         }
@@ -99,19 +98,18 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
             Err(_) => return false,
         };
         let mut stop = false;
-        let mut waiting = missing_faults(&msgs[..n]);
-        for m in &msgs[..n] {
+        let last_missing = last_missing_fault(&msgs[..n]);
+        for (i, m) in msgs[..n].iter().enumerate() {
             let Some((addr, flags)) = m.pagefault() else {
                 continue;
             };
-            waiting -= usize::from(flags & (FLAG_MINOR | FLAG_WP) == 0);
             if addr & !(PAGE - 1) == doorbell {
                 let _ = shared.uffd.zero_page(doorbell, false);
                 stop = true;
                 continue;
             }
             let t0 = Instant::now();
-            serve(&shared, addr, flags, stamp, waiting > 0);
+            serve(&shared, addr, flags, stamp, last_missing > Some(i));
             shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
         }
         if stop {
@@ -132,12 +130,13 @@ pub enum Outcome {
     Signal,
 }
 
-/// Missing-fault events in a batch read from the userfaultfd.
-fn missing_faults(msgs: &[UffdMsg]) -> usize {
-    msgs.iter()
-        .filter_map(UffdMsg::pagefault)
-        .filter(|&(_, flags)| flags & (FLAG_MINOR | FLAG_WP) == 0)
-        .count()
+/// The last missing-fault event of a batch read from the userfaultfd: the
+/// missing faults before it have another waiting behind them.
+fn last_missing_fault(msgs: &[UffdMsg]) -> Option<usize> {
+    msgs.iter().rposition(|m| {
+        m.pagefault()
+            .is_some_and(|(_, flags)| flags & (FLAG_MINOR | FLAG_WP) == 0)
+    })
 }
 
 /// Serves one fault at `addr`. `stamp` is the region's eviction sequence

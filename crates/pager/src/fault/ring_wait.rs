@@ -23,7 +23,7 @@ pub(super) fn issue_queued(sh: &Shared) {
     };
     let jobs = std::mem::take(&mut sh.lock().queued);
     for mut job in jobs {
-        let ticket = job.ticket.unwrap_or_default();
+        let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
         let dst = sh.pager_addr(job.first);
         if !job.victims.is_empty() {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::{Inner, ReadJob, Shared};
+use crate::engine::{Cause, Inner, ReadJob, Shared};
 use crate::resident::{State, PENDING, REFERENCED};
 use crate::sys::{self};
 
 use super::cluster::absent_run;
-use super::load::{choose_victims, fill, Cause};
+use super::load::{choose_victims, fill};
 use super::tell_policy;
 
 /// The application touched page `s` of a prefetched window it had not
@@ -111,10 +111,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
         let job = ReadJob {
             first,
             pages: n,
-            ticket: Some(g.prefetch_issued),
-            fault: first,
-            write: false,
-            probe: false,
+            cause: Cause::Prefetch(g.prefetch_issued),
             victims,
         };
         let sent = match &tx {
@@ -167,15 +164,14 @@ pub fn run_reader(
         };
         // The window's pages were made Loading when it was issued.
         let g = shared.lock();
-        let cause = match job.ticket {
-            Some(t) => Cause::Prefetch(t),
-            None => Cause::Fault {
-                page: job.fault,
-                write: job.write,
-                probe: job.probe,
-            },
-        };
-        let _ = fill(&shared, g, job.first, job.pages, cause, Some(job.victims));
+        let _ = fill(
+            &shared,
+            g,
+            job.first,
+            job.pages,
+            job.cause,
+            Some(job.victims),
+        );
     }
 }
 
