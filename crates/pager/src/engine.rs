@@ -72,6 +72,13 @@ pub enum Cause {
     /// accounted): the first page is left unmapped as the marker whose
     /// first touch asks for the next window.
     Prefetch(u64),
+    /// A piece of a missing fault's read-around cluster read beside the
+    /// faulting page's piece (`fault::load`): handed to the policy and
+    /// mapped like the fault's own cluster, with no faulting page.
+    Around {
+        /// The piece's last page stays unmapped as the cluster's probe.
+        probe: bool,
+    },
 }
 
 impl Cause {
@@ -79,7 +86,7 @@ impl Cause {
     pub fn ticket(self) -> Option<u64> {
         match self {
             Cause::Prefetch(t) => Some(t),
-            Cause::Fault { .. } => None,
+            Cause::Fault { .. } | Cause::Around { .. } => None,
         }
     }
 }

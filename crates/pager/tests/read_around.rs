@@ -62,6 +62,25 @@ fn test_random_reads_of_every_page_are_served_in_clusters() {
     assert!(s.fault_events < pages as u64 / 4, "{s:?}");
 }
 
+/// Every page of a 128 MiB file touched once in a random order by one
+/// thread, into free frames: once the clusters grow to the device's
+/// read-around (8 MiB here), each is read in pieces side by side, the
+/// faulting page's by its fault and the others by reader threads, so that
+/// clearing fresh frames and the device's reads overlap (docs/pager.md,
+/// "Read-around").
+#[test]
+fn test_large_clusters_into_free_frames_are_read_in_pieces_side_by_side() {
+    let pages = 32 * 1024;
+    let s = read_in_order("around-pieces", pages, &shuffled(pages, 1, 5), 0);
+    assert_eq!(
+        s.bytes_read,
+        (pages * PAGE_SIZE) as u64,
+        "each page read once: {s:?}"
+    );
+    assert!(s.reads_in_flight_max >= 2, "one read at a time: {s:?}");
+    assert!(s.fault_events < pages as u64 / 16, "{s:?}");
+}
+
 /// Pages of the files mapped by [`under_a_sixteenth`].
 const PAGES: usize = 16 * 1024;
 
