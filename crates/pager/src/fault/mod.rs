@@ -24,6 +24,7 @@ use crate::engine::{Inner, Shared};
 use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
+use crate::threads::Placement;
 
 use load::load;
 use map::map_access;
@@ -36,7 +37,10 @@ use windows::{enter_window, stall};
 /// for up to the region's spin time: faults come in streams (a scan, a
 /// burst of first touches), and catching the next one awake saves the
 /// handler's wake-up, the larger part of a fault's cost on these machines.
-pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
+///
+/// A handler kept to a CPU (`placement`) is freed while windows are read
+/// ahead of a stream (`Placement`).
+pub fn run(shared: Arc<Shared>, waiter: sys::Waiter, mut placement: Option<Placement>) {
     sys::block_async_signals();
     let mut msgs = [UffdMsg::default(); 16];
     let spin = std::time::Duration::from_micros(shared.tuning.spin_us);
@@ -75,6 +79,12 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter) {
         }
         if n > 0 && !spin.is_zero() {
             last_served = Some(Instant::now());
+        }
+        if let Some(p) = placement.as_mut().filter(|_| n > 0) {
+            // The last missing fault continued a sequence (windows are read
+            // ahead of it; entering them keeps it so).
+            let streaming = shared.lock().confirmed;
+            p.follow(streaming);
         }
     }
 }

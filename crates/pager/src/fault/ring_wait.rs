@@ -26,6 +26,8 @@ pub(super) fn issue_queued(sh: &Shared) {
         let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
         let dst = sh.pager_addr(job.first);
+        // Into free frames: a worker fills them (see `Ring`).
+        let punt = job.victims.is_empty();
         if !job.victims.is_empty() {
             sh.evict(&mut job.victims);
         }
@@ -35,7 +37,7 @@ pub(super) fn issue_queued(sh: &Shared) {
             // reaped: nobody maps or touches their frames. The pager view
             // and the store's descriptor outlive the ring's requests (it is
             // drained when the region closes).
-            unsafe { r.read(fd, dst, n * PAGE, off, ticket) }.is_ok()
+            unsafe { r.read(fd, dst, n * PAGE, off, ticket, punt) }.is_ok()
         });
         if !submitted {
             // SAFETY: as above: the pages are Loading, their frames unused.
