@@ -44,7 +44,9 @@ pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> Plan {
     };
     let around = data && !sequential && alone == 0;
     let (first, n) = if around {
-        let displacing = g.table.room() == 0;
+        // A region larger than its budget fills its free frames and then
+        // displaces: its clusters count from the first.
+        let displacing = g.table.room() == 0 || g.table.pages() > g.table.capacity;
         g.window = g.around.on_fault(displacing);
         let base = s - s % g.window as u32;
         let before = absent_before(sh, g, s, (s - base) as usize);
