@@ -93,7 +93,8 @@ pub fn pagepilot_probe(pages: usize, fill: Fill) -> io::Result<ProbeRun> {
     let app = Mapping::shared(fd.as_raw_fd(), len, true)?;
     let pager = Mapping::shared(fd.as_raw_fd(), len, true)?;
     let source: Vec<u8> = (0..len).map(|i| (i / PAGE) as u8 ^ 0x5a).collect();
-    let (uffd, _) = Uffd::open(sys::FEATURE_MISSING_SHMEM | sys::FEATURE_MINOR_SHMEM)?;
+    let (uffd, _, _) = Uffd::open(sys::FEATURE_MISSING_SHMEM | sys::FEATURE_MINOR_SHMEM)
+        .map_err(io::Error::other)?;
     uffd.register(app.ptr() as usize, len, sys::MODE_MISSING | sys::MODE_MINOR)?;
     let epoch = Instant::now();
     // One set per phase: a fault's flags say which phase it belongs to.

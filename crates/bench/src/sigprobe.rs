@@ -57,7 +57,8 @@ pub fn sigbus_probe(pages: usize) -> io::Result<SigSplit> {
     let len = pages * PAGE;
     let fd = sys::memfd("pagepilot-sigprobe", len)?;
     let app = Mapping::shared(fd.as_raw_fd(), len, true)?;
-    let (uffd, _) = Uffd::open(sys::FEATURE_MISSING_SHMEM | sys::FEATURE_SIGBUS)?;
+    let (uffd, _, _) =
+        Uffd::open(sys::FEATURE_MISSING_SHMEM | sys::FEATURE_SIGBUS).map_err(io::Error::other)?;
     uffd.register(app.ptr() as usize, len, sys::MODE_MISSING)?;
     let ioctl: Box<[AtomicU64]> = (0..pages).map(|_| AtomicU64::new(0)).collect();
     IOCTL_NS.store(ioctl.as_ptr().cast_mut(), Ordering::Release);

@@ -184,6 +184,9 @@ pub struct Shared {
     pub tuning: Tuning,
     /// Whether UFFDIO_POISON is available.
     pub poison: bool,
+    /// How the userfaultfd was opened (user-mode-only: the kernel's own
+    /// accesses to an unmapped page fail with EFAULT).
+    pub uffd_access: crate::sys::UffdAccess,
     /// Stops the handler threads.
     pub stop: OwnedFd,
     /// Evictions so far (a page's eviction stamp is its number in this sequence).

@@ -82,6 +82,10 @@ pub enum MapError {
         /// The system's reason.
         source: io::Error,
     },
+    /// No userfaultfd could be opened: the three ways in, each with its
+    /// answer and how to enable it.
+    #[error(transparent)]
+    Userfaultfd(#[from] crate::sys::OpenError),
     /// The kernel lacks a userfaultfd feature this pager needs.
     #[error("userfaultfd lacks {0} (needs Linux >= 6.6 with shmem minor faults)")]
     Unsupported(&'static str),

@@ -46,6 +46,7 @@ pub use backing::Backing;
 pub use error::{FailedPage, FlushError, MapError, PrefaultError};
 pub use region::{FaultService, Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};
+pub use sys::UffdAccess;
 
 /// The policy interface regions run (re-exported for [`Region::map_with_policy`]).
 pub use pagepilot_policy as policy;

@@ -161,7 +161,7 @@ impl Region {
             | sys::FEATURE_MINOR_SHMEM
             | sys::FEATURE_POISON
             | if writable { sys::FEATURE_WP_SHMEM } else { 0 };
-        let (uffd, got) = sys::Uffd::open(want).map_err(sys_err("userfaultfd"))?;
+        let (uffd, got, uffd_access) = sys::Uffd::open(want)?;
         if in_thread && got & sys::FEATURE_SIGBUS == 0 {
             return Err(MapError::Unsupported("SIGBUS mode"));
         }
@@ -230,6 +230,7 @@ impl Region {
             },
             ring,
             poison: got & sys::FEATURE_POISON != 0,
+            uffd_access,
             stop,
             evict_seq: std::sync::atomic::AtomicU64::new(0),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -426,6 +427,7 @@ impl Region {
         s.pages = (self.shared.map_len / PAGE) as u64;
         s.policy = self.policy_name.clone();
         s.direct_io = self.shared.store.direct();
+        s.uffd_access = self.shared.uffd_access;
         s.cached_bytes_read = self.shared.store.cached_bytes_read();
         s.handler_threads = self.handler_threads as u64;
         let t = &self.shared.tuning;

@@ -205,6 +205,8 @@ pub struct RegionStats {
     pub policy: String,
     /// Whether the backing store is read and written with O_DIRECT.
     pub direct_io: bool,
+    /// How the region's userfaultfd was opened.
+    pub uffd_access: crate::sys::UffdAccess,
     /// Fault-handler threads.
     pub handler_threads: u64,
     /// The read-ahead in force: largest window, pages.

@@ -167,36 +167,114 @@ impl UffdMsg {
     }
 }
 
+/// How a userfaultfd was obtained: the three ways Linux offers, best first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UffdAccess {
+    /// `userfaultfd(2)` with every feature: root, `CAP_SYS_PTRACE`, or
+    /// everyone where `vm.unprivileged_userfaultfd = 1`.
+    #[default]
+    Syscall,
+    /// `/dev/userfaultfd` (`USERFAULTFD_IOC_NEW`), every feature: whoever
+    /// may open the device.
+    Device,
+    /// `userfaultfd(2)` with `UFFD_USER_MODE_ONLY`, allowed to every user:
+    /// faults from user space are served as usual, but the kernel's own
+    /// accesses to a page not mapped yet fail with `EFAULT` (a `read(2)`
+    /// into such a page), as in faulting-thread service.
+    UserModeOnly,
+}
+
+/// Why no userfaultfd could be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Every way in was refused.
+    #[error(
+        "this user may not use userfaultfd: \
+         userfaultfd(2): {syscall} (allowed to root, to holders of CAP_SYS_PTRACE, \
+         or to every user with `sysctl -w vm.unprivileged_userfaultfd=1`); \
+         /dev/userfaultfd: {device} (an administrator can grant it to a group: \
+         `chgrp pagepilot /dev/userfaultfd && chmod 660 /dev/userfaultfd`, \
+         kept across boots by a udev rule); \
+         userfaultfd(2) in user mode only: {user_mode} (a seccomp filter, as \
+         containers have by default, blocks the system call: allow userfaultfd \
+         in the container's profile)"
+    )]
+    Denied {
+        /// What `userfaultfd(2)` answered.
+        syscall: io::Error,
+        /// What opening `/dev/userfaultfd` answered.
+        device: io::Error,
+        /// What `userfaultfd(2)` with `UFFD_USER_MODE_ONLY` answered.
+        user_mode: io::Error,
+    },
+    /// The API handshake (`UFFDIO_API`) failed.
+    #[error("UFFDIO_API failed: {0}")]
+    Api(io::Error),
+}
+
+/// `UFFD_USER_MODE_ONLY`, a flag of `userfaultfd(2)`.
+const UFFD_USER_MODE_ONLY: libc::c_int = 1;
+
+/// A new userfaultfd, the best way this process may.
+fn create() -> Result<(OwnedFd, UffdAccess), OpenError> {
+    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let syscall = |flags: libc::c_int| {
+        // SAFETY: userfaultfd takes one integer argument and returns a new
+        // descriptor or -1.
+        let raw = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) } as libc::c_int;
+        // SAFETY: a descriptor the call just created, which nothing else owns.
+        check(raw).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let syscall_error = match syscall(flags) {
+        Ok(fd) => return Ok((fd, UffdAccess::Syscall)),
+        Err(e) => e,
+    };
+    let device = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/userfaultfd")
+        .and_then(|dev| {
+            // SAFETY: USERFAULTFD_IOC_NEW takes the open flags by value and
+            // returns a new descriptor or -1.
+            check(unsafe { libc::ioctl(dev.as_raw_fd(), USERFAULTFD_IOC_NEW as _, flags) })
+                // SAFETY: a descriptor the ioctl just created, which nothing else owns.
+                .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+        });
+    let device_error = match device {
+        Ok(fd) => return Ok((fd, UffdAccess::Device)),
+        Err(e) => e,
+    };
+    match syscall(flags | UFFD_USER_MODE_ONLY) {
+        Ok(fd) => Ok((fd, UffdAccess::UserModeOnly)),
+        Err(user_mode) => Err(OpenError::Denied {
+            syscall: syscall_error,
+            device: device_error,
+            user_mode,
+        }),
+    }
+}
+
 /// An open userfaultfd with the API handshake done.
 pub struct Uffd {
     fd: OwnedFd,
 }
 
 impl Uffd {
-    /// Opens a non-blocking userfaultfd asking for `features`; returns the
-    /// features the kernel granted. Tries the syscall, then `/dev/userfaultfd`.
-    pub fn open(features: u64) -> io::Result<(Uffd, u64)> {
-        let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
-        // SAFETY: userfaultfd takes one integer argument and returns a new fd or -1.
-        let mut raw = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) } as libc::c_int;
-        if raw < 0 {
-            let dev = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open("/dev/userfaultfd")?;
-            // SAFETY: USERFAULTFD_IOC_NEW takes the open flags by value and returns a new fd.
-            raw = check(unsafe { libc::ioctl(dev.as_raw_fd(), USERFAULTFD_IOC_NEW as _, flags) })?;
-        }
-        // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    /// Opens a non-blocking userfaultfd asking for `features`, the best way
+    /// this process may (`UffdAccess`, best first); returns the features
+    /// the kernel granted and the way taken.
+    pub fn open(features: u64) -> Result<(Uffd, u64, UffdAccess), OpenError> {
+        let (fd, access) = create()?;
         let mut api = UffdioApi {
             api: UFFD_API,
             features,
             ioctls: 0,
         };
         // SAFETY: UFFDIO_API reads and writes one `UffdioApi`, which outlives the call.
-        check(unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API as _, &mut api) })?;
-        Ok((Uffd { fd }, api.features))
+        check(unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API as _, &mut api) })
+            .map_err(OpenError::Api)?;
+        Ok((Uffd { fd }, api.features, access))
     }
 
     /// Makes reads block until a message arrives (one handler thread reads
@@ -429,5 +507,32 @@ impl Waiter {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_a_refused_userfaultfd_names_each_way_in_and_how_to_enable_it() {
+        let denied = |e| io::Error::from_raw_os_error(e);
+        let text = OpenError::Denied {
+            syscall: denied(libc::EPERM),
+            device: denied(libc::EACCES),
+            user_mode: denied(libc::ENOSYS),
+        }
+        .to_string();
+        for part in [
+            "userfaultfd(2): Operation not permitted",
+            "vm.unprivileged_userfaultfd=1",
+            "CAP_SYS_PTRACE",
+            "/dev/userfaultfd: Permission denied",
+            "chmod 660 /dev/userfaultfd",
+            "user mode only",
+            "seccomp",
+        ] {
+            assert!(text.contains(part), "{part:?} missing from: {text}");
+        }
     }
 }

@@ -278,6 +278,18 @@ pub fn in_child_process(
     timeout: std::time::Duration,
     body: impl FnOnce(),
 ) -> ChildOutcome {
+    in_child_process_under(test, timeout, &[], body)
+}
+
+/// [`in_child_process`], the child started through `launcher` (a command
+/// and its arguments that execute the rest: `setpriv --reuid=...` runs the
+/// child as another user).
+pub fn in_child_process_under(
+    test: &str,
+    timeout: std::time::Duration,
+    launcher: &[&str],
+    body: impl FnOnce(),
+) -> ChildOutcome {
     use std::io::Read;
     if std::env::var("PAGEPILOT_SCENARIO").as_deref() == Ok(test) {
         body();
@@ -285,7 +297,14 @@ pub fn in_child_process(
         let _ = std::io::stdout().flush();
         std::process::exit(0);
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+    let exe = std::env::current_exe().unwrap();
+    let (program, rest) = match launcher.split_first() {
+        Some((first, rest)) => (std::path::Path::new(first), rest),
+        None => (exe.as_path(), &[][..]),
+    };
+    let mut child = std::process::Command::new(program)
+        .args(rest)
+        .args(launcher.first().map(|_| exe.as_os_str()))
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env("PAGEPILOT_SCENARIO", test)
         .stdout(std::process::Stdio::piped())

@@ -1,0 +1,112 @@
+//! An ordinary user (`nobody`), on a kernel with the distributions' default
+//! `vm.unprivileged_userfaultfd = 0` and `/dev/userfaultfd` readable by root
+//! only: regions map in user-mode-only (docs/pager.md, "Ordinary users"),
+//! faults from user space are served, and the kernel's own access to a page
+//! not mapped yet fails with EFAULT instead of finding zeros.
+
+mod common;
+
+use common::*;
+use pagepilot_pager::{Backing, Region, RegionOptions, UffdAccess, PAGE_SIZE};
+
+const SYSCTL: &str = "/proc/sys/vm/unprivileged_userfaultfd";
+
+/// Sets the sysctl for the test's life and puts the old value back after,
+/// also when the test fails.
+struct Sysctl(String);
+
+impl Sysctl {
+    fn set(value: &str) -> Sysctl {
+        let old = std::fs::read_to_string(SYSCTL).unwrap();
+        std::fs::write(SYSCTL, value).unwrap();
+        Sysctl(old)
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(SYSCTL, self.0.trim());
+    }
+}
+
+/// Runs `nobody`'s part of test `test` as `nobody`, with no group.
+fn as_nobody(test: &str, body: impl FnOnce()) -> ChildOutcome {
+    let launcher = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ];
+    in_child_process_under(test, std::time::Duration::from_secs(120), &launcher, body)
+}
+
+#[test]
+fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_efault() {
+    const TEST: &str =
+        "test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_efault";
+    let path = shared_path(TEST, "data");
+    let pages = 4096;
+    if !in_scenario(TEST) {
+        random_file(&path, pages * PAGE_SIZE, 31);
+    }
+    let _sysctl = (!in_scenario(TEST)).then(|| Sysctl::set("0"));
+    let outcome = as_nobody(TEST, || {
+        let data = std::fs::read(&path).unwrap();
+        // Random reads and the file checked, under a quarter of its size.
+        let region = Region::map_file(&path, false, pages / 4 * PAGE_SIZE, "lru").unwrap();
+        assert_eq!(region.stats().uffd_access, UffdAccess::UserModeOnly);
+        let mut rng = Rng(4);
+        for _ in 0..20_000 {
+            let at = rng.below(pages) * PAGE_SIZE + rng.below(PAGE_SIZE);
+            // SAFETY: inside the region.
+            let v = unsafe { region.as_ptr().add(at).read_volatile() };
+            assert_eq!(v, data[at], "byte {at}");
+        }
+        region.unmap().unwrap();
+
+        // read(2) into a page of a fresh region, not mapped yet: EFAULT, and
+        // the page then holds the file's data, not zeros.
+        let backing = Backing::File {
+            path: path.clone(),
+            writable: false,
+        };
+        let opts = RegionOptions::new(backing, pages * PAGE_SIZE, "lru").with_fault_around(1);
+        let region = Region::map(opts).unwrap();
+        let src = std::fs::File::open("/dev/urandom").unwrap();
+        let page = pages - 7;
+        // SAFETY: the destination is one page inside the region; the kernel
+        // writes into it or fails.
+        let n = unsafe {
+            libc::read(
+                std::os::fd::AsRawFd::as_raw_fd(&src),
+                region.as_ptr().add(page * PAGE_SIZE).cast(),
+                PAGE_SIZE,
+            )
+        };
+        let err = std::io::Error::last_os_error();
+        assert_eq!(
+            (n, err.raw_os_error()),
+            (-1, Some(libc::EFAULT)),
+            "read(2): {n} {err}"
+        );
+        // SAFETY: inside the region.
+        let mapped =
+            unsafe { std::slice::from_raw_parts(region.as_ptr().add(page * PAGE_SIZE), PAGE_SIZE) };
+        assert_eq!(mapped, &data[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+        region.unmap().unwrap();
+        println!("nobody: user-mode-only, 20000 reads checked, read(2) EFAULT");
+    });
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        outcome.succeeded(),
+        "as nobody: {:?}\n{}\n{}",
+        outcome.status,
+        outcome.stdout,
+        outcome.stderr
+    );
+    assert!(
+        outcome.stdout.contains("user-mode-only"),
+        "{}",
+        outcome.stdout
+    );
+}
