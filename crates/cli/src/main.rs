@@ -20,6 +20,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Simulate policies over a trace.
     Sim(cmd::sim::Args),
+    /// Check what pagepilot needs, for the user who runs it.
+    Doctor(cmd::doctor::Args),
     /// Record, convert and inspect traces.
     #[command(subcommand)]
     Trace(cmd::trace::Command),
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Sim(a) => cmd::sim::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
         Command::Trace(c) => cmd::trace::run(c),
         Command::Plot(c) => cmd::plot::run(c),
         Command::Policy(c) => cmd::policy::run(c),

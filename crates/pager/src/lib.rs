@@ -27,6 +27,7 @@
 mod around;
 mod auto;
 mod backing;
+pub mod doctor;
 mod engine;
 mod error;
 mod evict;

@@ -7,25 +7,31 @@
 mod common;
 
 use common::*;
+use pagepilot_pager::doctor::{self, State};
 use pagepilot_pager::{Backing, Region, RegionOptions, UffdAccess, PAGE_SIZE};
 
 const SYSCTL: &str = "/proc/sys/vm/unprivileged_userfaultfd";
 
 /// Sets the sysctl for the test's life and puts the old value back after,
-/// also when the test fails.
-struct Sysctl(String);
+/// also when the test fails; one test at a time holds it.
+struct Sysctl {
+    old: String,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
 
 impl Sysctl {
     fn set(value: &str) -> Sysctl {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let one = ONE.lock().unwrap_or_else(|p| p.into_inner());
         let old = std::fs::read_to_string(SYSCTL).unwrap();
         std::fs::write(SYSCTL, value).unwrap();
-        Sysctl(old)
+        Sysctl { old, _one: one }
     }
 }
 
 impl Drop for Sysctl {
     fn drop(&mut self) {
-        let _ = std::fs::write(SYSCTL, self.0.trim());
+        let _ = std::fs::write(SYSCTL, self.old.trim());
     }
 }
 
@@ -109,4 +115,62 @@ fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_e
         "{}",
         outcome.stdout
     );
+}
+
+/// `doctor`'s report for `nobody`, the sysctl at `sysctl`.
+fn doctor_as_nobody(test: &str, sysctl: &str) -> ChildOutcome {
+    let _sysctl = (!in_scenario(test)).then(|| Sysctl::set(sysctl));
+    as_nobody(test, || {
+        let report = doctor::run(Some(&std::env::temp_dir()));
+        let state = |name: &str| {
+            report
+                .checks
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| (c.state, c.detail.clone()))
+                .unwrap()
+        };
+        println!(
+            "can_map={} access={:?} userfaultfd={:?} sysctl={:?} device={:?} direct={:?} cgroup={:?}",
+            report.can_map(),
+            report.uffd_access,
+            state("userfaultfd").0,
+            state("vm.unprivileged_userfaultfd").0,
+            state("/dev/userfaultfd").0,
+            state("direct I/O").0,
+            state("memory cgroup").0,
+        );
+    })
+}
+
+#[test]
+fn test_doctor_tells_an_ordinary_user_the_limits_of_user_mode_only_with_the_sysctl_off() {
+    const OFF: &str =
+        "test_doctor_tells_an_ordinary_user_the_limits_of_user_mode_only_with_the_sysctl_off";
+    let off = doctor_as_nobody(OFF, "0");
+    assert!(off.succeeded(), "{off:?}");
+    let expected_off = format!(
+        "can_map=true access={:?} userfaultfd={:?} sysctl={:?} device={:?} direct={:?} cgroup={:?}",
+        Some(UffdAccess::UserModeOnly),
+        State::Warn,
+        State::Warn,
+        State::Warn,
+        State::Ok,
+        State::Warn
+    );
+    assert!(off.stdout.contains(&expected_off), "{}", off.stdout);
+}
+
+#[test]
+fn test_doctor_gives_an_ordinary_user_every_feature_with_the_sysctl_on() {
+    const ON: &str = "test_doctor_gives_an_ordinary_user_every_feature_with_the_sysctl_on";
+    let on = doctor_as_nobody(ON, "1");
+    assert!(on.succeeded(), "{on:?}");
+    let expected_on = format!(
+        "can_map=true access={:?} userfaultfd={:?} sysctl={:?}",
+        Some(UffdAccess::Syscall),
+        State::Ok,
+        State::Ok
+    );
+    assert!(on.stdout.contains(&expected_on), "{}", on.stdout);
 }

@@ -2,6 +2,7 @@
 
 pub use pagepilot_bench as bench;
 pub mod demo;
+pub mod doctor;
 pub mod plot;
 pub mod policy;
 pub mod sim;

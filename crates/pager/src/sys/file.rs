@@ -180,3 +180,34 @@ pub fn cached_pages(fd: RawFd, off: u64, len: u64) -> io::Result<u64> {
     }
     Ok(stat.nr_cache)
 }
+
+/// Whether the file system of `file` takes `RWF_NOWAIT` reads (a read of
+/// one byte that would block answers EAGAIN; one it does not support,
+/// EOPNOTSUPP).
+pub fn supports_nowait(file: &std::fs::File) -> io::Result<bool> {
+    let mut byte = 0u8;
+    let iov = libc::iovec {
+        iov_base: (&mut byte as *mut u8).cast(),
+        iov_len: 1,
+    };
+    // SAFETY: one iovec over a live local byte; the call writes at most one byte.
+    let r = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+    match r {
+        n if n >= 0 => Ok(true),
+        _ => match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EAGAIN) => Ok(true),
+            e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(false),
+            e => Err(e),
+        },
+    }
+}
+
+/// Whether this process may write in `path` (`access(2)`, `W_OK`).
+pub fn writable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated path that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}

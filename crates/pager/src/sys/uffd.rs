@@ -125,6 +125,8 @@ pub const FEATURE_SIGBUS: u64 = 1 << 7;
 
 /// Feature: poisoned ranges (an access raises SIGBUS).
 pub const FEATURE_POISON: u64 = 1 << 14;
+/// `UFFD_FEATURE_MOVE`: `UFFDIO_MOVE` (Linux 6.8).
+pub const FEATURE_MOVE: u64 = 1 << 16;
 
 /// Fault flag: the access was a write.
 pub const FLAG_WRITE: u64 = 1 << 0;
