@@ -98,8 +98,15 @@ fn test_warm_file_is_read_from_the_page_cache_not_the_disk() {
                 let data = random_file(&path, LEN, 81);
                 assert_eq!(cached_pages(&path, 0, PAGES), PAGES as u64, "not warm");
                 let (disk, cached) = scan(&path, &data, async_readahead);
-                assert_eq!(disk, 0, "bytes read from the disk");
+                // Every page from the page cache (the pager's own count of
+                // direct reads is then zero); the process's disk reads allow
+                // for a metadata block of the file system (seen once in CI:
+                // 4,096 bytes with all 16 MiB read from the page cache).
                 assert_eq!(cached, LEN as u64, "bytes read from the page cache");
+                assert!(
+                    disk <= 2 * PAGE_SIZE as u64,
+                    "bytes read from the disk: {disk}"
+                );
             },
         );
         assert!(
