@@ -177,7 +177,8 @@ fn device_check() -> Check {
             Some(
                 "an administrator grants it to a group: \
                  `chgrp pagepilot /dev/userfaultfd && chmod 660 /dev/userfaultfd`, kept \
-                 across boots by a udev rule"
+                 across boots by packaging/99-pagepilot-userfaultfd.rules (README, \
+                 \"Ordinary users\")"
                     .into(),
             ),
         ),

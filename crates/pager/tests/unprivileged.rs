@@ -35,6 +35,12 @@ impl Drop for Sysctl {
     }
 }
 
+/// Lets `nobody` open the test's file for writing.
+fn writable_by_all(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+}
+
 /// Runs `nobody`'s part of test `test` as `nobody`, with no group.
 fn as_nobody(test: &str, body: impl FnOnce()) -> ChildOutcome {
     let launcher = [
@@ -46,6 +52,95 @@ fn as_nobody(test: &str, body: impl FnOnce()) -> ChildOutcome {
     in_child_process_under(test, std::time::Duration::from_secs(120), &launcher, body)
 }
 
+/// The group the device is granted to (`packaging/99-pagepilot-userfaultfd.rules`
+/// names it `pagepilot`; a number stands for it here).
+const DEVICE_GROUP: u32 = 64_999;
+
+/// `/dev/userfaultfd` granted to [`DEVICE_GROUP`] (group read and write) for
+/// the test's life; its owner and mode are put back after, also when the
+/// test fails.
+struct DeviceGranted {
+    gid: u32,
+    mode: u32,
+}
+
+impl DeviceGranted {
+    fn grant() -> DeviceGranted {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let meta = std::fs::metadata("/dev/userfaultfd").unwrap();
+        let old = DeviceGranted {
+            gid: meta.gid(),
+            mode: meta.mode() & 0o7777,
+        };
+        std::os::unix::fs::chown("/dev/userfaultfd", None, Some(DEVICE_GROUP)).unwrap();
+        std::fs::set_permissions("/dev/userfaultfd", std::fs::Permissions::from_mode(0o660))
+            .unwrap();
+        old
+    }
+}
+
+impl Drop for DeviceGranted {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::os::unix::fs::chown("/dev/userfaultfd", None, Some(self.gid));
+        let _ = std::fs::set_permissions(
+            "/dev/userfaultfd",
+            std::fs::Permissions::from_mode(self.mode),
+        );
+    }
+}
+
+#[test]
+fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works() {
+    const TEST: &str =
+        "test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works";
+    let path = shared_path(TEST, "data");
+    let pages = 1024;
+    let scenario = in_scenario(TEST);
+    if !scenario {
+        random_file(&path, pages * PAGE_SIZE, 32);
+        writable_by_all(&path);
+    }
+    let _sysctl = (!scenario).then(|| Sysctl::set("0"));
+    let _device = (!scenario).then(DeviceGranted::grant);
+    let groups = format!("--groups={DEVICE_GROUP}");
+    let launcher = ["setpriv", "--reuid=65534", "--regid=65534", &groups];
+    let outcome =
+        in_child_process_under(TEST, std::time::Duration::from_secs(120), &launcher, || {
+            let data = std::fs::read(&path).unwrap();
+            let region = Region::map_file(&path, true, pages / 4 * PAGE_SIZE, "lru").unwrap();
+            assert_eq!(region.stats().uffd_access, UffdAccess::Device);
+            // read(2) into a page not mapped yet, with the defaults: the kernel's
+            // own fault is served like any other.
+            let src = std::fs::File::open(&path).unwrap();
+            let mut copy = vec![0u8; PAGE_SIZE];
+            let page = pages - 3;
+            let dst = unsafe { region.as_ptr().add(page * PAGE_SIZE) };
+            // SAFETY: `dst` is one page inside the region, the kernel writes into it.
+            let n = unsafe {
+                libc::pread(
+                    std::os::fd::AsRawFd::as_raw_fd(&src),
+                    dst.cast(),
+                    PAGE_SIZE,
+                    0,
+                )
+            };
+            assert_eq!(n, PAGE_SIZE as isize, "{}", std::io::Error::last_os_error());
+            // SAFETY: inside the region, now mapped.
+            copy.copy_from_slice(unsafe { std::slice::from_raw_parts(dst, PAGE_SIZE) });
+            assert_eq!(copy, &data[..PAGE_SIZE]);
+            region.unmap().unwrap();
+            println!("device: every feature, read(2) into a region served");
+        });
+    let _ = std::fs::remove_file(&path);
+    assert!(outcome.succeeded(), "{outcome:?}");
+    assert!(
+        outcome.stdout.contains("device: every feature"),
+        "{}",
+        outcome.stdout
+    );
+}
+
 #[test]
 fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_efault() {
     const TEST: &str =
@@ -54,6 +149,7 @@ fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_e
     let pages = 4096;
     if !in_scenario(TEST) {
         random_file(&path, pages * PAGE_SIZE, 31);
+        writable_by_all(&path);
     }
     let _sysctl = (!in_scenario(TEST)).then(|| Sysctl::set("0"));
     let outcome = as_nobody(TEST, || {
@@ -70,11 +166,12 @@ fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_e
         }
         region.unmap().unwrap();
 
-        // read(2) into a page of a fresh region, not mapped yet: EFAULT, and
-        // the page then holds the file's data, not zeros.
+        // read(2) into a page of a fresh region, not mapped yet: EFAULT (the
+        // region is writable: not an EFAULT of a read-only mapping), and the
+        // page then holds the file's data, not zeros.
         let backing = Backing::File {
             path: path.clone(),
-            writable: false,
+            writable: true,
         };
         let opts = RegionOptions::new(backing, pages * PAGE_SIZE, "lru").with_fault_around(1);
         let region = Region::map(opts).unwrap();

@@ -197,7 +197,7 @@ pub enum OpenError {
          or to every user with `sysctl -w vm.unprivileged_userfaultfd=1`); \
          /dev/userfaultfd: {device} (an administrator can grant it to a group: \
          `chgrp pagepilot /dev/userfaultfd && chmod 660 /dev/userfaultfd`, \
-         kept across boots by a udev rule); \
+         kept across boots by packaging/99-pagepilot-userfaultfd.rules); \
          userfaultfd(2) in user mode only: {user_mode} (a seccomp filter, as \
          containers have by default, blocks the system call: allow userfaultfd \
          in the container's profile)"
