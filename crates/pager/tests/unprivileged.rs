@@ -115,6 +115,7 @@ fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_
             let src = std::fs::File::open(&path).unwrap();
             let mut copy = vec![0u8; PAGE_SIZE];
             let page = pages - 3;
+            // SAFETY: page `page` lies inside the region's mapping.
             let dst = unsafe { region.as_ptr().add(page * PAGE_SIZE) };
             // SAFETY: `dst` is one page inside the region, the kernel writes into it.
             let n = unsafe {
