@@ -198,7 +198,16 @@ fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_e
             unsafe { std::slice::from_raw_parts(region.as_ptr().add(page * PAGE_SIZE), PAGE_SIZE) };
         assert_eq!(mapped, &data[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
         region.unmap().unwrap();
-        println!("nobody: user-mode-only, 20000 reads checked, read(2) EFAULT");
+        // The integrity harness: two threads reading and writing at random
+        // over a file four times the budget, the file reread after.
+        let out = hammer_file_region("nobody-integrity", 9, 16 << 20, "lru", 2, 400_000, |o| o);
+        assert_eq!(out.stats.uffd_access, UffdAccess::UserModeOnly);
+        assert!(
+            out.stats.evictions > 500 && out.stats.writebacks > 100,
+            "{:?}",
+            out.stats
+        );
+        println!("nobody: user-mode-only, 20000 reads checked, read(2) EFAULT, integrity");
     });
     let _ = std::fs::remove_file(&path);
     assert!(
