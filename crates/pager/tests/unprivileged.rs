@@ -35,21 +35,52 @@ impl Drop for Sysctl {
     }
 }
 
-/// Lets `nobody` open the test's file for writing.
-fn writable_by_all(path: &std::path::Path) {
+/// The random file of `pages` pages (seed `seed`) test `test` and its
+/// scenario process share, made by the test, writable by every user.
+fn shared_file(test: &str, pages: usize, seed: u64) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let path = shared_path(test, "data");
+    if !in_scenario(test) {
+        random_file(&path, pages * PAGE_SIZE, seed);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
+    path
+}
+
+/// Runs `nobody`'s part of test `test` as `nobody`, in group `group` only
+/// (none: no group).
+fn as_nobody_in(test: &str, group: Option<u32>, body: impl FnOnce()) -> ChildOutcome {
+    let groups = group.map_or("--clear-groups".to_string(), |g| format!("--groups={g}"));
+    let launcher = ["setpriv", "--reuid=65534", "--regid=65534", &groups];
+    in_child_process_under(test, std::time::Duration::from_secs(120), &launcher, body)
 }
 
 /// Runs `nobody`'s part of test `test` as `nobody`, with no group.
 fn as_nobody(test: &str, body: impl FnOnce()) -> ChildOutcome {
-    let launcher = [
-        "setpriv",
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-    ];
-    in_child_process_under(test, std::time::Duration::from_secs(120), &launcher, body)
+    as_nobody_in(test, None, body)
+}
+
+/// `pread(2)` of the first page of `path` into page `page` of `region`:
+/// the kernel writes into the region. Returns what the call answered.
+fn pread_into(region: &Region, page: usize, path: &std::path::Path) -> (isize, std::io::Error) {
+    let src = std::fs::File::open(path).unwrap();
+    // SAFETY: the destination is one page inside the region; the kernel
+    // writes into it or fails.
+    let n = unsafe {
+        libc::pread(
+            std::os::fd::AsRawFd::as_raw_fd(&src),
+            region.as_ptr().add(page * PAGE_SIZE).cast(),
+            PAGE_SIZE,
+            0,
+        )
+    };
+    (n, std::io::Error::last_os_error())
+}
+
+/// Page `page` of `region`, as the application reads it.
+fn page_of(region: &Region, page: usize) -> &[u8] {
+    // SAFETY: one page inside the region, which outlives the slice.
+    unsafe { std::slice::from_raw_parts(region.as_ptr().add(page * PAGE_SIZE), PAGE_SIZE) }
 }
 
 /// The group the device is granted to (`packaging/99-pagepilot-userfaultfd.rules`
@@ -94,45 +125,23 @@ impl Drop for DeviceGranted {
 fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works() {
     const TEST: &str =
         "test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works";
-    let path = shared_path(TEST, "data");
     let pages = 1024;
+    let path = shared_file(TEST, pages, 32);
     let scenario = in_scenario(TEST);
-    if !scenario {
-        random_file(&path, pages * PAGE_SIZE, 32);
-        writable_by_all(&path);
-    }
     let _sysctl = (!scenario).then(|| Sysctl::set("0"));
     let _device = (!scenario).then(DeviceGranted::grant);
-    let groups = format!("--groups={DEVICE_GROUP}");
-    let launcher = ["setpriv", "--reuid=65534", "--regid=65534", &groups];
-    let outcome =
-        in_child_process_under(TEST, std::time::Duration::from_secs(120), &launcher, || {
-            let data = std::fs::read(&path).unwrap();
-            let region = Region::map_file(&path, true, pages / 4 * PAGE_SIZE, "lru").unwrap();
-            assert_eq!(region.stats().uffd_access, UffdAccess::Device);
-            // read(2) into a page not mapped yet, with the defaults: the kernel's
-            // own fault is served like any other.
-            let src = std::fs::File::open(&path).unwrap();
-            let mut copy = vec![0u8; PAGE_SIZE];
-            let page = pages - 3;
-            // SAFETY: page `page` lies inside the region's mapping.
-            let dst = unsafe { region.as_ptr().add(page * PAGE_SIZE) };
-            // SAFETY: `dst` is one page inside the region, the kernel writes into it.
-            let n = unsafe {
-                libc::pread(
-                    std::os::fd::AsRawFd::as_raw_fd(&src),
-                    dst.cast(),
-                    PAGE_SIZE,
-                    0,
-                )
-            };
-            assert_eq!(n, PAGE_SIZE as isize, "{}", std::io::Error::last_os_error());
-            // SAFETY: inside the region, now mapped.
-            copy.copy_from_slice(unsafe { std::slice::from_raw_parts(dst, PAGE_SIZE) });
-            assert_eq!(copy, &data[..PAGE_SIZE]);
-            region.unmap().unwrap();
-            println!("device: every feature, read(2) into a region served");
-        });
+    let outcome = as_nobody_in(TEST, Some(DEVICE_GROUP), || {
+        let data = std::fs::read(&path).unwrap();
+        let region = Region::map_file(&path, true, pages / 4 * PAGE_SIZE, "lru").unwrap();
+        assert_eq!(region.stats().uffd_access, UffdAccess::Device);
+        // read(2) into a page not mapped yet, with the defaults: the kernel's
+        // own fault is served like any other.
+        let (n, err) = pread_into(&region, pages - 3, &path);
+        assert_eq!(n, PAGE_SIZE as isize, "{err}");
+        assert_eq!(page_of(&region, pages - 3), &data[..PAGE_SIZE]);
+        region.unmap().unwrap();
+        println!("device: every feature, read(2) into a region served");
+    });
     let _ = std::fs::remove_file(&path);
     assert!(outcome.succeeded(), "{outcome:?}");
     assert!(
@@ -146,12 +155,8 @@ fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_
 fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_efault() {
     const TEST: &str =
         "test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_efault";
-    let path = shared_path(TEST, "data");
     let pages = 4096;
-    if !in_scenario(TEST) {
-        random_file(&path, pages * PAGE_SIZE, 31);
-        writable_by_all(&path);
-    }
+    let path = shared_file(TEST, pages, 31);
     let _sysctl = (!in_scenario(TEST)).then(|| Sysctl::set("0"));
     let outcome = as_nobody(TEST, || {
         let data = std::fs::read(&path).unwrap();
@@ -176,27 +181,17 @@ fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_e
         };
         let opts = RegionOptions::new(backing, pages * PAGE_SIZE, "lru").with_fault_around(1);
         let region = Region::map(opts).unwrap();
-        let src = std::fs::File::open("/dev/urandom").unwrap();
         let page = pages - 7;
-        // SAFETY: the destination is one page inside the region; the kernel
-        // writes into it or fails.
-        let n = unsafe {
-            libc::read(
-                std::os::fd::AsRawFd::as_raw_fd(&src),
-                region.as_ptr().add(page * PAGE_SIZE).cast(),
-                PAGE_SIZE,
-            )
-        };
-        let err = std::io::Error::last_os_error();
+        let (n, err) = pread_into(&region, page, &path);
         assert_eq!(
             (n, err.raw_os_error()),
             (-1, Some(libc::EFAULT)),
             "read(2): {n} {err}"
         );
-        // SAFETY: inside the region.
-        let mapped =
-            unsafe { std::slice::from_raw_parts(region.as_ptr().add(page * PAGE_SIZE), PAGE_SIZE) };
-        assert_eq!(mapped, &data[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]);
+        assert_eq!(
+            page_of(&region, page),
+            &data[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]
+        );
         region.unmap().unwrap();
         // The integrity harness: two threads reading and writing at random
         // over a file four times the budget, the file reread after.

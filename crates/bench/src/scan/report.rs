@@ -260,24 +260,17 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
             disk,
         )?;
     }
-    let ooms: u32 = r
-        .points
-        .iter()
-        .flat_map(|p| &p.sides)
-        .map(|s| s.oom_kills)
-        .sum();
+    let over_sides = |count: fn(&SideRuns) -> u32| -> u32 {
+        r.points.iter().flat_map(|p| &p.sides).map(count).sum()
+    };
+    let ooms = over_sides(|s| s.oom_kills);
     if ooms > 0 {
         writeln!(
             out,
             "{ooms} kernel run(s) killed by the cgroup's OOM killer (not measured)"
         )?;
     }
-    let timeouts: u32 = r
-        .points
-        .iter()
-        .flat_map(|p| &p.sides)
-        .map(|s| s.timeouts)
-        .sum();
+    let timeouts = over_sides(|s| s.timeouts);
     if timeouts > 0 {
         writeln!(
             out,

@@ -14,7 +14,7 @@ use crate::resident::{State, Table, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
 
-use super::cluster::{plan, Plan};
+use super::cluster::{absent_run, plan, Plan};
 use super::map::{map, map_zeros, zero_flags};
 use super::windows::{hand_over, prefetch_ahead, wait_turn};
 use super::{tell_policy, Outcome};
@@ -129,29 +129,30 @@ fn read_around_in_pieces(
     }
     let base = s - s % g.window as u32;
     let end = (base as usize + g.window).min(g.table.pages()) as u32;
-    let absent = |q: u32| g.table.state(q) == State::Absent && sh.store.has_data(q as usize);
-    if (base..end).filter(|&q| absent(q)).count() > g.table.room() {
-        return (first, n, probe);
-    }
     let piece = AROUND_PIECE as u32;
     let mine = first.max(s - s % piece)..(first + n as u32).min(s - s % piece + piece);
+    // The absent runs with data of the cluster, cut at piece boundaries.
     let mut pieces = Vec::new();
     let mut at = base;
     while at < end {
-        if !absent(at) {
+        let data = sh.store.has_data(at as usize);
+        let limit = end.min(at - at % piece + piece);
+        let run = if data {
+            absent_run(sh, g, at, (limit - at) as usize)
+        } else {
+            0
+        };
+        if run == 0 {
             at += 1;
             continue;
         }
-        let limit = end.min(at - at % piece + piece);
-        let mut next = at + 1;
-        while next < limit && absent(next) {
-            next += 1;
-        }
-        if at != mine.start {
-            pieces.push(at..next);
-        }
-        at = next;
+        pieces.push(at..at + run as u32);
+        at += run as u32;
     }
+    if pieces.iter().map(|p| p.len()).sum::<usize>() > g.table.room() {
+        return (first, n, probe);
+    }
+    pieces.retain(|p| p.start != mine.start);
     let last = pieces.last().map_or(0, |p| p.end).max(mine.end);
     for p in pieces {
         for q in p.clone() {
@@ -289,8 +290,12 @@ pub(super) fn fill(
                     g.table.set(q, State::Resident, PENDING);
                 }
                 g.pending.push_back((first, n));
+                if n > 1 {
+                    // The first page stays unmapped: its touch enters the window.
+                    map(sh, first + 1, n - 1, sh.writable);
+                }
             } else {
-                if let Some(f) = fault.filter(|&f| f < end) {
+                if let Some(f) = brought {
                     g.recent_faults.rotate_right(1);
                     g.recent_faults[0] = f;
                 }
@@ -328,10 +333,6 @@ pub(super) fn fill(
                     // The faulting page itself lies beyond the file's end.
                     outcome = signal(sh, f);
                 }
-            }
-            if prefetch && n > 1 {
-                // The first page stays unmapped: its touch enters the window.
-                map(sh, first + 1, n - 1, sh.writable);
             }
         }
         Ok(_) => {

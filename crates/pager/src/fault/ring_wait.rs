@@ -28,7 +28,7 @@ pub(super) fn issue_queued(sh: &Shared) {
         let dst = sh.pager_addr(job.first);
         // Into free frames: a worker fills them (see `Ring`).
         let punt = job.victims.is_empty();
-        if !job.victims.is_empty() {
+        if !punt {
             sh.evict(&mut job.victims);
         }
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());

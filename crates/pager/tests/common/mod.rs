@@ -298,13 +298,15 @@ pub fn in_child_process_under(
         std::process::exit(0);
     }
     let exe = std::env::current_exe().unwrap();
-    let (program, rest) = match launcher.split_first() {
-        Some((first, rest)) => (std::path::Path::new(first), rest),
-        None => (exe.as_path(), &[][..]),
+    let mut command = match launcher.split_first() {
+        Some((program, args)) => {
+            let mut c = std::process::Command::new(program);
+            c.args(args).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
     };
-    let mut child = std::process::Command::new(program)
-        .args(rest)
-        .args(launcher.first().map(|_| exe.as_os_str()))
+    let mut child = command
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env("PAGEPILOT_SCENARIO", test)
         .stdout(std::process::Stdio::piped())
