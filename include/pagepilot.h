@@ -20,6 +20,10 @@ extern "C" {
 
 typedef struct pp_region pp_region;
 
+/* Size of an err buffer that holds every message whole (a longer one is cut to errlen - 1
+   bytes): a refused userfaultfd names each way in and how to enable it. */
+#define PP_ERR_MAX 1024
+
 /* policy: a built-in name ("lru", "fifo", "clock", "mru", "seq", ...) or a policy program path.
    On failure: NULL, and a message in err (if errlen > 0). Nothing is mapped on failure:
    missing or empty file, read-only file mapped writable, budget smaller than one page,

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     fsync(fd);
     close(fd);
 
-    char err[256];
+    char err[PP_ERR_MAX];
     pp_region *r = pp_map_file(path, 0, BUDGET, "mru", err, sizeof err);
     if (!r) {
         fprintf(stderr, "pp_map_file: %s\n", err);

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    char err[512] = "";
+    char err[PP_ERR_MAX] = "";
     pp_region *r = pp_map_file(path, 0, (size_t)budget, policy, err, sizeof err);
     if (!r) {
         fprintf(stderr, "%s: pp_map_file(%s, budget %" PRIu64 ", %s): %s\n", prog, path, budget,

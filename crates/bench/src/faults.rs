@@ -633,7 +633,14 @@ pub fn run(args: Args) -> BenchResult {
     let (load_before, steal_before) = (loadavg(), steal_ms());
     check_range("--zero-around", args.zero_around, 1 << 16)?;
     let process = rounds(args.pages, args.zero_around, args.rounds, "process")?;
-    let fresh_cgroup = if args.cgroup {
+    let cgroup_refused = args
+        .cgroup
+        .then(super::kernel::baseline_available)
+        .and_then(Result::err);
+    if let Some(why) = &cgroup_refused {
+        eprintln!("bench faults: no --cgroup rounds: {why}");
+    }
+    let fresh_cgroup = if args.cgroup && cgroup_refused.is_none() {
         Some(rounds_in_fresh_cgroup(
             args.pages,
             args.zero_around,

@@ -72,6 +72,35 @@ impl KernelError {
     }
 }
 
+/// Why the kernel baseline cannot run for this user: its rows are skipped, the others run.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineUnavailable {
+    /// The memory controller it limits the kernel with is missing.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    /// A file it must write is closed to this user.
+    #[error(
+        "{0} is not writable by this user: the kernel baseline creates memory cgroups and \
+         drops the page cache, which needs root; its rows are skipped"
+    )]
+    NotWritable(PathBuf),
+}
+
+/// Whether this user can run the kernel baseline: the memory controller is mounted and its
+/// root and `/proc/sys/vm/drop_caches` are writable.
+pub fn baseline_available() -> Result<(), BaselineUnavailable> {
+    let root = std::path::Path::new(cgroup::MEMORY_ROOT);
+    if !root.join("memory.limit_in_bytes").exists() {
+        return Err(CgroupError::NotMounted.into());
+    }
+    for path in [root, std::path::Path::new(sys::DROP_CACHES)] {
+        if !sys::writable(path) {
+            return Err(BaselineUnavailable::NotWritable(path.to_path_buf()));
+        }
+    }
+    Ok(())
+}
+
 /// What the parent tells the child.
 #[derive(Serialize, Deserialize)]
 struct ChildJob {

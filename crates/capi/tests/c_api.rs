@@ -3,10 +3,13 @@
 //! a C program sees it (mapping, touching, data checks, bad input).
 
 mod common;
+#[path = "common/no_userfaultfd.rs"]
+mod no_userfaultfd;
 
 use std::path::{Path, PathBuf};
 
 use common::{c_program, compile, repo_root};
+use no_userfaultfd::as_nobody_without_userfaultfd;
 
 /// A fresh scratch directory on the disk (target/tmp), not tmpfs.
 fn scratch(name: &str) -> PathBuf {
@@ -70,6 +73,41 @@ fn test_c_example_builds_and_runs() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn test_a_c_program_refused_userfaultfd_every_way_is_told_each_way_and_its_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("capi-refused");
+    let exe = compile(&repo_root().join("examples/c/pagepilot_example.c"), &dir);
+    // nobody writes the example's file here.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = as_nobody_without_userfaultfd(&exe)
+        .arg(dir.join("example.dat"))
+        .output()
+        .expect("run the example");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "mapped without userfaultfd:\n{stderr}"
+    );
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("pp_map_file: "))
+        .unwrap_or_else(|| panic!("no pp_map_file error:\n{stderr}"));
+    // Each way in, what it answered, and how to open it, whole in a PP_ERR_MAX buffer.
+    for part in [
+        "userfaultfd(2): Operation not permitted",
+        "vm.unprivileged_userfaultfd=1",
+        "/dev/userfaultfd: Permission denied",
+        "packaging/99-pagepilot-userfaultfd.rules",
+        "user mode only: Operation not permitted",
+        "seccomp",
+        "in the container's profile)",
+    ] {
+        assert!(message.contains(part), "{part:?} missing in: {message}");
+    }
 }
 
 /// `crates/bench/c/join.c`, the C program of `pagepilot bench join`'s "defaults (C API)" rows.

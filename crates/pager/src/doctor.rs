@@ -122,7 +122,7 @@ pub fn run(path: Option<&std::path::Path>) -> Report {
     };
     checks.push(sysctl_check(access));
     checks.push(device_check());
-    checks.push(seccomp_check());
+    checks.push(seccomp_check(access));
     checks.push(io_uring_check());
     if let Some(p) = path {
         checks.extend(file_system_checks(p));
@@ -185,7 +185,7 @@ fn device_check() -> Check {
     }
 }
 
-fn seccomp_check() -> Check {
+fn seccomp_check(access: Option<UffdAccess>) -> Check {
     let name = "seccomp";
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let mode = status
@@ -193,11 +193,17 @@ fn seccomp_check() -> Check {
         .find_map(|l| l.strip_prefix("Seccomp:"))
         .map(str::trim)
         .unwrap_or("?");
+    // User-mode-only is open to every user: refused too, a filter is the likely cause.
+    let state = if access.is_none() {
+        State::Fail
+    } else {
+        State::Warn
+    };
     match mode {
         "0" => check(name, State::Ok, "no filter".into(), None),
         m => check(
             name,
-            State::Warn,
+            state,
             format!("mode {m}"),
             Some(
                 "a seccomp filter is in force (containers have one by default): if it \

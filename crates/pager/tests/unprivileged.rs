@@ -121,31 +121,53 @@ impl Drop for DeviceGranted {
     }
 }
 
-#[test]
-fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works() {
-    const TEST: &str =
-        "test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works";
+/// `nobody`'s part of test `test`, in group `group`: a region opened `want`'s
+/// way, and read(2) into a page not mapped yet, with the defaults, served
+/// like any other fault.
+fn every_feature_for_nobody(test: &str, group: Option<u32>, want: UffdAccess) -> ChildOutcome {
     let pages = 1024;
-    let path = shared_file(TEST, pages, 32);
-    let scenario = in_scenario(TEST);
-    let _sysctl = (!scenario).then(|| Sysctl::set("0"));
-    let _device = (!scenario).then(DeviceGranted::grant);
-    let outcome = as_nobody_in(TEST, Some(DEVICE_GROUP), || {
+    let path = shared_file(test, pages, 32);
+    let outcome = as_nobody_in(test, group, || {
         let data = std::fs::read(&path).unwrap();
         let region = Region::map_file(&path, true, pages / 4 * PAGE_SIZE, "lru").unwrap();
-        assert_eq!(region.stats().uffd_access, UffdAccess::Device);
-        // read(2) into a page not mapped yet, with the defaults: the kernel's
-        // own fault is served like any other.
+        assert_eq!(region.stats().uffd_access, want);
         let (n, err) = pread_into(&region, pages - 3, &path);
         assert_eq!(n, PAGE_SIZE as isize, "{err}");
         assert_eq!(page_of(&region, pages - 3), &data[..PAGE_SIZE]);
         region.unmap().unwrap();
-        println!("device: every feature, read(2) into a region served");
+        println!("every feature, read(2) into a region served");
     });
-    let _ = std::fs::remove_file(&path);
+    if !in_scenario(test) {
+        let _ = std::fs::remove_file(&path);
+    }
+    outcome
+}
+
+#[test]
+fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works() {
+    const TEST: &str =
+        "test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works";
+    let scenario = in_scenario(TEST);
+    let _sysctl = (!scenario).then(|| Sysctl::set("0"));
+    let _device = (!scenario).then(DeviceGranted::grant);
+    let outcome = every_feature_for_nobody(TEST, Some(DEVICE_GROUP), UffdAccess::Device);
     assert!(outcome.succeeded(), "{outcome:?}");
     assert!(
-        outcome.stdout.contains("device: every feature"),
+        outcome.stdout.contains("every feature"),
+        "{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn test_with_the_sysctl_on_an_ordinary_user_gets_every_feature_and_read_into_a_region_works() {
+    const TEST: &str =
+        "test_with_the_sysctl_on_an_ordinary_user_gets_every_feature_and_read_into_a_region_works";
+    let _sysctl = (!in_scenario(TEST)).then(|| Sysctl::set("1"));
+    let outcome = every_feature_for_nobody(TEST, None, UffdAccess::Syscall);
+    assert!(outcome.succeeded(), "{outcome:?}");
+    assert!(
+        outcome.stdout.contains("every feature"),
         "{}",
         outcome.stdout
     );

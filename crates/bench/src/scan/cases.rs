@@ -45,6 +45,11 @@ pub enum Side {
 }
 
 impl Side {
+    /// Whether the kernel runs this side (in a memory cgroup, which needs root).
+    pub fn is_kernel(self) -> bool {
+        matches!(self, Side::KernelMmap | Side::KernelMadvRandom)
+    }
+
     /// Short name for the table.
     pub fn short(self) -> &'static str {
         match self {

@@ -168,11 +168,17 @@ pub fn run(args: Args) -> BenchResult {
     let t0 = Instant::now();
     let cases = cases(&args);
     let runs = args.common.runs;
-    let sides: usize = cases.iter().map(|c| c.sides().len()).sum();
+    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let sides_of = |case: &Case| -> Vec<Side> {
+        let mut sides = case.sides();
+        sides.retain(|s| kernel_skipped.is_none() || !s.is_kernel());
+        sides
+    };
+    let sides: usize = cases.iter().map(|c| sides_of(c).len()).sum();
     let children: usize = cases
         .iter()
-        .flat_map(|c| c.sides())
-        .filter(|s| matches!(s, Side::KernelMmap | Side::KernelMadvRandom))
+        .flat_map(sides_of)
+        .filter(|s| s.is_kernel())
         .count();
     eprintln!(
         "bench scan: {} cases x {runs} run(s): {} measured runs ({} in kernel children)",
@@ -210,7 +216,7 @@ pub fn run(args: Args) -> BenchResult {
             stamp: 0,
         };
         let mut plan = Plan::new(w, file.len());
-        let order = case.sides();
+        let order = sides_of(case);
         let mut sides: Vec<SideRuns> = order.iter().map(|&s| SideRuns::new(s)).collect();
         for round in 0..runs {
             // Each round runs every side once, back to back, starting one side further each
@@ -238,6 +244,7 @@ pub fn run(args: Args) -> BenchResult {
         read_ahead_kb: fileio::read_ahead_kb(file.path()),
         points,
         wall_s: t0.elapsed().as_secs_f64(),
+        kernel_skipped,
     };
     let mut out = std::io::stdout().lock();
     match args.common.format {

@@ -175,6 +175,8 @@ pub struct ScanReport {
     pub points: Vec<ScanPoint>,
     /// Wall time of the whole benchmark, seconds (file creation included).
     pub wall_s: f64,
+    /// Why the kernel's sides did not run (this user cannot run the baseline).
+    pub kernel_skipped: Option<String>,
 }
 
 /// `x` with `digits` decimals after `mark` (a bound: `<`, `>`, or nothing), or `-`.
@@ -263,6 +265,9 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
     let over_sides = |count: fn(&SideRuns) -> u32| -> u32 {
         r.points.iter().flat_map(|p| &p.sides).map(count).sum()
     };
+    if let Some(why) = &r.kernel_skipped {
+        writeln!(out, "no kernel sides: {why}")?;
+    }
     let ooms = over_sides(|s| s.oom_kills);
     if ooms > 0 {
         writeln!(
@@ -378,6 +383,7 @@ mod tests {
             read_ahead_kb: Some(128),
             points: vec![p],
             wall_s: 1.0,
+            kernel_skipped: None,
         };
         write_text(&mut text, &report).unwrap();
         let text = String::from_utf8(text).unwrap();

@@ -45,7 +45,7 @@ static void write_file(const char *path, size_t pages, mode_t mode) {
 /* Several passes over the pages in a stride that defeats any sequence, so the
  * region (16 pages of budget for 256) evicts and pages in again and again. */
 static void file_region(const char *path) {
-    char err[256] = "";
+    char err[PP_ERR_MAX] = "";
     pp_region *r = pp_map_file(path, 1, BUDGET_PAGES * PAGE, "clock", err, sizeof err);
     CHECK(r != NULL, "pp_map_file: %s", err);
     CHECK(pp_len(r) == PAGES * PAGE, "pp_len %zu", pp_len(r));
@@ -94,7 +94,7 @@ static void file_region(const char *path) {
 }
 
 static void anon_region(void) {
-    char err[256] = "";
+    char err[PP_ERR_MAX] = "";
     pp_region *r = pp_map_anon(PAGES * PAGE, BUDGET_PAGES * PAGE, "fifo", err, sizeof err);
     CHECK(r != NULL, "pp_map_anon: %s", err);
     volatile unsigned char *m = pp_addr(r);
@@ -125,7 +125,7 @@ static void options_region(const char *path) {
     o.budget_bytes = 8 * PAGE;
     o.policy = "fifo";
     o.readahead_max_pages = 1;
-    char err[256] = "";
+    char err[PP_ERR_MAX] = "";
     pp_region *r = pp_map(&o, err, sizeof err);
     CHECK(r != NULL, "pp_map: %s", err);
     CHECK(pp_len(r) == 64 * PAGE, "pp_map len %zu", pp_len(r));
@@ -147,7 +147,7 @@ static void faulting_thread_region(const char *path) {
     o.budget_bytes = BUDGET_PAGES * PAGE;
     o.policy = "clock";
     o.faulting_thread = 1;
-    char err[256] = "";
+    char err[PP_ERR_MAX] = "";
     pp_region *r = pp_map(&o, err, sizeof err);
     CHECK(r != NULL, "pp_map faulting thread: %s", err);
     volatile unsigned char *m = pp_addr(r);
@@ -245,7 +245,7 @@ static void expect_refused(pp_region *r, const char *err, const char *needle, co
 }
 
 static void bad_input(const char *dir, const char *file) {
-    char err[256];
+    char err[PP_ERR_MAX];
     char missing[512], ro[512], empty[512];
     snprintf(missing, sizeof missing, "%s/does-not-exist.dat", dir);
     snprintf(ro, sizeof ro, "%s/read-only.dat", dir);

@@ -148,7 +148,7 @@ static void write_orig_file(const char *path, unsigned pages) {
 }
 
 static pp_region *map_file(const char *path, int faulting_thread, size_t budget) {
-    char err[256] = "";
+    char err[PP_ERR_MAX] = "";
     pp_region *r;
     if (!faulting_thread && budget == BUDGET) {
         r = pp_map_file(path, 1, BUDGET, "lru", err, sizeof err);
@@ -168,7 +168,7 @@ static pp_region *map_file(const char *path, int faulting_thread, size_t budget)
 }
 
 static pp_region *map_anon(size_t len, size_t budget, int faulting_thread) {
-    char err[256] = "";
+    char err[PP_ERR_MAX] = "";
     pp_options o;
     pp_options_init(&o);
     o.len = len;

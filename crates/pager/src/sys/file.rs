@@ -104,12 +104,15 @@ fn positioned(
     Ok(done)
 }
 
+/// The file that drops the page cache.
+pub const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
 /// Writes back dirty pages and drops the whole page cache (`sync; echo 3 > drop_caches`;
 /// needs root).
 pub fn drop_page_cache() -> io::Result<()> {
     // SAFETY: sync has no arguments and cannot fail.
     unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+    std::fs::write(DROP_CACHES, "3\n")
 }
 
 /// Asks the kernel to drop the cached pages of `file` (`POSIX_FADV_DONTNEED`).
