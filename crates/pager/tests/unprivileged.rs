@@ -214,6 +214,12 @@ fn test_an_ordinary_user_maps_in_user_mode_only_and_a_kernel_access_fails_with_e
             page_of(&region, page),
             &data[page * PAGE_SIZE..(page + 1) * PAGE_SIZE]
         );
+        // The documented answer: prefault what the kernel will write into.
+        let other = pages - 100;
+        region.prefault(other * PAGE_SIZE, PAGE_SIZE, true).unwrap();
+        let (n, err) = pread_into(&region, other, &path);
+        assert_eq!(n, PAGE_SIZE as isize, "read(2) after prefault: {err}");
+        assert_eq!(page_of(&region, other), &data[..PAGE_SIZE]);
         region.unmap().unwrap();
         // The integrity harness: two threads reading and writing at random
         // over a file four times the budget, the file reread after.
