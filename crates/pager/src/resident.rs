@@ -407,3 +407,48 @@ impl Memory for Table {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Evicts pages `0..n` in turn through a table of `frames` frames.
+    fn cycle(table: &mut Table, n: u32) {
+        for s in 0..n {
+            table.set(s, State::Resident, 0);
+            table.set(s, State::Absent, 0);
+            table.set_evicted_at(s, u64::from(s) + 1);
+        }
+    }
+
+    #[test]
+    fn test_slots_follow_the_budget_and_forgotten_pages_are_told_in_eviction_order() {
+        let frames = 4;
+        let mut t = Table::new(1 << 31, frames, 0);
+        cycle(&mut t, 100);
+        let bound = frames * HISTORY_PER_FRAME;
+        // Only the last `bound` evicted pages are remembered, in as many slots.
+        assert!(t.slots() <= bound + 1, "{} slots", t.slots());
+        assert_eq!(t.evicted_at(99), 100);
+        assert_eq!(t.evicted_at(99 - bound as u32), 0);
+        let told: Vec<u64> = t.forgotten.iter().map(|p| p.vpn).collect();
+        assert_eq!(told, (0..100 - bound as u64).collect::<Vec<_>>());
+        // A forgotten page's slot names another page now.
+        let last = t.forgotten.last().unwrap();
+        assert_ne!(t.page(last.slot).vpn, last.vpn);
+    }
+
+    #[test]
+    fn test_a_page_back_in_memory_keeps_its_slot_past_the_history_bound() {
+        let mut t = Table::new(1 << 20, 2, 0);
+        t.set(7, State::Resident, REFERENCED);
+        t.set(7, State::Absent, 0);
+        let slot = t.page_view(7).slot;
+        t.set(7, State::Resident, REFERENCED);
+        cycle(&mut t, 5);
+        assert_eq!(t.page_view(7).slot, slot);
+        assert!(t.is_referenced(slot));
+        assert!(t.forgotten.iter().all(|p| p.vpn != 7));
+        assert_eq!(t.held_pages(), vec![7]);
+    }
+}
