@@ -10,7 +10,7 @@
 //! splitting the old one page by page.
 
 use super::table::Table;
-use crate::{Page, SPACE_SHIFT};
+use crate::{Memory, Page, SPACE_SHIFT};
 
 /// Which rule a fault applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +42,7 @@ fn above(pf: u64) -> Option<u64> {
 
 impl Table {
     /// Applies SEQ's rules to a missing fault on `page` at `time`.
-    pub fn on_missing(&mut self, page: Page, time: u64) -> Rule {
+    pub fn on_missing(&mut self, page: Page, time: u64, mem: &dyn Memory) -> Rule {
         self.note_fault(page.slot, time);
         let pf = page.vpn;
         let grows = |v: Option<u64>| {
@@ -72,7 +72,7 @@ impl Table {
             return rule;
         }
         if let Some(id) = self.containing(page) {
-            self.split(id, page);
+            self.split(id, page, mem);
             self.create(page, time);
             return Rule::Split;
         }

@@ -137,7 +137,7 @@ impl<F: Policy> Policy for Seq<F> {
     fn on_fault(&mut self, fault: Fault, mem: &mut dyn Memory) {
         // Sequences come from missing faults only, as in the paper.
         if fault.kind == FaultKind::Missing {
-            self.last_rule = Some(self.table.on_missing(fault.page, fault.time));
+            self.last_rule = Some(self.table.on_missing(fault.page, fault.time, mem));
         }
         self.fallback.on_fault(fault, mem);
     }

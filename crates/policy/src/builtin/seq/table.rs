@@ -17,8 +17,6 @@ use crate::hash::BuildVpnHasher;
 use crate::{Memory, Page};
 
 const NONE: u32 = u32::MAX;
-/// Page lists up to this capacity are kept when their sequence is deleted.
-const LIST_KEPT: usize = 4096;
 
 /// SEQ's sequence list.
 #[derive(Debug)]
@@ -27,9 +25,6 @@ pub struct Table {
     n: usize,
     x: usize,
     seqs: Vec<Sequence>,
-    /// The slot of each page of sequence `id`, by offset from its tail: the
-    /// victim search and a split need no page look-up.
-    slots: Vec<Vec<u32>>,
     free: Vec<u32>,
     live: usize,
     /// The last N fault times of sequence `id` in `ring[id*N..(id+1)*N]`.
@@ -55,7 +50,6 @@ impl Table {
             n: params.n,
             x: params.x,
             seqs: Vec::new(),
-            slots: Vec::new(),
             free: Vec::new(),
             live: 0,
             ring: Vec::new(),
@@ -138,14 +132,11 @@ impl Table {
             }
             None => {
                 self.seqs.push(fresh);
-                self.slots.push(Vec::new());
                 self.ring.resize(self.ring.len() + self.n, 0);
                 (self.seqs.len() - 1) as u32
             }
         };
         self.ring[id as usize * self.n] = time;
-        self.slots[id as usize].clear();
-        self.slots[id as usize].push(page.slot);
         self.live += 1;
         self.join(page, id);
         self.heads.insert(page.vpn, id);
@@ -164,7 +155,6 @@ impl Table {
         s.ring_pos = (s.ring_pos + 1) % self.n;
         let (len, pos) = (s.len, s.ring_pos);
         self.ring[id as usize * self.n + pos] = time;
-        self.slots[id as usize].push(page.slot);
         self.heads.insert(page.vpn, id);
         self.join(page, id);
         self.ages.touch(class_of(len, self.l), id);
@@ -174,7 +164,7 @@ impl Table {
     /// Splits `id` at `page`, which it holds: keeps the pages faulted before
     /// it (`<low, pf-1, up>` or `<pf+1, high, down>`), or deletes the sequence
     /// if there are none. The caller adds `<pf, pf, nil>`.
-    pub fn split(&mut self, id: u32, page: Page) {
+    pub fn split(&mut self, id: u32, page: Page, mem: &dyn Memory) {
         let keep = self.seqs[id as usize].offset_of(page.vpn).unwrap_or(0);
         if keep == 0 {
             self.delete(id);
@@ -183,16 +173,16 @@ impl Table {
         let s = &mut self.seqs[id as usize];
         self.heads.remove(&s.head());
         s.truncate(keep);
-        let slots = &mut self.slots[id as usize];
-        slots.truncate(keep as usize);
         self.heads.insert(s.head(), id);
         // The kept pages' faults are its last faults now; each page joined
         // by exactly one fault, so their times give the history back.
         let known = keep.min(self.n as u64);
         let base = id as usize * self.n;
         for back in 0..known {
-            let slot = slots[(keep - 1 - back) as usize];
-            let time = self.fault_time.get(slot as usize).copied().unwrap_or(0);
+            let time = mem
+                .page_of(s.vpn_at(keep - 1 - back))
+                .and_then(|p| self.fault_time.get(p.slot as usize).copied())
+                .unwrap_or(0);
             self.ring[base + (s.ring_pos + self.n - back as usize) % self.n] = time;
         }
         s.last = self.ring[base + s.ring_pos];
@@ -213,11 +203,6 @@ impl Table {
         self.heads.remove(&s.head());
         self.ages.remove(id);
         self.choice.remove(id);
-        // Keep small page lists for reuse; give back what a long one grew.
-        let slots = &mut self.slots[id as usize];
-        if slots.capacity() > LIST_KEPT {
-            *slots = Vec::new();
-        }
         self.free.push(id);
         self.live -= 1;
     }
@@ -235,9 +220,9 @@ impl Table {
     /// A victim from the sequences of length at least L, best first: the
     /// first resident page at least `m` pages behind the head.
     pub fn choose(&mut self, m: u64, mem: &dyn Memory) -> Option<Page> {
-        let (seqs, slots) = (&mut self.seqs, &self.slots);
+        let seqs = &mut self.seqs;
         self.choice
-            .first(|id| victim::scan(&mut seqs[id as usize], &slots[id as usize], m, mem))
+            .first(|id| victim::scan(&mut seqs[id as usize], m, mem))
     }
 
     fn join(&mut self, page: Page, id: u32) {
@@ -275,7 +260,6 @@ impl Table {
             if let Some((a, b)) = s.disk {
                 assert!(a <= b && b < s.len);
             }
-            assert_eq!(self.slots[i].len() as u64, s.len);
         }
         assert_eq!(self.heads.len(), self.live);
     }

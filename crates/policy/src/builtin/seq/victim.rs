@@ -3,12 +3,13 @@
 use super::sequence::Sequence;
 use crate::{Memory, Page};
 
-/// The first resident page at least `m` pages behind the head of `seq`
-/// (whose pages' slots, by offset from the tail, are `slots`),
-/// searching from there towards the tail. Known on-disk ranges are skipped in
+/// The first resident page at least `m` pages behind the head of `seq`,
+/// searching from there towards the tail (each page found by its number:
+/// a sequence keeps no list of its pages, which would grow with a scan of
+/// the whole region). Known on-disk ranges are skipped in
 /// one step, and the on-disk pages this search passes are added to the range,
 /// so repeated searches stay cheap.
-pub fn scan(seq: &mut Sequence, slots: &[u32], m: u64, mem: &dyn Memory) -> Option<Page> {
+pub fn scan(seq: &mut Sequence, m: u64, mem: &dyn Memory) -> Option<Page> {
     if seq.len <= m {
         return None;
     }
@@ -26,16 +27,10 @@ pub fn scan(seq: &mut Sequence, slots: &[u32], m: u64, mem: &dyn Memory) -> Opti
                 }
             }
         }
-        let slot = slots[at as usize];
-        // A live engine may have given the slot to another page since.
-        if mem.is_resident(slot) && mem.page(slot).vpn == seq.vpn_at(at) {
-            break Some((
-                at,
-                Page {
-                    slot,
-                    vpn: seq.vpn_at(at),
-                },
-            ));
+        if let Some(page) = mem.page_of(seq.vpn_at(at)) {
+            if mem.is_resident(page.slot) {
+                break Some((at, page));
+            }
         }
         match at.checked_sub(1) {
             Some(below) => at = below,
