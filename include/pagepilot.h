@@ -20,6 +20,17 @@ extern "C" {
 
 typedef struct pp_region pp_region;
 
+/* A pool of frames shared by the regions mapped with pp_options.pool set to it (HiPEC's
+   global frame manager): each region's budget_bytes is its guaranteed minimum there;
+   a pool that must make room for a newcomer's minimum takes frames back from the
+   regions holding more than theirs, first allocated first, their dirty pages written
+   back first. On failure: NULL, and a message in err. */
+typedef struct pp_pool pp_pool;
+pp_pool *pp_pool_create(size_t budget_bytes, char *err, size_t errlen);
+int      pp_pool_stats_json(pp_pool *p, char *buf, size_t len); /* as pp_stats_json:
+                       {"total_frames":..,"free_frames":..,"holders":[{"min":..,"held":..}]} */
+void     pp_pool_destroy(pp_pool *p);  /* regions in it keep it until they are unmapped */
+
 /* Size of an err buffer that holds every message whole (a longer one is cut to errlen - 1
    bytes): a refused userfaultfd names each way in and how to enable it. */
 #define PP_ERR_MAX 1024
@@ -57,6 +68,8 @@ typedef struct pp_options {
                                    pp_prefault on the range first */
     size_t zero_around_max_pages; /* anonymous: largest cluster of zero pages one fault fills
                                    along a stream of first touches (1: one page per fault) */
+    pp_pool *pool;              /* NULL: a budget of its own; else budget_bytes is the
+                                   region's minimum in this pool */
 } pp_options;
 
 void pp_options_init(pp_options *opts);

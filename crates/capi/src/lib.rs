@@ -16,6 +16,9 @@ use std::path::PathBuf;
 use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, RegionOptions};
 
 mod message;
+mod pool;
+
+pub use pool::{pp_pool, pp_pool_create, pp_pool_destroy, pp_pool_stats_json};
 
 use message::{write_message, CallError};
 
@@ -66,6 +69,9 @@ pub struct pp_options {
     pub faulting_thread: c_int,
     /// Largest cluster of zero pages filled along a stream of first touches (0: default, 1: off).
     pub zero_around_max_pages: usize,
+    /// The pool the region's frames are drawn from (NULL: a budget of its
+    /// own); `budget_bytes` is then its guaranteed minimum there.
+    pub pool: *mut pp_pool,
 }
 
 /// Fills `*opts` with the defaults: anonymous, no length, no budget, policy "clock".
@@ -90,6 +96,7 @@ pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
         swap_dir: std::ptr::null(),
         faulting_thread: 0,
         zero_around_max_pages: 0,
+        pool: std::ptr::null_mut(),
     };
     // SAFETY: the caller guarantees opts points to one writable pp_options.
     unsafe { opts.write(o) };
@@ -212,6 +219,10 @@ pub unsafe extern "C" fn pp_map(
         if o.zero_around_max_pages != 0 {
             ro = ro.with_zero_around(o.zero_around_max_pages);
         }
+        // SAFETY: NULL or a live pool handle, per the contract.
+        if let Some(handle) = unsafe { o.pool.as_ref() } {
+            ro = ro.with_pool(&handle.pool);
+        }
         Ok(ro)
     })
 }
@@ -318,23 +329,33 @@ pub unsafe extern "C" fn pp_stats_json(r: *mut pp_region, buf: *mut c_char, len:
         let Some(region) = (unsafe { pp_region::get(r) }) else {
             return -libc::EINVAL;
         };
-        if buf.is_null() || len == 0 {
-            return -libc::EINVAL;
-        }
-        let json = region.stats_json();
-        if json.len() + 1 > len || json.len() > c_int::MAX as usize {
-            // SAFETY: buf is writable for len >= 1 bytes.
-            unsafe { *buf = 0 };
-            return -libc::ERANGE;
-        }
-        // SAFETY: json.len() + 1 <= len bytes of buf are writable; the
-        // source is a live String that cannot overlap the caller's buffer.
-        unsafe {
-            std::ptr::copy_nonoverlapping(json.as_ptr(), buf.cast::<u8>(), json.len());
-            *buf.add(json.len()) = 0;
-        }
-        json.len() as c_int
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { write_json(&region.stats_json(), buf, len) }
     })
+}
+
+/// Copies `json` and a NUL into `buf`: the bytes written (without the NUL),
+/// -EINVAL for a NULL or empty buffer, -ERANGE if it does not fit (then
+/// `buf` holds an empty string).
+///
+/// # Safety
+/// `buf` must be NULL or writable for `len` bytes.
+unsafe fn write_json(json: &str, buf: *mut c_char, len: usize) -> c_int {
+    if buf.is_null() || len == 0 {
+        return -libc::EINVAL;
+    }
+    if json.len() + 1 > len || json.len() > c_int::MAX as usize {
+        // SAFETY: buf is writable for len >= 1 bytes.
+        unsafe { *buf = 0 };
+        return -libc::ERANGE;
+    }
+    // SAFETY: json.len() + 1 <= len bytes of buf are writable; the source
+    // is a live string that cannot overlap the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(json.as_ptr(), buf.cast::<u8>(), json.len());
+        *buf.add(json.len()) = 0;
+    }
+    json.len() as c_int
 }
 
 /// Writes back every dirty page and unmaps the region: 0, or -errno. On

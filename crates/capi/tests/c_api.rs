@@ -44,6 +44,7 @@ fn test_c_program_maps_touches_and_refuses_bad_input() {
         "unknown policy",
         "budget below one page",
         "read-only file mapped writable",
+        "a minimum beyond the pool",
     ] {
         assert!(
             stdout.contains(&format!("refused {what}: ")),

@@ -129,6 +129,11 @@ impl<C: Clock> FrameManager<C> {
         self
     }
 
+    /// Changes the `partition_burst` watermark of a running pool.
+    pub fn set_partition_burst(&mut self, frames: usize) {
+        self.burst = frames;
+    }
+
     /// Sets how long a holder has to give frames back.
     pub fn with_deadline_ns(mut self, ns: u64) -> Self {
         self.deadline_ns = ns;

@@ -210,13 +210,38 @@ impl Shared {
     /// ([`Policy::reclaim`]; answers that are not resident pages are
     /// overruled), then [`Policy::victim`] is asked for the rest.
     pub fn set_budget(&self, frames: usize) -> Vec<FailedPage> {
+        self.change_budget(|_| frames).1
+    }
+
+    /// A pool takes `frames` back (at most all but one): the budget
+    /// shrinks as [`Shared::set_budget`] shrinks it. Returns the frames
+    /// given back.
+    pub fn shrink_budget(&self, frames: usize) -> usize {
+        let (old, _) = self.change_budget(|old| old.saturating_sub(frames).max(1));
+        frames.min(old.saturating_sub(1))
+    }
+
+    /// A pool gave the region frames: its budget grows to `frames` (never
+    /// shrinks here).
+    pub fn grow_budget_to(&self, frames: usize) {
         let mut g = self.lock();
-        let frames = frames.clamp(1, g.table.pages().max(1));
+        if frames > g.table.capacity {
+            g.table.capacity = frames;
+            drop(g);
+            self.notify();
+        }
+    }
+
+    /// Sets the budget to `to(old)`, evicting what no longer fits. Returns
+    /// the old budget and the pages whose write-back failed.
+    fn change_budget(&self, to: impl FnOnce(usize) -> usize) -> (usize, Vec<FailedPage>) {
+        let mut g = self.lock();
+        let frames = to(g.table.capacity).clamp(1, g.table.pages().max(1));
         let old = g.table.capacity;
         g.table.capacity = frames;
         let count = g.table.excess();
         if frames >= old || count == 0 {
-            return Vec::new();
+            return (old, Vec::new());
         }
         let mut victims = self.take_reclaimed(&mut g, count);
         let none = u32::MAX;
@@ -227,7 +252,7 @@ impl Shared {
             }
         }
         drop(g);
-        self.evict(&mut victims)
+        (old, self.evict(&mut victims))
     }
 
     /// [`Shared::write_back`], then syncs the backing store.

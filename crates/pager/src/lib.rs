@@ -35,6 +35,7 @@ mod fault;
 mod guard;
 mod lifecycle;
 mod options;
+mod pool;
 mod region;
 mod resident;
 mod ring;
@@ -46,11 +47,13 @@ mod threads;
 
 pub use backing::Backing;
 pub use error::{FailedPage, FlushError, MapError, PrefaultError};
+pub use pool::{Pool, PoolError, PoolStats};
 pub use region::{FaultService, Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};
 pub use sys::UffdAccess;
 
 /// The policy interface regions run (re-exported for [`Region::map_with_policy`]).
+pub use pagepilot_frames as frames;
 pub use pagepilot_policy as policy;
 
 /// The page size regions are paged in.

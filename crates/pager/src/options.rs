@@ -106,6 +106,10 @@ pub struct RegionOptions {
     /// Microseconds a handler thread keeps polling for the next fault after
     /// serving one, before it sleeps (0: always sleep).
     pub handler_spin_us: u64,
+    /// The pool the region's frames are drawn from (HiPEC's global frame
+    /// manager): `budget_bytes` is then its guaranteed minimum (`minFrame`),
+    /// and its policy may request more. `None`: a budget of its own.
+    pub pool: Option<crate::Pool>,
 }
 
 impl Default for RegionOptions {
@@ -120,6 +124,7 @@ impl Default for RegionOptions {
             zero_around_max_pages: 16,
             handler_threads: 1,
             swap_dir: None,
+            pool: None,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerPerCpu,
             async_readahead: true,
@@ -187,6 +192,11 @@ impl RegionOptions {
     pub fn with_handler_threads(mut self, n: usize) -> Self {
         self.handler_threads = n;
         self.fault_service = FaultService::HandlerThreads;
+        self
+    }
+    /// Draws the region's frames from `pool` ([`RegionOptions::pool`]).
+    pub fn with_pool(mut self, pool: &crate::Pool) -> Self {
+        self.pool = Some(pool.clone());
         self
     }
     /// Sets [`RegionOptions::swap_dir`].

@@ -186,6 +186,14 @@ impl Region {
             .and_then(Result::ok)
             .map(Mutex::new);
         std::mem::forget(guard);
+        // The budget drawn from a pool is the region's minimum there.
+        let membership = match &opts.pool {
+            Some(pool) => Some(pool.shared().membership(budget_frames)?),
+            None => None,
+        };
+        let capacity = membership.as_ref().map_or(budget_frames, |m| m.held.max(1));
+        let mut table = Table::new(pages, capacity, app);
+        table.pool = membership;
         let shared = Arc::new(Shared {
             uffd,
             memfd,
@@ -196,7 +204,7 @@ impl Region {
             writable,
             store,
             inner: Mutex::new(Inner {
-                table: Table::new(pages, budget_frames, app),
+                table,
                 policy,
                 time: 0,
                 next_expected: u32::MAX,
@@ -237,6 +245,10 @@ impl Region {
             owner: std::process::id(),
             child_view: std::sync::atomic::AtomicBool::new(false),
         });
+        let joined = (shared.lock().table.pool.as_ref()).map(|m| (m.pool().clone(), m.holder));
+        if let Some((pool, holder)) = joined {
+            pool.attach(holder, &shared);
+        }
         lifecycle::adopt(&shared)?;
         let mut region = Region {
             shared: shared.clone(),
@@ -422,10 +434,13 @@ impl Region {
             s.frames_in_use = (g.table.held - g.table.evicting) as u64;
             s.pinned_pages = g.table.pinned as u64;
             s.incidents = g.policy.incidents();
+            s.budget_frames = g.table.capacity as u64;
             s.bookkeeping_bytes =
                 (g.table.bookkeeping_bytes() + self.shared.store.bookkeeping_bytes()) as u64;
         }
-        s.budget_frames = self.budget_frames as u64;
+        if self.shared.forked() {
+            s.budget_frames = self.budget_frames as u64;
+        }
         s.pages = (self.shared.map_len / PAGE) as u64;
         s.policy = self.policy_name.clone();
         s.direct_io = self.shared.store.direct();

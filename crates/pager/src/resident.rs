@@ -90,6 +90,8 @@ pub struct Table {
     hand: usize,
     /// Pages the policy asked to flush ([`Memory::flush`]); drained by a handler.
     pub flush_queue: Vec<u32>,
+    /// The pool the budget is drawn from, if any: `Request`/`Release` go there.
+    pub pool: Option<crate::pool::Membership>,
     /// Pages whose referenced bit was cleared and whose PTE is still to be
     /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
     /// lock is released.
@@ -123,6 +125,7 @@ impl Table {
             hand: 0,
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
+            pool: None,
         }
     }
 
@@ -390,12 +393,26 @@ impl Memory for Table {
         self.bits[slot as usize] &= !REFERENCED;
         self.zap_queue.push(self.page_in[slot as usize]);
     }
-    fn request_frames(&mut self, _count: usize) -> usize {
-        // No global frame manager yet: the budget is fixed at map time.
-        0
+    fn request_frames(&mut self, count: usize) -> usize {
+        // Without a pool the budget is fixed at map time.
+        let Some(m) = &self.pool else {
+            return 0;
+        };
+        // No more frames than the region has pages.
+        let count = count.min(self.pages.saturating_sub(self.capacity));
+        let granted = m.pool().request(m.holder, count);
+        self.capacity += granted;
+        granted
     }
-    fn release_frames(&mut self, _count: usize) -> usize {
-        0
+    fn release_frames(&mut self, count: usize) -> usize {
+        let Some(m) = &self.pool else {
+            return 0;
+        };
+        // Only free frames go back, and the region keeps one.
+        let n = count.min(self.room()).min(self.capacity.saturating_sub(1));
+        let released = m.pool().release(m.holder, n);
+        self.capacity -= released;
+        released
     }
     fn flush(&mut self, slot: u32) -> bool {
         if !self.is_resident(slot) {

@@ -26,6 +26,8 @@
         }                                                  \
     } while (0)
 
+static void expect_refused(pp_region *r, const char *err, const char *needle, const char *what);
+
 static unsigned char pattern(size_t page, size_t off) {
     return (unsigned char)(page * 31 + off * 7 + 1);
 }
@@ -136,6 +138,52 @@ static void options_region(const char *path) {
     o.size = 3;
     CHECK(pp_map(&o, err, sizeof err) == NULL && strstr(err, "pp_options_init"), "bad size: %s",
           err);
+}
+
+/* Two anonymous regions drawing from one pool of 32 frames, 16 each: their
+ * data survives paging, the pool reports both, a third minimum is refused. */
+static void pooled_regions(void) {
+    char err[PP_ERR_MAX] = "";
+    CHECK(pp_pool_create(100, err, sizeof err) == NULL && strstr(err, "at least one page"),
+          "pool below a page: %s", err);
+    pp_pool *pool = pp_pool_create(2 * BUDGET_PAGES * PAGE, err, sizeof err);
+    CHECK(pool != NULL, "pp_pool_create: %s", err);
+    pp_region *r[2];
+    for (int k = 0; k < 2; k++) {
+        pp_options o;
+        pp_options_init(&o);
+        o.len = PAGES * PAGE;
+        o.budget_bytes = BUDGET_PAGES * PAGE;
+        o.pool = pool;
+        r[k] = pp_map(&o, err, sizeof err);
+        CHECK(r[k] != NULL, "pooled pp_map %d: %s", k, err);
+    }
+    for (size_t p = 0; p < PAGES; p++) {
+        for (int k = 0; k < 2; k++) {
+            ((volatile unsigned char *)pp_addr(r[k]))[p * PAGE] = pattern(p, k);
+        }
+    }
+    for (size_t p = 0; p < PAGES; p++) {
+        for (int k = 0; k < 2; k++) {
+            CHECK(((volatile unsigned char *)pp_addr(r[k]))[p * PAGE] == pattern(p, k),
+                  "pooled region %d page %zu", k, p);
+        }
+    }
+    char stats[4096];
+    CHECK(pp_pool_stats_json(pool, stats, sizeof stats) > 0, "pool stats");
+    CHECK(strstr(stats, "\"total_frames\":32") && strstr(stats, "\"free_frames\":0"),
+          "pool stats: %s", stats);
+    printf("pool stats: %s\n", stats);
+    pp_options o;
+    pp_options_init(&o);
+    o.len = PAGES * PAGE;
+    o.budget_bytes = PAGE;
+    o.pool = pool;
+    err[0] = 0;
+    expect_refused(pp_map(&o, err, sizeof err), err, "minFrame", "a minimum beyond the pool");
+    pp_pool_destroy(pool);
+    for (int k = 0; k < 2; k++) CHECK(pp_unmap(r[k]) == 0, "pooled pp_unmap %d", k);
+    CHECK(pp_pool_stats_json(NULL, stats, sizeof stats) == -EINVAL, "NULL pool stats");
 }
 
 /* A faulting-thread region: the thread serves its own faults; a system call
@@ -307,6 +355,7 @@ int main(int argc, char **argv) {
     faulting_thread_region(path);
     bad_input(argv[1], path);
     defaults_read_into_region(argv[1]);
+    pooled_regions();
     unlink(path);
     printf("OK\n");
     return 0;

@@ -1,0 +1,168 @@
+//! Regions sharing one frame pool (HiPEC's global frame manager, live):
+//! concurrent faults in several regions lose nothing; a policy's `Request`
+//! beyond the pool is granted partially; a newcomer's minimum is reclaimed
+//! from the region first allocated, whose dirty pages reach its file; a
+//! minimum the pool cannot hold is refused.
+
+mod common;
+
+use std::os::unix::fs::FileExt;
+
+use common::*;
+use pagepilot_pager::policy::{builtin::Clock, Fault, Memory, Page, Policy};
+use pagepilot_pager::{Backing, MapError, Pool, Region, RegionOptions, PAGE_SIZE};
+
+#[test]
+fn test_two_regions_faulting_at_once_in_a_pool_a_quarter_their_size_keep_every_byte() {
+    let len = 2048 * PAGE_SIZE;
+    // Each region's minimum is a quarter of it (hammer_file_region's budget):
+    // the pool holds exactly both, a quarter of the two regions.
+    let pool = Pool::new(2 * len / 4).unwrap();
+    let outcomes: Vec<HammerOutcome> = std::thread::scope(|s| {
+        let runs: Vec<_> = [("pool-a", 21), ("pool-b", 22)]
+            .into_iter()
+            .map(|(tag, seed)| {
+                let pool = &pool;
+                s.spawn(move || {
+                    hammer_file_region(tag, seed, len, "clock", 2, 200_000, |o| o.with_pool(pool))
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for out in &outcomes {
+        assert!(out.stats.evictions > 500, "{:?}", out.stats);
+        assert!(
+            out.allocated_bytes <= (len / 4) as u64,
+            "{}",
+            out.allocated_bytes
+        );
+    }
+    // Both left the pool: every frame is free again.
+    let stats = pool.stats();
+    assert_eq!(stats.free_frames, stats.total_frames, "{stats:?}");
+}
+
+/// CLOCK that asks the pool for `want` more frames at its first fault.
+struct Greedy {
+    clock: Clock,
+    want: usize,
+}
+
+impl Policy for Greedy {
+    fn name(&self) -> String {
+        "greedy-clock".into()
+    }
+    fn on_fault(&mut self, fault: Fault, mem: &mut dyn Memory) {
+        if self.want > 0 {
+            mem.request_frames(std::mem::take(&mut self.want));
+        }
+        self.clock.on_fault(fault, mem);
+    }
+    fn victim(&mut self, incoming: Page, mem: &mut dyn Memory) -> Option<Page> {
+        self.clock.victim(incoming, mem)
+    }
+    fn on_evict(&mut self, page: Page, mem: &mut dyn Memory) {
+        self.clock.on_evict(page, mem);
+    }
+}
+
+/// Waits up to 10 s for `done`: the pool's reclaimer works beside the test.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed().as_secs() < 10, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn test_a_request_is_granted_partially_and_a_newcomer_is_paid_by_the_first_allocated() {
+    let pages = 1024;
+    let dir = Scratch::new("pool-request");
+    let path = dir.file("a");
+    let data = random_file(&path, pages * PAGE_SIZE, 5);
+    // 256 frames, no partition_burst to speak of: A's minimum 64, it asks
+    // for 1000 more (960 as it has 1024 pages) and gets the 192 free.
+    let pool = Pool::new(256 * PAGE_SIZE)
+        .unwrap()
+        .with_partition_burst(256 * PAGE_SIZE);
+    let backing = Backing::File {
+        path: path.clone(),
+        writable: true,
+    };
+    let opts = RegionOptions::new(backing, 64 * PAGE_SIZE, "clock").with_pool(&pool);
+    let greedy = Greedy {
+        clock: Clock::new(),
+        want: 1000,
+    };
+    let a = Region::map_with_policy(opts, Box::new(greedy)).unwrap();
+    // Dirty 200 pages: they fit in A's 256 frames, nothing is written yet.
+    for p in 0..200 {
+        // SAFETY: inside region A.
+        unsafe {
+            a.as_ptr()
+                .add(p * PAGE_SIZE)
+                .write_volatile(!data[p * PAGE_SIZE])
+        };
+    }
+    let s = a.stats();
+    assert_eq!(s.budget_frames, 256, "{s:?}");
+    assert_eq!(s.evictions, 0, "{s:?}");
+    let holder = &pool.stats().holders[0];
+    assert_eq!((holder.requested, holder.granted), (960, 192));
+
+    // B needs 128 frames as its minimum: 128 of A's above its minimum come
+    // back, A's dirty pages written to its file first.
+    let b = Region::map(
+        RegionOptions::new(
+            Backing::Anonymous {
+                len: 256 * PAGE_SIZE,
+            },
+            128 * PAGE_SIZE,
+            "clock",
+        )
+        .with_pool(&pool),
+    )
+    .unwrap();
+    eventually("A gives 128 frames back", || a.stats().budget_frames == 128);
+    eventually("B holds its minimum", || b.stats().budget_frames == 128);
+    let a_stats = a.stats();
+    assert!(a_stats.writebacks >= 72, "{a_stats:?}");
+    assert_eq!(pool.stats().holders[0].reclaimed, 128);
+    // The evicted pages' bytes are in the file while A is still mapped.
+    let file = std::fs::File::open(&path).unwrap();
+    let written = (0..200)
+        .filter(|&p| {
+            let mut byte = [0u8];
+            file.read_exact_at(&mut byte, (p * PAGE_SIZE) as u64)
+                .unwrap();
+            byte[0] == !data[p * PAGE_SIZE]
+        })
+        .count();
+    assert!(written >= 72, "{written} of A's dirty pages in the file");
+    a.unmap().unwrap();
+    b.unmap().unwrap();
+}
+
+#[test]
+fn test_a_minimum_the_pool_cannot_hold_is_refused_naming_the_pool() {
+    let pool = Pool::new(100 * PAGE_SIZE).unwrap();
+    let _a = Region::map(
+        RegionOptions::new(Backing::Anonymous { len: 1 << 20 }, 60 * PAGE_SIZE, "clock")
+            .with_pool(&pool),
+    )
+    .unwrap();
+    let refused = Region::map(
+        RegionOptions::new(Backing::Anonymous { len: 1 << 20 }, 41 * PAGE_SIZE, "clock")
+            .with_pool(&pool),
+    )
+    .unwrap_err();
+    assert!(matches!(refused, MapError::Pool(_)), "{refused}");
+    let text = refused.to_string();
+    assert!(
+        text.contains("minFrame of 41 frames does not fit") && text.contains("100 frames"),
+        "{text}"
+    );
+    assert!(Pool::new(100).is_err());
+}
