@@ -70,6 +70,9 @@ typedef struct pp_options {
                                    along a stream of first touches (1: one page per fault) */
     pp_pool *pool;              /* NULL: a budget of its own; else budget_bytes is the
                                    region's minimum in this pool */
+    size_t fault_limit;         /* RAPHA: at most this many missing faults per period, the
+                                   others wait for the next one (0: no limit) */
+    size_t fault_period_us;     /* the limit's period, microseconds (required with a limit) */
 } pp_options;
 
 void pp_options_init(pp_options *opts);

@@ -72,6 +72,10 @@ pub struct pp_options {
     /// The pool the region's frames are drawn from (NULL: a budget of its
     /// own); `budget_bytes` is then its guaranteed minimum there.
     pub pool: *mut pp_pool,
+    /// RAPHA: missing faults allowed per period (0: no limit).
+    pub fault_limit: usize,
+    /// The limit's period, microseconds.
+    pub fault_period_us: usize,
 }
 
 /// Fills `*opts` with the defaults: anonymous, no length, no budget, policy "clock".
@@ -97,6 +101,8 @@ pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
         faulting_thread: 0,
         zero_around_max_pages: 0,
         pool: std::ptr::null_mut(),
+        fault_limit: 0,
+        fault_period_us: 0,
     };
     // SAFETY: the caller guarantees opts points to one writable pp_options.
     unsafe { opts.write(o) };
@@ -222,6 +228,10 @@ pub unsafe extern "C" fn pp_map(
         // SAFETY: NULL or a live pool handle, per the contract.
         if let Some(handle) = unsafe { o.pool.as_ref() } {
             ro = ro.with_pool(&handle.pool);
+        }
+        if o.fault_limit != 0 || o.fault_period_us != 0 {
+            let period = std::time::Duration::from_micros(o.fault_period_us as u64);
+            ro = ro.with_fault_limit(o.fault_limit as u64, period);
         }
         Ok(ro)
     })

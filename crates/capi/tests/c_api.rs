@@ -45,6 +45,7 @@ fn test_c_program_maps_touches_and_refuses_bad_input() {
         "budget below one page",
         "read-only file mapped writable",
         "a minimum beyond the pool",
+        "a fault limit over no time",
     ] {
         assert!(
             stdout.contains(&format!("refused {what}: ")),

@@ -16,4 +16,4 @@ mod rate;
 
 pub use clock::{Clock, ManualClock};
 pub use pool::{FrameError, FrameManager, HolderId, HolderStats, Reclaim};
-pub use rate::{Admit, RateControl, RateError, TaskId};
+pub use rate::{Admit, RateControl, RateError, TaskId, TaskStats};

@@ -25,8 +25,8 @@ pub enum RateError {
     /// A fault that costs no time.
     #[error("the processor time of one fault (fault_unit) must be positive")]
     ZeroFaultUnit,
-    /// A processor capacity outside (0, 1].
-    #[error("a processor reserve must lie in (0, 1], got {0}")]
+    /// A processor capacity outside [0, 1].
+    #[error("a processor reserve must lie in [0, 1], got {0}")]
     BadReserve(f64),
     /// Admission control: the reserves and the fault handling they need
     /// would take more than the processor (Eq. 2).
@@ -177,6 +177,7 @@ impl<C: Clock> RateControl<C> {
     /// Admits a task reserving `pc` of the processor, allowed `fault_limit`
     /// faults per `period_ns`, if Eq. 2 holds with it: the reserves plus the
     /// processor capacity every task's limit needs (Eq. 1) stay within 1.
+    /// A `pc` of 0 reserves no processor time, only the faults.
     /// The system limit is then recomputed (Eq. 4).
     pub fn admit(
         &mut self,
@@ -187,7 +188,7 @@ impl<C: Clock> RateControl<C> {
         if period_ns == 0 {
             return Err(RateError::ZeroPeriod);
         }
-        if !(pc > 0.0 && pc <= 1.0) {
+        if !(0.0..=1.0).contains(&pc) {
             return Err(RateError::BadReserve(pc));
         }
         let reserved = self.reserved_pc();
@@ -262,6 +263,11 @@ impl<C: Clock> RateControl<C> {
         Ok(admit)
     }
 
+    /// Now, on the controller's clock.
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
     /// Task `id`'s faults and postponements.
     pub fn stats(&self, id: TaskId) -> Result<&TaskStats, RateError> {
         self.tasks
@@ -308,8 +314,8 @@ mod tests {
         rc.admit(0.3, 100, 100 * MS).unwrap();
         assert_eq!(rc.system_fault_limit(), 200);
         assert_eq!(
-            rc.admit(0.0, 1, MS).unwrap_err(),
-            RateError::BadReserve(0.0)
+            rc.admit(-0.1, 1, MS).unwrap_err(),
+            RateError::BadReserve(-0.1)
         );
         assert_eq!(rc.admit(0.1, 1, 0).unwrap_err(), RateError::ZeroPeriod);
     }

@@ -170,6 +170,8 @@ impl Inner {
 
 /// Everything a region's handlers share.
 pub struct Shared {
+    /// The region's fault limit (RAPHA), if it has one.
+    pub fault_limit: Option<crate::limit::FaultLimit>,
     /// The userfaultfd registered over the application's view.
     pub uffd: Uffd,
     /// The region's frames.

@@ -9,6 +9,9 @@ use thiserror::Error;
 /// Why a region could not be mapped. Nothing is mapped when this is returned.
 #[derive(Debug, Error)]
 pub enum MapError {
+    /// The fault limit was not admitted (RAPHA's admission control).
+    #[error("the region's fault limit: {0}")]
+    FaultLimit(#[from] pagepilot_frames::RateError),
     /// The pool could not guarantee the region's budget as its minimum.
     #[error("the region's budget as its minimum in the pool: {0}")]
     Pool(#[from] pagepilot_frames::FrameError),

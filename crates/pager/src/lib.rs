@@ -34,6 +34,7 @@ mod evict;
 mod fault;
 mod guard;
 mod lifecycle;
+mod limit;
 mod options;
 mod pool;
 mod region;

@@ -110,6 +110,10 @@ pub struct RegionOptions {
     /// manager): `budget_bytes` is then its guaranteed minimum (`minFrame`),
     /// and its policy may request more. `None`: a budget of its own.
     pub pool: Option<crate::Pool>,
+    /// RAPHA's fault limit: at most this many missing faults per period;
+    /// those beyond wait for the next period. In a pool, the pool's system
+    /// limit bounds its limited regions together. `None`: no limit.
+    pub fault_limit: Option<(u64, std::time::Duration)>,
 }
 
 impl Default for RegionOptions {
@@ -125,6 +129,7 @@ impl Default for RegionOptions {
             handler_threads: 1,
             swap_dir: None,
             pool: None,
+            fault_limit: None,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerPerCpu,
             async_readahead: true,
@@ -159,6 +164,16 @@ impl RegionOptions {
         }
         if self.readahead_depth > MAX_PREFETCHERS {
             return Err(bad("readahead_depth", self.readahead_depth, &range));
+        }
+        if let Some((faults, period)) = self.fault_limit {
+            if faults == 0 || period.is_zero() {
+                return Err(MapError::BadOption {
+                    name: "fault_limit",
+                    why: format!(
+                        "{faults} faults per {period:?}: both the count and the period must be positive"
+                    ),
+                });
+            }
         }
         Ok(())
     }
@@ -197,6 +212,11 @@ impl RegionOptions {
     /// Draws the region's frames from `pool` ([`RegionOptions::pool`]).
     pub fn with_pool(mut self, pool: &crate::Pool) -> Self {
         self.pool = Some(pool.clone());
+        self
+    }
+    /// Sets [`RegionOptions::fault_limit`]: `faults` per `period`.
+    pub fn with_fault_limit(mut self, faults: u64, period: std::time::Duration) -> Self {
+        self.fault_limit = Some((faults, period));
         self
     }
     /// Sets [`RegionOptions::swap_dir`].

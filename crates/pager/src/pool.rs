@@ -12,21 +12,12 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use pagepilot_frames::{Clock, FrameError, FrameManager, HolderId, HolderStats, Reclaim};
+use pagepilot_frames::{FrameError, FrameManager, HolderId, HolderStats, Reclaim};
 use serde::Serialize;
 
 use crate::engine::Shared;
+use crate::limit::{self, Monotonic, SharedRate};
 use crate::sys::PAGE;
-
-/// The monotonic clock of a live pool.
-#[derive(Debug)]
-struct Monotonic(Instant);
-
-impl Clock for Monotonic {
-    fn now_ns(&self) -> u64 {
-        self.0.elapsed().as_nanos() as u64
-    }
-}
 
 /// Frames shared by regions. Cheap to clone: clones name the same pool.
 #[derive(Clone)]
@@ -50,6 +41,9 @@ pub(crate) struct PoolShared {
     /// Reclamations for the reclaimer.
     orders: Mutex<Vec<Reclaim>>,
     wake: Condvar,
+    /// RAPHA's controller of the pool's regions with fault limits: the
+    /// system limit bounds them together.
+    pub(crate) rate: SharedRate,
 }
 
 /// What a pool holds, and each region's part.
@@ -86,6 +80,7 @@ impl Pool {
             regions: Mutex::new(Vec::new()),
             orders: Mutex::new(Vec::new()),
             wake: Condvar::new(),
+            rate: limit::controller(),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()

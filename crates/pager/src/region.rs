@@ -192,9 +192,20 @@ impl Region {
             None => None,
         };
         let capacity = membership.as_ref().map_or(budget_frames, |m| m.held.max(1));
+        let fault_limit = match opts.fault_limit {
+            Some((faults, period)) => {
+                let control = opts
+                    .pool
+                    .as_ref()
+                    .map_or_else(crate::limit::controller, |p| p.shared().rate.clone());
+                Some(crate::limit::FaultLimit::admit(control, faults, period)?)
+            }
+            None => None,
+        };
         let mut table = Table::new(pages, capacity, app);
         table.pool = membership;
         let shared = Arc::new(Shared {
+            fault_limit,
             uffd,
             memfd,
             app,

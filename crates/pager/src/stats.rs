@@ -118,6 +118,8 @@ pub struct Counters {
     pub(crate) overruled: AtomicU64,
     pub(crate) retried_faults: AtomicU64,
     pub(crate) refaults_guarded: AtomicU64,
+    pub(crate) postponed_faults: AtomicU64,
+    pub(crate) postponed_delay_us: AtomicU64,
     pub(crate) over_budget: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
@@ -178,6 +180,11 @@ pub struct RegionStats {
     /// pages evicting each other in turn, as MRU does to a copy reading from
     /// two pages alternately: no access would complete).
     pub refaults_guarded: u64,
+    /// Missing faults held back by the region's fault limit or its pool's
+    /// system limit (RAPHA), each postponement counted.
+    pub postponed_faults: u64,
+    /// The delay those postponements added, microseconds.
+    pub postponed_delay_us: u64,
     /// Faults served above the budget because no frame could be freed.
     pub over_budget: u64,
     /// Bytes read from the backing store.
@@ -244,6 +251,8 @@ impl Counters {
             overruled: l(&self.overruled),
             retried_faults: l(&self.retried_faults),
             refaults_guarded: l(&self.refaults_guarded),
+            postponed_faults: l(&self.postponed_faults),
+            postponed_delay_us: l(&self.postponed_delay_us),
             over_budget: l(&self.over_budget),
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),

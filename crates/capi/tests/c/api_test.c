@@ -181,6 +181,21 @@ static void pooled_regions(void) {
     o.pool = pool;
     err[0] = 0;
     expect_refused(pp_map(&o, err, sizeof err), err, "minFrame", "a minimum beyond the pool");
+    /* A fault limit on a pooled region: its faults beyond 8 per 2 ms wait. */
+    pp_region *old = r[1];
+    CHECK(pp_unmap(old) == 0, "pooled pp_unmap 1");
+    o.budget_bytes = BUDGET_PAGES * PAGE;
+    o.fault_limit = 8;
+    o.fault_period_us = 2000;
+    o.fault_around_pages = 1;
+    r[1] = pp_map(&o, err, sizeof err);
+    CHECK(r[1] != NULL, "limited pp_map: %s", err);
+    for (size_t p = 0; p < 64; p++) ((volatile unsigned char *)pp_addr(r[1]))[p * PAGE] = 1;
+    CHECK(pp_stats_json(r[1], stats, sizeof stats) > 0, "limited stats");
+    CHECK(strstr(stats, "\"postponed_faults\":0,") == NULL, "no fault postponed: %s", stats);
+    o.fault_period_us = 0;
+    err[0] = 0;
+    expect_refused(pp_map(&o, err, sizeof err), err, "fault_limit", "a fault limit over no time");
     pp_pool_destroy(pool);
     for (int k = 0; k < 2; k++) CHECK(pp_unmap(r[k]) == 0, "pooled pp_unmap %d", k);
     CHECK(pp_pool_stats_json(NULL, stats, sizeof stats) == -EINVAL, "NULL pool stats");

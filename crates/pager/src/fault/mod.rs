@@ -157,6 +157,11 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
         return Outcome::Served;
     }
     let slot = ((addr - sh.app) / PAGE) as u32;
+    if let Some(limit) = &sh.fault_limit {
+        if flags & (FLAG_MINOR | FLAG_WP) == 0 {
+            limit.wait_turn(&sh.stats);
+        }
+    }
     let outcome = if flags & FLAG_WP != 0 {
         serve_wp(sh, slot);
         Outcome::Served

@@ -1,0 +1,98 @@
+//! RAPHA's fault limits, live: a region allowed so many missing faults per
+//! period has the faults beyond them wait for the next period, in the
+//! thread that serves them (the faulting thread waits on its fault).
+//! Pooled regions share their pool's controller, whose system limit bounds
+//! them all; a region alone has its own.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pagepilot_frames::{Admit, Clock, RateControl, TaskId};
+
+use crate::stats::Counters;
+
+/// The monotonic clock of the live frame manager and rate controller.
+#[derive(Debug)]
+pub(crate) struct Monotonic(pub Instant);
+
+impl Clock for Monotonic {
+    fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// A rate controller shared by regions.
+pub(crate) type SharedRate = Arc<Mutex<RateControl<Monotonic>>>;
+
+/// Processor time of one fault the controllers assume (RAPHA's
+/// `fault_unit`): a missing fault served from the disk on these machines.
+pub(crate) const FAULT_UNIT: Duration = Duration::from_micros(20);
+/// The system's fault period.
+pub(crate) const SYSTEM_PERIOD: Duration = Duration::from_millis(100);
+
+/// A new controller with the defaults above.
+pub(crate) fn controller() -> SharedRate {
+    let rc = RateControl::new(
+        FAULT_UNIT.as_nanos() as u64,
+        SYSTEM_PERIOD.as_nanos() as u64,
+        Monotonic(Instant::now()),
+    )
+    .expect("positive constants");
+    Arc::new(Mutex::new(rc))
+}
+
+/// A region's place in a rate controller.
+pub(crate) struct FaultLimit {
+    control: SharedRate,
+    task: TaskId,
+}
+
+impl FaultLimit {
+    /// Admits a region allowed `faults` per `period` into `control`.
+    pub fn admit(
+        control: SharedRate,
+        faults: u64,
+        period: Duration,
+    ) -> Result<FaultLimit, pagepilot_frames::RateError> {
+        let period_ns = period.as_nanos().min(u64::MAX as u128) as u64;
+        let task = control
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(0.0, faults, period_ns)?;
+        Ok(FaultLimit { control, task })
+    }
+
+    /// Waits until the next missing fault may be served (Figure 7),
+    /// counting the postponements and the delay they add.
+    pub fn wait_turn(&self, stats: &Counters) {
+        loop {
+            let admit = self
+                .control
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .on_fault(self.task);
+            let Ok(Admit::Postpone { until_ns }) = admit else {
+                return;
+            };
+            let now = self
+                .control
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .now_ns();
+            let wait = until_ns.saturating_sub(now);
+            Counters::add(&stats.postponed_faults, 1);
+            Counters::add(&stats.postponed_delay_us, wait / 1000);
+            std::thread::sleep(Duration::from_nanos(wait));
+        }
+    }
+}
+
+impl Drop for FaultLimit {
+    fn drop(&mut self) {
+        let _ = self
+            .control
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .leave(self.task);
+    }
+}
