@@ -121,10 +121,10 @@ impl Drop for DeviceGranted {
     }
 }
 
-/// `nobody`'s part of test `test`, in group `group`: a region opened `want`'s
-/// way, and read(2) into a page not mapped yet, with the defaults, served
-/// like any other fault.
-fn every_feature_for_nobody(test: &str, group: Option<u32>, want: UffdAccess) -> ChildOutcome {
+/// Test `test` as `nobody` in group `group`: a region opened `want`'s way,
+/// and read(2) into a page not mapped yet, with the defaults, served like
+/// any other fault.
+fn every_feature_for_nobody(test: &str, group: Option<u32>, want: UffdAccess) {
     let pages = 1024;
     let path = shared_file(test, pages, 32);
     let outcome = as_nobody_in(test, group, || {
@@ -137,10 +137,13 @@ fn every_feature_for_nobody(test: &str, group: Option<u32>, want: UffdAccess) ->
         region.unmap().unwrap();
         println!("every feature, read(2) into a region served");
     });
-    if !in_scenario(test) {
-        let _ = std::fs::remove_file(&path);
-    }
-    outcome
+    let _ = std::fs::remove_file(&path);
+    assert!(outcome.succeeded(), "{outcome:?}");
+    assert!(
+        outcome.stdout.contains("every feature"),
+        "{}",
+        outcome.stdout
+    );
 }
 
 #[test]
@@ -150,13 +153,7 @@ fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_
     let scenario = in_scenario(TEST);
     let _sysctl = (!scenario).then(|| Sysctl::set("0"));
     let _device = (!scenario).then(DeviceGranted::grant);
-    let outcome = every_feature_for_nobody(TEST, Some(DEVICE_GROUP), UffdAccess::Device);
-    assert!(outcome.succeeded(), "{outcome:?}");
-    assert!(
-        outcome.stdout.contains("every feature"),
-        "{}",
-        outcome.stdout
-    );
+    every_feature_for_nobody(TEST, Some(DEVICE_GROUP), UffdAccess::Device);
 }
 
 #[test]
@@ -164,13 +161,7 @@ fn test_with_the_sysctl_on_an_ordinary_user_gets_every_feature_and_read_into_a_r
     const TEST: &str =
         "test_with_the_sysctl_on_an_ordinary_user_gets_every_feature_and_read_into_a_region_works";
     let _sysctl = (!in_scenario(TEST)).then(|| Sysctl::set("1"));
-    let outcome = every_feature_for_nobody(TEST, None, UffdAccess::Syscall);
-    assert!(outcome.succeeded(), "{outcome:?}");
-    assert!(
-        outcome.stdout.contains("every feature"),
-        "{}",
-        outcome.stdout
-    );
+    every_feature_for_nobody(TEST, None, UffdAccess::Syscall);
 }
 
 #[test]

@@ -32,3 +32,19 @@ pub fn as_nobody_without_userfaultfd(program: &Path) -> Command {
     };
     cmd
 }
+
+/// Asserts that a refusal of userfaultfd names each way in, what it
+/// answered here, and how to open it.
+pub fn assert_names_every_way_and_its_fix(message: &str) {
+    for part in [
+        "userfaultfd(2): Operation not permitted",
+        "vm.unprivileged_userfaultfd=1",
+        "/dev/userfaultfd: Permission denied",
+        "chmod 660 /dev/userfaultfd",
+        "packaging/99-pagepilot-userfaultfd.rules",
+        "user mode only: Operation not permitted",
+        "in the container's profile)",
+    ] {
+        assert!(message.contains(part), "{part:?} missing in: {message}");
+    }
+}
