@@ -166,3 +166,43 @@ fn test_a_minimum_the_pool_cannot_hold_is_refused_naming_the_pool() {
     );
     assert!(Pool::new(100).is_err());
 }
+
+/// A file region of `pages` pages whose policy asks for `want` frames more
+/// than its minimum of `min` at its first fault, touched once.
+fn greedy_region(pool: &Pool, dir: &Scratch, name: &str, min: usize, want: usize) -> Region {
+    let path = dir.file(name);
+    random_file(&path, 1024 * PAGE_SIZE, 9);
+    let backing = Backing::File {
+        path,
+        writable: false,
+    };
+    let opts = RegionOptions::new(backing, min * PAGE_SIZE, "clock").with_pool(pool);
+    let greedy = Greedy {
+        clock: Clock::new(),
+        want,
+    };
+    let region = Region::map_with_policy(opts, Box::new(greedy)).unwrap();
+    // SAFETY: inside the region.
+    unsafe { region.as_ptr().read_volatile() };
+    region
+}
+
+#[test]
+fn test_passing_partition_burst_takes_the_excess_back_from_the_first_allocated_first() {
+    let dir = Scratch::new("pool-burst");
+    // 256 frames, at most 64 of them held above the regions' minimums.
+    let pool = Pool::new(256 * PAGE_SIZE)
+        .unwrap()
+        .with_partition_burst(64 * PAGE_SIZE);
+    let a = greedy_region(&pool, &dir, "a", 32, 100);
+    // A holds 132, 100 above its minimum: 36 of them go back.
+    eventually("A back to the watermark", || a.stats().budget_frames == 96);
+    let b = greedy_region(&pool, &dir, "b", 32, 100);
+    // B's 100 more pass the watermark by 100: A, first allocated, gives its
+    // 64 above its minimum, then B 36.
+    eventually("A down to its minimum", || a.stats().budget_frames == 32);
+    eventually("B at the watermark", || b.stats().budget_frames == 96);
+    let holders = pool.stats().holders;
+    assert_eq!((holders[0].reclaimed, holders[1].reclaimed), (100, 36));
+    assert_eq!((holders[0].forced, holders[1].forced), (0, 0));
+}
