@@ -409,7 +409,7 @@ mod tests {
                 1 => i % 400,
                 _ => (x >> 40) % 150,
             };
-            t.push(page, (x >> 20) % 3 == 0);
+            t.push(page, matches!((x >> 20) % 3, 0));
         }
         t
     }
