@@ -210,6 +210,12 @@ impl<'t> Machine<'t> {
         if let Driver::Reference(p) = &mut self.driver {
             p.on_reference(self.mem.page_at(slot), index);
         }
+        self.serve(slot, write, index)
+    }
+
+    /// [`Machine::access`] once the policy has seen the reference.
+    #[inline]
+    fn serve(&mut self, slot: u32, write: bool, index: u64) -> Access {
         let s = slot as usize;
         let f = self.mem.flags[s];
         if f & RESIDENT != 0 {
@@ -313,27 +319,25 @@ impl<'t> Machine<'t> {
     /// every reference.
     pub fn run_trace(&mut self, trace: &Trace) {
         let writes = trace.has_writes();
+        let reference = matches!(self.driver, Driver::Reference(_));
         const SEEN: u8 = RESIDENT | REFERENCED;
-        if let Driver::Reference(_) = self.driver {
-            for (i, &slot) in trace.refs.iter().enumerate() {
-                self.access(slot, writes && trace.is_write(i), i as u64);
-            }
-            return;
-        }
-        let mut hits = 0u64;
         for (i, &slot) in trace.refs.iter().enumerate() {
             let write = writes && trace.is_write(i);
+            if reference {
+                if let Driver::Reference(p) = &mut self.driver {
+                    p.on_reference(self.mem.page_at(slot), i as u64);
+                }
+            }
             let f = &mut self.mem.flags[slot as usize];
             if *f & SEEN == SEEN {
                 if write {
                     *f |= MODIFIED;
                 }
-                hits += 1;
             } else {
-                self.access(slot, write, i as u64);
+                self.serve(slot, write, i as u64);
             }
         }
-        self.counters.references += hits;
+        self.counters.references += trace.refs.len() as u64;
     }
 
     /// Takes `count` frames back from the policy (a ReclaimFrame event).
