@@ -32,8 +32,10 @@ use synthetic::synthetic;
 #[derive(clap::Args)]
 pub struct Args {
     /// References in the synthetic trace.
-    #[arg(long, default_value_t = 50_000_000)]
-    refs: u64,
+    /// With --trace: only the first this many references of the file
+    /// [default: 50000000 for the synthetic trace, all of a --trace file].
+    #[arg(long)]
+    refs: Option<u64>,
     /// Distinct pages in the synthetic trace.
     #[arg(long, default_value_t = 65_536)]
     pages: u64,
@@ -129,9 +131,10 @@ struct Report {
 
 /// Runs `pagepilot bench sim`.
 pub fn run(args: Args) -> BenchResult {
-    if args.refs == 0
+    let refs = args.refs.unwrap_or(50_000_000);
+    if refs == 0
         || args.pages == 0
-        || args.pages > args.refs
+        || (args.trace.is_none() && args.pages > refs)
         || args.pages >= u64::from(u32::MAX)
         || args.runs == 0
         || args.points == 0
@@ -143,14 +146,20 @@ pub fn run(args: Args) -> BenchResult {
     let (trace, source) = match &args.trace {
         Some(path) => {
             eprintln!("loading {}...", path.display());
-            (
-                pagepilot_sim::trace::load(path)?,
-                path.display().to_string(),
-            )
+            let trace = pagepilot_sim::trace::load(path)?;
+            match args.refs {
+                Some(n) if (n as usize) < trace.len() => {
+                    let prefix = trace.refs[..n as usize].iter();
+                    let pages = prefix.map(|&s| trace.pages[s as usize]);
+                    let source = format!("{}, first {n} references", path.display());
+                    (Trace::from_pages(pages), source)
+                }
+                _ => (trace, path.display().to_string()),
+            }
         }
         None => {
-            eprintln!("building a synthetic trace of {} references...", args.refs);
-            let (trace, what) = stored(synthetic(args.refs, args.pages))?;
+            eprintln!("building a synthetic trace of {refs} references...");
+            let (trace, what) = stored(synthetic(refs, args.pages))?;
             (trace, format!("synthetic, {what}"))
         }
     };
