@@ -107,3 +107,122 @@ fn test_sim_global_mode_reports_the_run_and_each_process_as_csv() {
     // Memory holds all 8 pages: only first touches fault.
     assert!(lines[1].starts_with("lru,8,all,26,8,8,"), "{}", lines[1]);
 }
+
+/// Runs of consecutive pages of several lengths between scattered pages:
+/// SEQ's fault counts change with L on it.
+fn runs_trace() -> String {
+    let mut x = 18u64;
+    let mut pages = Vec::new();
+    for i in 0..300u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = 2 + (x >> 33) % 40;
+        let start = (x >> 20) % 900;
+        pages.extend(start..start + len);
+        pages.extend((0..i % 7).map(|k| (x >> (k + 8)) % 1000));
+    }
+    pages.iter().map(|p| format!("{p}\n")).collect()
+}
+
+fn faults_of(out: &Output) -> Vec<(String, u64, u64)> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let policy = r["policy"].as_str().unwrap().to_string();
+            (
+                policy,
+                r["frames"].as_u64().unwrap(),
+                r["faults"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn test_sweep_counts_equal_separate_runs_at_each_point() {
+    let path = trace_file("runs.txt", &runs_trace());
+    let p = path.to_str().unwrap();
+    let json = ["--frames", "150,400", "--format", "json"];
+    let swept = faults_of(&sim(&[&[p, "--sweep", "seq:L=2..30:4"][..], &json].concat()));
+    assert_eq!(swept.len(), 8 * 2);
+    let mut specs = Vec::new();
+    for (i, l) in (2..=30).step_by(4).enumerate() {
+        let spec = format!("seq:L={l}");
+        let alone = faults_of(&sim(&[&[p, "--policy", &spec][..], &json].concat()));
+        assert_eq!(alone[..], swept[2 * i..2 * i + 2], "{spec}");
+        specs.push(spec);
+    }
+    let mut counts: Vec<u64> = swept.iter().map(|r| r.2).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    assert!(
+        counts.len() > 2,
+        "L changes nothing on this trace: {counts:?}"
+    );
+}
+
+#[test]
+fn test_sweep_with_a_baseline_prints_parameter_columns_and_plots() {
+    let path = trace_file("runs-plot.txt", &runs_trace());
+    let plot = path.with_extension("svg");
+    let out = sim(&[
+        path.to_str().unwrap(),
+        "--policy",
+        "lru",
+        "--sweep",
+        "seq:L=4,16,M=20,50",
+        "--frames",
+        "200",
+        "--format",
+        "csv",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 1 + 4, "{text}");
+    assert!(lines[0].starts_with("policy,L,M,frames,"), "{text}");
+    assert!(lines[1].starts_with("lru,,,200,"), "{text}");
+    assert!(lines[3].starts_with("\"seq:L=4,M=50\",4,50,200,"), "{text}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("parameter L") && svg.contains("200 frames, M=50"));
+}
+
+#[test]
+fn test_bad_sweep_specs_exit_non_zero_naming_what_is_wrong() {
+    let path = trace_file("sweep-bad.txt", &loop_trace(10, 3));
+    let p = path.to_str().unwrap();
+    for (spec, says) in [
+        ("seq:L=64..2", "empty range"),
+        ("seq:L=2..64:0", "step of zero"),
+        ("seq:Q=2..4", "L, M, N, X"),
+        ("sqe:L=2..4", "unknown policy `sqe`"),
+        ("fifo:L=2", "takes no parameters"),
+        ("seq:N=0..3", "seq:N=0"),
+        ("seq:L=2..x", "`x` is not a non-negative integer"),
+        ("seq", "nothing to sweep"),
+    ] {
+        let out = sim(&[p, "--sweep", spec, "--frames", "4"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{spec}: {err}");
+        assert!(
+            err.contains("--sweep") && err.contains(says),
+            "{spec}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{spec}: {err}");
+        assert!(out.stdout.is_empty(), "{spec}");
+    }
+}

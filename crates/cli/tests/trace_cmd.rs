@@ -142,3 +142,49 @@ fn test_trace_record_runs_the_program_under_lackey() {
     assert!(!out.status.success(), "the program's failure is reported");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn test_trace_convert_writes_oracle_general_that_reads_back_and_record_refuses_it() {
+    let dir = scratch("oracle");
+    let text = dir.join("t.txt");
+    std::fs::write(&text, "5\n9\n5\n0x20\n9\n").unwrap();
+    let lcs = dir.join("t.oracleGeneral");
+    let out = pagepilot(&["trace", "convert", s(&text), "-o", s(&lcs)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::metadata(&lcs).unwrap().len(), 5 * 24);
+    let back = dir.join("back.txt");
+    let out = pagepilot(&["trace", "convert", s(&lcs), "-o", s(&back)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pages: Vec<String> = std::fs::read_to_string(&back)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.trim().to_string())
+        .collect();
+    let expected: Vec<String> = ["5", "9", "5", "32", "9"].map(String::from).into();
+    let hex: Vec<String> = ["0x5", "0x9", "0x5", "0x20", "0x9"]
+        .map(String::from)
+        .into();
+    assert!(pages == expected || pages == hex, "{pages:?}");
+
+    let out = pagepilot(&[
+        "trace",
+        "record",
+        "-o",
+        s(&lcs),
+        "--to",
+        "oracle-general",
+        "--",
+        "true",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot record"));
+}

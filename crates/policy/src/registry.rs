@@ -288,6 +288,24 @@ pub fn describe() -> Vec<(&'static str, &'static str)> {
     ENTRIES.iter().map(|e| (e.name, e.about)).collect()
 }
 
+/// The parameters each built-in policy accepts, as its spec spells them
+/// (`seq:L=50`). Policies not listed take none.
+const PARAMETERS: &[(&str, &[&str])] = &[
+    ("s3fifo", &["small"]),
+    ("2q", &["kin", "kout"]),
+    ("seq", &["L", "M", "N", "X"]),
+    ("seq-live", &["L", "M", "N", "X"]),
+];
+
+/// The parameters a built-in policy accepts (empty if it takes none), or
+/// `None` if `name` is not a built-in policy.
+pub fn parameters(name: &str) -> Option<&'static [&'static str]> {
+    let name = name.trim().to_ascii_lowercase();
+    let entry = ENTRIES.iter().find(|e| e.name == name)?;
+    let declared = PARAMETERS.iter().find(|(n, _)| *n == entry.name);
+    Some(declared.map_or(&[][..], |(_, params)| *params))
+}
+
 /// Builds any policy, for the simulator.
 pub fn build(spec: &str, setup: &Setup) -> Result<Built, RegistryError> {
     if crate::program::is_program_spec(spec) {
@@ -373,6 +391,35 @@ mod tests {
             Err(RegistryError::SimulatorOnly(_))
         ));
         assert_eq!(build_live("lru", &setup).unwrap().name(), "clock");
+    }
+
+    #[test]
+    fn test_declared_parameters_are_the_ones_each_policy_accepts() {
+        let setup = Setup {
+            slots: 4,
+            frames: 2,
+            future: Some(&[0, 1, 2, 3]),
+        };
+        for name in available() {
+            let params = parameters(name).unwrap();
+            for p in params {
+                assert!(
+                    build(&format!("{name}:{p}=5"), &setup).is_ok(),
+                    "{name}:{p}"
+                );
+            }
+            let err = build(&format!("{name}:zz=1"), &setup).err().unwrap();
+            let RegistryError::BadParameter { why, .. } = err else {
+                panic!("{name}: {err}");
+            };
+            if params.is_empty() {
+                assert!(why.contains("no parameters"), "{name}: {why}");
+            } else {
+                assert!(why.ends_with(&params.join(", ")), "{name}: {why}");
+            }
+        }
+        assert_eq!(parameters("SEQ"), Some(&["L", "M", "N", "X"][..]));
+        assert_eq!(parameters("nosuch"), None);
     }
 
     #[test]

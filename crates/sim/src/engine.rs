@@ -210,6 +210,12 @@ impl<'t> Machine<'t> {
         if let Driver::Reference(p) = &mut self.driver {
             p.on_reference(self.mem.page_at(slot), index);
         }
+        self.serve(slot, write, index)
+    }
+
+    /// [`Machine::access`] once the policy has seen the reference.
+    #[inline]
+    fn serve(&mut self, slot: u32, write: bool, index: u64) -> Access {
         let s = slot as usize;
         let f = self.mem.flags[s];
         if f & RESIDENT != 0 {
@@ -305,6 +311,35 @@ impl<'t> Machine<'t> {
         }
     }
 
+    /// Simulates every reference of `trace` in order, as [`Machine::access`]
+    /// would one by one. A reference to a resident page whose referenced bit
+    /// is set is a hit that no live policy observes (a live pager does not
+    /// see it either): for live policies such hits are counted in a tight
+    /// loop, without a call per reference; a reference policy still sees
+    /// every reference.
+    pub fn run_trace(&mut self, trace: &Trace) {
+        let writes = trace.has_writes();
+        let reference = matches!(self.driver, Driver::Reference(_));
+        const SEEN: u8 = RESIDENT | REFERENCED;
+        for (i, &slot) in trace.refs.iter().enumerate() {
+            let write = writes && trace.is_write(i);
+            if reference {
+                if let Driver::Reference(p) = &mut self.driver {
+                    p.on_reference(self.mem.page_at(slot), i as u64);
+                }
+            }
+            let f = &mut self.mem.flags[slot as usize];
+            if *f & SEEN == SEEN {
+                if write {
+                    *f |= MODIFIED;
+                }
+            } else {
+                self.serve(slot, write, i as u64);
+            }
+        }
+        self.counters.references += trace.refs.len() as u64;
+    }
+
     /// Takes `count` frames back from the policy (a ReclaimFrame event).
     pub fn reclaim(&mut self, count: usize) {
         let chosen = {
@@ -347,10 +382,7 @@ impl<'t> Machine<'t> {
 /// Runs a whole trace through a policy with `frames` frames.
 pub fn simulate(trace: &Trace, policy: Built, frames: usize) -> Counters {
     let mut m = Machine::new(trace, policy, frames, 0);
-    let writes = trace.has_writes();
-    for (i, &slot) in trace.refs.iter().enumerate() {
-        m.access(slot, writes && trace.is_write(i), i as u64);
-    }
+    m.run_trace(trace);
     m.finish()
 }
 
@@ -358,10 +390,54 @@ pub fn simulate(trace: &Trace, policy: Built, frames: usize) -> Counters {
 /// program stopped by its budget) for the run's report.
 pub fn simulate_reporting(trace: &Trace, policy: Built, frames: usize) -> (Counters, Vec<String>) {
     let mut m = Machine::new(trace, policy, frames, 0);
-    let writes = trace.has_writes();
-    for (i, &slot) in trace.refs.iter().enumerate() {
-        m.access(slot, writes && trace.is_write(i), i as u64);
-    }
+    m.run_trace(trace);
     let incidents = m.incidents();
     (m.finish(), incidents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagepilot_policy::registry::{self, Setup};
+
+    /// Loops, a sweep and scattered pages, a third of them writes.
+    fn mixed_trace_with_writes() -> Trace {
+        let mut t = Trace::new();
+        let mut x = 11u64;
+        for i in 0..6000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let page = match (i / 700) % 3 {
+                0 => i % 90,
+                1 => i % 400,
+                _ => (x >> 40) % 150,
+            };
+            t.push(page, matches!((x >> 20) % 3, 0));
+        }
+        t
+    }
+
+    #[test]
+    fn test_run_trace_counts_exactly_what_access_by_access_counts() {
+        let trace = mixed_trace_with_writes();
+        assert!(trace.has_writes());
+        for name in registry::available() {
+            for frames in [7, 60, 200] {
+                let setup = Setup {
+                    slots: trace.distinct(),
+                    frames,
+                    future: Some(&trace.refs),
+                };
+                let build = || registry::build(name, &setup).unwrap();
+                let mut one = Machine::new(&trace, build(), frames, 0);
+                for (i, &slot) in trace.refs.iter().enumerate() {
+                    one.access(slot, trace.is_write(i), i as u64);
+                }
+                let mut batched = Machine::new(&trace, build(), frames, 0);
+                batched.run_trace(&trace);
+                assert_eq!(batched.finish(), one.finish(), "{name} at {frames}");
+            }
+        }
+    }
 }

@@ -3,6 +3,7 @@
 pub mod curve;
 pub mod engine;
 pub mod global;
+pub mod param_sweep;
 pub mod plot;
 pub mod report;
 pub mod sweep;

@@ -12,6 +12,10 @@ pub struct Row {
     pub policy: String,
     /// Frames of memory.
     pub frames: usize,
+    /// In a parameter sweep: the policy's parameters at this point, in the
+    /// sweep's order (a JSON object; one column each in tables and CSV).
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_object")]
+    pub params: Vec<(String, u64)>,
     /// In a multiprogrammed run: the process, or `all` for the whole run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<String>,
@@ -55,6 +59,7 @@ impl Row {
         Row {
             policy: policy.to_string(),
             frames,
+            params: Vec::new(),
             process: None,
             references,
             faults,
@@ -66,6 +71,26 @@ impl Row {
             incidents: Vec::new(),
         }
     }
+}
+
+fn as_object<S: serde::Serializer>(params: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(params.len()))?;
+    for (k, v) in params {
+        map.serialize_entry(k, v)?;
+    }
+    map.end()
+}
+
+/// The parameter names of `rows`, in order of first appearance.
+fn param_names(rows: &[Row]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for (k, _) in rows.iter().flat_map(|r| &r.params) {
+        if !names.contains(&k.as_str()) {
+            names.push(k);
+        }
+    }
+    names
 }
 
 /// How a report is printed.
@@ -96,6 +121,7 @@ pub fn write(rows: &[Row], format: Format, out: &mut dyn Write) -> io::Result<()
         }
         Format::Table => {
             let cells = cells(rows, true);
+            let process_column = 2 + param_names(rows).len();
             let widths: Vec<usize> = (0..cells[0].len())
                 .map(|c| cells.iter().map(|l| l[c].len()).max().unwrap_or(0))
                 .collect();
@@ -106,7 +132,7 @@ pub fn write(rows: &[Row], format: Format, out: &mut dyn Write) -> io::Result<()
                     .enumerate()
                     .map(|(c, (cell, &w))| {
                         // Names flush left, numbers flush right.
-                        if c == 0 || (c == 2 && has_process(rows)) {
+                        if c == 0 || (c == process_column && has_process(rows)) {
                             format!("{cell:<w$}")
                         } else {
                             format!("{cell:>w$}")
@@ -128,7 +154,10 @@ fn has_process(rows: &[Row]) -> bool {
 fn cells(rows: &[Row], human: bool) -> Vec<Vec<String>> {
     let process = has_process(rows);
     let elapsed = rows.iter().any(|r| r.elapsed.is_some());
-    let mut header = vec!["policy", "frames"];
+    let params = param_names(rows);
+    let mut header = vec!["policy"];
+    header.extend(&params);
+    header.push("frames");
     if process {
         header.push("process");
     }
@@ -152,7 +181,12 @@ fn cells(rows: &[Row], human: bool) -> Vec<Vec<String>> {
         }
     };
     for r in rows {
-        let mut line = vec![csv_field(&r.policy), r.frames.to_string()];
+        let mut line = vec![csv_field(&r.policy)];
+        for name in &params {
+            let value = r.params.iter().find(|(k, _)| k == name);
+            line.push(value.map(|(_, v)| v.to_string()).unwrap_or_default());
+        }
+        line.push(r.frames.to_string());
         if process {
             line.push(csv_field(r.process.as_deref().unwrap_or("")));
         }
@@ -218,6 +252,31 @@ mod tests {
         assert_eq!(o["faults"], 10);
         assert_eq!(o["cold_faults"], 3);
         assert!(o.get("process").is_none());
+    }
+
+    #[test]
+    fn test_sweep_rows_show_each_parameter_as_a_column_and_a_json_object() {
+        let mut a = Row::new("seq:L=2,M=20", 64, 1000, 10, 3, 2);
+        a.params = vec![("L".into(), 2), ("M".into(), 20)];
+        let mut b = Row::new("seq:L=4,M=20", 64, 1000, 9, 3, 2);
+        b.params = vec![("L".into(), 4), ("M".into(), 20)];
+        let lru = Row::new("lru", 64, 1000, 12, 3, 0);
+        let rows = [a, b, lru];
+        let csv = render(&rows, Format::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(
+            lines[0].starts_with("policy,L,M,frames,references"),
+            "{csv}"
+        );
+        assert!(
+            lines[2].starts_with("\"seq:L=4,M=20\",4,20,64,1000,9"),
+            "{csv}"
+        );
+        assert!(lines[3].starts_with("lru,,,64,1000,12"), "{csv}");
+        let v: serde_json::Value = serde_json::from_str(&render(&rows, Format::Json)).unwrap();
+        assert_eq!(v[1]["params"]["L"], 4);
+        assert_eq!(v[1]["params"]["M"], 20);
+        assert!(v[2].get("params").is_none());
     }
 
     #[test]

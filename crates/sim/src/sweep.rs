@@ -46,6 +46,60 @@ pub fn auto_frames(distinct: usize, points: usize) -> Vec<usize> {
     sizes
 }
 
+/// How a sweep spreads its runs over the machine, to tell the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// (policy, size) points.
+    pub runs: usize,
+    /// Policies.
+    pub policies: usize,
+    /// Memory sizes.
+    pub sizes: usize,
+    /// Policies computed as one-pass curves for every size (LRU, OPT).
+    pub curves: Vec<String>,
+    /// Threads the runs are spread over.
+    pub cores: usize,
+}
+
+impl Plan {
+    /// The plan of [`sweep`] for `specs` at `frames` with `parallelism`.
+    pub fn of(specs: &[String], frames: &[usize], parallelism: Parallelism) -> Plan {
+        Plan {
+            runs: specs.len() * frames.len(),
+            policies: specs.len(),
+            sizes: frames.len(),
+            curves: specs
+                .iter()
+                .filter(|s| StackPolicy::of_spec(s).is_some())
+                .cloned()
+                .collect(),
+            cores: match parallelism {
+                Parallelism::AllCores => rayon::current_num_threads(),
+                Parallelism::Serial => 1,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "{} ({} x {}) in parallel on {}",
+            count(self.runs, "run", "runs"),
+            count(self.policies, "policy", "policies"),
+            count(self.sizes, "size", "sizes"),
+            count(self.cores, "core", "cores"),
+        )?;
+        if !self.curves.is_empty() && self.sizes > 1 {
+            write!(f, "; {}: one pass for every size", self.curves.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
 /// One unit of work: a whole stack curve, or one policy at one size.
 enum Job<'a> {
     Curve(usize, StackPolicy),
@@ -215,6 +269,22 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("nope") && err.contains("fifo"), "{err}");
+    }
+
+    #[test]
+    fn test_plan_says_how_many_runs_go_on_how_many_cores() {
+        let plan = Plan::of(
+            &specs(&["lru", "fifo", "seq:L=5"]),
+            &[4, 8],
+            Parallelism::AllCores,
+        );
+        assert_eq!(plan.runs, 6);
+        assert_eq!(plan.cores, rayon::current_num_threads());
+        let text = Plan::of(&specs(&["fifo"]), &[4], Parallelism::Serial).to_string();
+        assert_eq!(text, "1 run (1 policy x 1 size) in parallel on 1 core");
+        let text = plan.to_string();
+        assert!(text.starts_with("6 runs (3 policies x 2 sizes)"), "{text}");
+        assert!(text.ends_with("; lru: one pass for every size"), "{text}");
     }
 
     #[test]

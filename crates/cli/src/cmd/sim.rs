@@ -5,8 +5,9 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use pagepilot_sim::param_sweep::{self, ParamSweep, ParamSweepError};
 use pagepilot_sim::report::{self, Format, Row};
-use pagepilot_sim::sweep::{self, Parallelism};
+use pagepilot_sim::sweep::{self, Parallelism, Plan};
 use pagepilot_sim::{global, Trace};
 use thiserror::Error;
 
@@ -20,17 +21,26 @@ pub struct Args {
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
     /// Policies: comma-separated registry specs, e.g. `lru,fifo,seq:L=50,M=20`
-    /// [default: lru,fifo,clock,opt; with --global: lru,fifo,clock].
+    /// [default: lru,fifo,clock,opt; with --global: lru,fifo,clock; with
+    /// --sweep: none].
     #[arg(long, short)]
     policy: Vec<String>,
+    /// Sweep a policy's parameters over a grid, one run per point and size:
+    /// `POLICY:PARAM=VALUES,...`, values as integers `8`, inclusive ranges
+    /// `2..64`, stepped ranges `2..64:4`, geometric ranges `2..64*2`, or
+    /// lists of those (`L=2..8,16,32,M=20,50`); several parameters form a
+    /// grid. Runs beside the `--policy` policies.
+    #[arg(long, value_name = "SPEC")]
+    sweep: Option<String>,
     /// Memory sizes in frames, comma-separated, or `auto` (about 20 sizes
-    /// spread evenly up to the footprint).
+    /// spread evenly up to the footprint; 5 with --sweep).
     #[arg(long, short, default_value = "auto")]
     frames: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: FormatArg,
-    /// Also plot fault rate against memory size to this PNG or SVG file.
+    /// Also plot fault rate against memory size (with --sweep: against the
+    /// swept parameter, one curve per size) to this PNG or SVG file.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
     /// How to read the traces.
@@ -68,16 +78,31 @@ pub enum SimError {
     /// Several traces without `--global`.
     #[error("{0} traces given: simulate one trace at a time, or several with --global")]
     SeveralTraces(usize),
+    /// A `--sweep` spec was not accepted.
+    #[error("--sweep: {0}")]
+    Sweep(#[from] ParamSweepError),
 }
 
 /// Runs `pagepilot sim`.
 pub fn run(args: Args) -> CmdResult {
-    let specs = match (args.policy.is_empty(), args.global) {
-        (false, _) => policy_specs(&args.policy)?,
-        // OPT has no fixed future in a multiprogrammed run.
-        (true, true) => strings(&["lru", "fifo", "clock"]),
-        (true, false) => strings(&["lru", "fifo", "clock", "opt"]),
+    let grid = match &args.sweep {
+        Some(text) => {
+            let grid = ParamSweep::parse(text).map_err(SimError::Sweep)?;
+            let points = grid.points().map_err(SimError::Sweep)?;
+            Some((grid, points))
+        }
+        None => None,
     };
+    let mut specs = match (args.policy.is_empty(), args.global, &grid) {
+        (false, _, _) => policy_specs(&args.policy)?,
+        (true, _, Some(_)) => Vec::new(),
+        // OPT has no fixed future in a multiprogrammed run.
+        (true, true, None) => strings(&["lru", "fifo", "clock"]),
+        (true, false, None) => strings(&["lru", "fifo", "clock", "opt"]),
+    };
+    if let Some((_, points)) = &grid {
+        specs.extend(points.iter().map(|p| p.spec.clone()));
+    }
     if !args.global && args.traces.len() > 1 {
         return Err(SimError::SeveralTraces(args.traces.len()).into());
     }
@@ -87,10 +112,11 @@ pub fn run(args: Args) -> CmdResult {
         .map(|p| args.load.load(p))
         .collect::<Result<Vec<_>, _>>()?;
     let footprint = traces.iter().map(Trace::distinct).sum();
-    let frames = parse_frames(&args.frames, footprint)?;
-    let bar = progress((specs.len() * frames.len()) as u64);
+    let auto_points = if grid.is_some() { 5 } else { 20 };
+    let frames = parse_frames(&args.frames, footprint, auto_points)?;
+    let bar = progress(&Plan::of(&specs, &frames, Parallelism::AllCores));
     let tick = |n| bar.inc(n);
-    let rows = if args.global {
+    let mut rows = if args.global {
         let names: Vec<String> = args
             .traces
             .iter()
@@ -105,6 +131,9 @@ pub fn run(args: Args) -> CmdResult {
         sweep::sweep(&traces[0], &specs, &frames, Parallelism::AllCores, &tick)?
     };
     bar.finish_and_clear();
+    if let Some((_, points)) = &grid {
+        param_sweep::label_rows(points, &mut rows);
+    }
     let format = match args.format {
         FormatArg::Table => Format::Table,
         FormatArg::Json => Format::Json,
@@ -133,7 +162,14 @@ pub fn run(args: Args) -> CmdResult {
         } else {
             names.join(" ")
         };
-        sim_plot::fault_rate_curves(&whole_runs(&rows), &title, path)?;
+        match &grid {
+            Some((grid, points)) => {
+                let axis = &grid.main_axis().name;
+                let title = format!("{title}: {}", args.sweep.as_deref().unwrap_or_default());
+                sim_plot::parameter_curves(&whole_runs(&rows), points, axis, &title, path)?
+            }
+            None => sim_plot::fault_rate_curves(&whole_runs(&rows), &title, path)?,
+        }
     }
     Ok(())
 }
@@ -176,10 +212,11 @@ fn policy_specs(values: &[String]) -> Result<Vec<String>, SimError> {
     Ok(specs)
 }
 
-/// Parses `--frames`: `auto` or a comma-separated list of positive sizes.
-fn parse_frames(text: &str, footprint: usize) -> Result<Vec<usize>, SimError> {
+/// Parses `--frames`: `auto` (`auto_points` sizes) or a comma-separated
+/// list of positive sizes.
+fn parse_frames(text: &str, footprint: usize, auto_points: usize) -> Result<Vec<usize>, SimError> {
     if text.trim().eq_ignore_ascii_case("auto") {
-        return Ok(sweep::auto_frames(footprint, 20));
+        return Ok(sweep::auto_frames(footprint, auto_points));
     }
     text.split(',')
         .map(|item| match item.trim().parse::<usize>() {
@@ -189,12 +226,15 @@ fn parse_frames(text: &str, footprint: usize) -> Result<Vec<usize>, SimError> {
         .collect()
 }
 
-/// A progress bar on stderr when it is a terminal, hidden otherwise.
-fn progress(total: u64) -> ProgressBar {
+/// A progress bar on stderr, under a line saying how the runs are spread
+/// over the cores, when stderr is a terminal; hidden otherwise (a pipe's
+/// reader gets the report alone).
+fn progress(plan: &Plan) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(total);
+    eprintln!("{plan}");
+    let bar = ProgressBar::new(plan.runs as u64);
     if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}") {
         bar.set_style(style);
     }
@@ -216,10 +256,11 @@ mod tests {
 
     #[test]
     fn test_frames_are_positive_numbers_or_auto() {
-        assert_eq!(parse_frames("64, 128", 10).unwrap(), vec![64, 128]);
-        assert_eq!(parse_frames("auto", 40).unwrap().len(), 20);
-        let err = parse_frames("64,0", 10).unwrap_err().to_string();
+        assert_eq!(parse_frames("64, 128", 10, 20).unwrap(), vec![64, 128]);
+        assert_eq!(parse_frames("auto", 40, 20).unwrap().len(), 20);
+        assert_eq!(parse_frames("auto", 40, 5).unwrap().len(), 5);
+        let err = parse_frames("64,0", 10, 20).unwrap_err().to_string();
         assert!(err.contains("`0`"), "{err}");
-        assert!(parse_frames("64,x", 10).is_err());
+        assert!(parse_frames("64,x", 10, 20).is_err());
     }
 }

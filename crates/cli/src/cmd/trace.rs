@@ -14,7 +14,7 @@ use super::CmdResult;
 pub enum Command {
     /// Print references, distinct pages, footprint and writes of a trace.
     Stats(StatsArgs),
-    /// Convert a trace (any readable format) to binary or text.
+    /// Convert a trace (any readable format) to binary, text or oracle-general.
     Convert(ConvertArgs),
     /// Run a program under valgrind lackey, writing its page trace as it runs.
     Record(RecordArgs),
@@ -75,8 +75,9 @@ pub struct ConvertArgs {
     /// The output file; `.zst` compresses it.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Output format: binary or text (default: text if OUT ends in .txt,
-    /// else binary).
+    /// Output format: binary, text or oracle-general (libCacheSim's;
+    /// default: text if OUT ends in .txt, oracle-general if it ends in
+    /// .oracleGeneral, else binary).
     #[arg(long, value_parser = parse_writable)]
     to: Option<Format>,
     #[command(flatten)]
@@ -100,7 +101,7 @@ pub struct RecordArgs {
     collapse: bool,
     /// Output format: binary or text (default: text if OUT ends in .txt,
     /// else binary).
-    #[arg(long, value_parser = parse_writable)]
+    #[arg(long, value_parser = parse_streamable)]
     to: Option<Format>,
     /// The Valgrind executable.
     #[arg(long, default_value = "valgrind")]
@@ -212,6 +213,8 @@ fn output_format(to: Option<Format>, out: &Path) -> Format {
         let name = name.strip_suffix(".zst").unwrap_or(&name);
         if name.ends_with(".txt") {
             Format::Text
+        } else if name.ends_with(".oraclegeneral") {
+            Format::OracleGeneral
         } else {
             Format::Binary
         }
@@ -272,7 +275,19 @@ fn parse_writable(s: &str) -> Result<Format, String> {
     if f.writable() {
         Ok(f)
     } else {
-        Err(format!("cannot write {f} traces (only binary and text)"))
+        Err(format!(
+            "cannot write {f} traces (only binary, text and oracle-general)"
+        ))
+    }
+}
+
+/// A format `trace record` writes as the program runs: binary or text.
+fn parse_streamable(s: &str) -> Result<Format, String> {
+    match parse_format(s)? {
+        f @ (Format::Binary | Format::Text) => Ok(f),
+        f => Err(format!(
+            "cannot record {f} traces (only binary and text; convert after)"
+        )),
     }
 }
 

@@ -92,6 +92,30 @@ pub fn interfault_curves(series: &[Series], title: &str, out: &Path) -> Result<(
     one_panel(series, title, Metric::InterFault, out)
 }
 
+/// Writes fault rate (faults per million references, cold excluded) against
+/// a policy parameter (`param`, for example SEQ's `L`), one curve per series
+/// (usually one per memory size), to `out` (`.png` or `.svg`). The points'
+/// first coordinate is the parameter's value.
+pub fn parameter_curves(
+    series: &[Series],
+    param: &str,
+    title: &str,
+    out: &Path,
+) -> Result<(), PlotError> {
+    let panel = Panel {
+        title: title.into(),
+        series: series.to_vec(),
+    };
+    let x_desc = format!("parameter {param}");
+    draw_curves(
+        std::slice::from_ref(&panel),
+        Metric::FaultRate,
+        "",
+        &x_desc,
+        out,
+    )
+}
+
 fn one_panel(series: &[Series], title: &str, metric: Metric, out: &Path) -> Result<(), PlotError> {
     let panel = Panel {
         title: title.into(),
@@ -109,6 +133,16 @@ pub fn curve_panels(
     title: &str,
     out: &Path,
 ) -> Result<(), PlotError> {
+    draw_curves(panels, metric, title, "memory size (frames)", out)
+}
+
+fn draw_curves(
+    panels: &[Panel],
+    metric: Metric,
+    title: &str,
+    x_desc: &str,
+    out: &Path,
+) -> Result<(), PlotError> {
     let drawable = |p: &Panel| p.series.iter().any(|s| !finite(s).is_empty());
     if panels.is_empty() || !panels.iter().any(drawable) {
         return Err(PlotError::Empty {
@@ -121,6 +155,7 @@ pub fn curve_panels(
             panels,
             metric,
             title,
+            x_desc,
         },
         out,
     )
@@ -146,6 +181,7 @@ struct Curves<'a> {
     panels: &'a [Panel],
     metric: Metric,
     title: &'a str,
+    x_desc: &'a str,
 }
 
 fn finite(s: &Series) -> Vec<(f64, f64)> {
@@ -182,7 +218,7 @@ impl Figure for Curves<'_> {
         let n = self.panels.len();
         let cells = area.split_evenly((n.div_ceil(PER_ROW), n.min(PER_ROW)));
         for (panel, cell) in self.panels.iter().zip(cells.iter()) {
-            draw_panel(panel, self.metric, cell)?;
+            draw_panel(panel, self.metric, self.x_desc, cell)?;
         }
         Ok(())
     }
@@ -191,6 +227,7 @@ impl Figure for Curves<'_> {
 fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     metric: Metric,
+    x_desc: &str,
     area: &DrawingArea<DB, Shift>,
 ) -> DrawResult {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
@@ -208,7 +245,7 @@ fn draw_panel<DB: DrawingBackend>(
         .map_err(e)?;
     chart
         .configure_mesh()
-        .x_desc("memory size (frames)")
+        .x_desc(x_desc)
         .y_desc(metric.axis_label())
         .label_style((FAMILY, 14))
         .axis_desc_style((FAMILY, 15))

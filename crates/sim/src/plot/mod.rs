@@ -5,6 +5,8 @@
 //!   memory size (frames), one curve per policy (the paper's Figures 1-2).
 //! - [`interfault_curves`]: mean inter-fault time (references between faults)
 //!   against memory size (Figures 3-4).
+//! - [`parameter_curves`]: fault rate against a policy parameter, one curve
+//!   per memory size (Figures 9-10's sensitivity, by parameter).
 //! - [`curve_panels`]: several such charts side by side in one file.
 //! - [`spacetime`]: a space-time graph, time (reference index) across, page
 //!   (renumbered densely in address order, see [`PageAxis`]) up, binned into a
@@ -26,7 +28,9 @@ use thiserror::Error;
 mod curves;
 mod spacetime;
 
-pub use curves::{curve_panels, fault_rate_curves, interfault_curves, Metric, Panel, Series};
+pub use curves::{
+    curve_panels, fault_rate_curves, interfault_curves, parameter_curves, Metric, Panel, Series,
+};
 pub use spacetime::{spacetime, spacetime_grid, Extent, PageAxis, SpaceTimeGrid};
 
 /// DejaVu Sans (Bitstream Vera license, see `assets/DejaVuSans-LICENSE.txt`).

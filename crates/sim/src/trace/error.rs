@@ -57,7 +57,9 @@ pub enum TraceError {
         path: PathBuf,
     },
     /// The format can be read but not written.
-    #[error("traces cannot be written in the {format} format (only binary and text)")]
+    #[error(
+        "traces cannot be written in the {format} format (only binary, text and oracle-general)"
+    )]
     Unwritable {
         /// The format asked for.
         format: super::Format,

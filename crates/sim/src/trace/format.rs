@@ -42,7 +42,7 @@ impl Format {
 
     /// Whether [`super::write`] can produce this format.
     pub fn writable(self) -> bool {
-        matches!(self, Format::Text | Format::Binary)
+        matches!(self, Format::Text | Format::Binary | Format::OracleGeneral)
     }
 }
 

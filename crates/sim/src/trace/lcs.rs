@@ -1,9 +1,10 @@
 //! libCacheSim's trace formats, so its public trace collections load:
 //! `oracleGeneral` (binary records) and `txt` (one object id per line).
-//! Each object id becomes one page number.
+//! Each object id becomes one page number. [`write_oracle_general`] writes
+//! `oracleGeneral` back, so libCacheSim can run pagepilot's traces.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Read};
+use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 use super::sink::Batched;
@@ -50,6 +51,30 @@ pub fn read_oracle_general(
         }
     }
     Ok(sink.finish().map(Batched::into_trace).unwrap_or_default())
+}
+
+/// Writes `trace` as `oracleGeneral` records, one per reference: the
+/// reference's index as its timestamp (saturating at `u32::MAX`), the page
+/// number as the object id, an object size of 1 (one object per page, so a
+/// libCacheSim cache of `n` bytes holds `n` pages), and the index of the
+/// page's next reference (-1 if none), which libCacheSim's Belady needs.
+pub fn write_oracle_general(trace: &Trace, out: &mut impl Write) -> std::io::Result<()> {
+    let mut next = vec![-1i64; trace.distinct()];
+    let mut next_use = vec![0i64; trace.len()];
+    for (i, &slot) in trace.refs.iter().enumerate().rev() {
+        next_use[i] = next[slot as usize];
+        next[slot as usize] = i as i64;
+    }
+    let mut rec = [0u8; ORACLE_GENERAL_RECORD];
+    for (i, &slot) in trace.refs.iter().enumerate() {
+        let time = u32::try_from(i).unwrap_or(u32::MAX);
+        rec[0..4].copy_from_slice(&time.to_le_bytes());
+        rec[4..12].copy_from_slice(&trace.pages[slot as usize].to_le_bytes());
+        rec[12..16].copy_from_slice(&1u32.to_le_bytes());
+        rec[16..24].copy_from_slice(&next_use[i].to_le_bytes());
+        out.write_all(&rec)?;
+    }
+    Ok(())
 }
 
 /// Reads a libCacheSim `txt` trace. Like libCacheSim, ids are numbers
@@ -116,7 +141,31 @@ fn parse_c_number(s: &[u8]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_c_number;
+    use super::*;
+
+    #[test]
+    fn test_oracle_general_round_trips_pages_with_next_uses() {
+        let trace = Trace::from_pages([7, 3, 7, u64::MAX, 3, 7]);
+        let mut bytes = Vec::new();
+        write_oracle_general(&trace, &mut bytes).unwrap();
+        assert_eq!(bytes.len(), 6 * ORACLE_GENERAL_RECORD);
+        let field = |i: usize, at: usize| {
+            i64::from_le_bytes(bytes[i * 24 + at..i * 24 + at + 8].try_into().unwrap())
+        };
+        let next: Vec<i64> = (0..6).map(|i| field(i, 16)).collect();
+        assert_eq!(next, [2, 4, 5, -1, -1, -1]);
+        assert_eq!(
+            u32::from_le_bytes(bytes[24 * 5 + 12..24 * 5 + 16].try_into().unwrap()),
+            1
+        );
+        let back =
+            read_oracle_general(&bytes[..], Path::new("t"), &LoadOptions::default()).unwrap();
+        assert_eq!(
+            back.vpns().collect::<Vec<_>>(),
+            trace.vpns().collect::<Vec<_>>()
+        );
+        assert_eq!(back.refs, trace.refs);
+    }
 
     #[test]
     fn test_c_numbers_follow_strtoull_base_zero() {

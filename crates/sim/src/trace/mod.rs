@@ -65,8 +65,8 @@ pub fn detect(path: &Path) -> Result<Format, TraceError> {
     format::detect(path, &src.head).ok_or_else(|| TraceError::Undetected { path: path.into() })
 }
 
-/// Writes `trace` to `path` in `format` (only [`Format::Binary`] and
-/// [`Format::Text`] can be written), zstd-compressed if `path` ends in `.zst`.
+/// Writes `trace` to `path` in `format` (only [`Format::Binary`],
+/// [`Format::Text`] and [`Format::OracleGeneral`] can be written), zstd-compressed if `path` ends in `.zst`.
 pub fn save(trace: &Trace, path: &Path, format: Format) -> Result<(), TraceError> {
     if !format.writable() {
         return Err(TraceError::Unwritable { format });
@@ -98,6 +98,7 @@ pub fn write(
     let r = match format {
         Format::Binary => binary::write(trace, out),
         Format::Text => text::write(trace, out),
+        Format::OracleGeneral => lcs::write_oracle_general(trace, out),
         other => return Err(TraceError::Unwritable { format: other }),
     };
     r.map_err(|e| TraceError::Io {

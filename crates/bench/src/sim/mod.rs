@@ -6,7 +6,12 @@
 //! single-size OPT run, and the one-pass LRU and OPT curves. 100 separate
 //! single-size runs are extrapolated from a sample of sizes spread over the
 //! curve. Medians over `--runs` rounds.
+//!
+//! `--trace PATH` runs on a trace file instead of the synthetic trace;
+//! `--against libcachesim` compares with libCacheSim side by side
+//! ([`against`]).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use pagepilot_policy::registry::{self, Setup};
@@ -17,12 +22,20 @@ use serde::Serialize;
 
 use crate::BenchResult;
 
+mod against;
+mod lcs;
+mod synthetic;
+
+use synthetic::synthetic;
+
 /// Arguments of `pagepilot bench sim`.
 #[derive(clap::Args)]
 pub struct Args {
     /// References in the synthetic trace.
-    #[arg(long, default_value_t = 50_000_000)]
-    refs: u64,
+    /// With --trace: only the first this many references of the file
+    /// [default: 50000000 for the synthetic trace, all of a --trace file].
+    #[arg(long)]
+    refs: Option<u64>,
     /// Distinct pages in the synthetic trace.
     #[arg(long, default_value_t = 65_536)]
     pages: u64,
@@ -42,6 +55,25 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// A trace file (any format `pagepilot sim` reads) instead of the
+    /// synthetic trace.
+    #[arg(long, value_name = "PATH")]
+    trace: Option<PathBuf>,
+    /// Compare with another simulator, side by side in the same rounds.
+    #[arg(long, value_enum, value_name = "SIMULATOR")]
+    against: Option<Against>,
+    /// With --against libcachesim: a Python that has the libcachesim package
+    /// (default: target/libcachesim-venv, else python3, else that venv is
+    /// created).
+    #[arg(long, value_name = "PYTHON")]
+    python: Option<PathBuf>,
+}
+
+/// `--against` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Against {
+    /// libCacheSim, through its Python bindings (PyPI `libcachesim`).
+    Libcachesim,
 }
 
 /// `--format` values.
@@ -65,7 +97,7 @@ struct Report {
     distinct_pages: usize,
     /// References of the prefix the OPT figures use.
     opt_references: u64,
-    trace_source: &'static str,
+    trace_source: String,
     frames_single: usize,
     runs: usize,
     /// Single-size throughput through `simulate()`, million references per second.
@@ -99,9 +131,10 @@ struct Report {
 
 /// Runs `pagepilot bench sim`.
 pub fn run(args: Args) -> BenchResult {
-    if args.refs == 0
+    let refs = args.refs.unwrap_or(50_000_000);
+    if refs == 0
         || args.pages == 0
-        || args.pages > args.refs
+        || (args.trace.is_none() && args.pages > refs)
         || args.pages >= u64::from(u32::MAX)
         || args.runs == 0
         || args.points == 0
@@ -110,8 +143,37 @@ pub fn run(args: Args) -> BenchResult {
     {
         return Err(BenchError::BadArgs.into());
     }
-    eprintln!("building a synthetic trace of {} references...", args.refs);
-    let (trace, source) = stored(synthetic(args.refs, args.pages))?;
+    let (trace, source) = match &args.trace {
+        Some(path) => {
+            eprintln!("loading {}...", path.display());
+            let trace = pagepilot_sim::trace::load(path)?;
+            match args.refs {
+                Some(n) if (n as usize) < trace.len() => {
+                    let prefix = trace.refs[..n as usize].iter();
+                    let pages = prefix.map(|&s| trace.pages[s as usize]);
+                    let source = format!("{}, first {n} references", path.display());
+                    (Trace::from_pages(pages), source)
+                }
+                _ => (trace, path.display().to_string()),
+            }
+        }
+        None => {
+            eprintln!("building a synthetic trace of {refs} references...");
+            let (trace, what) = stored(synthetic(refs, args.pages))?;
+            (trace, format!("synthetic, {what}"))
+        }
+    };
+    if let Some(Against::Libcachesim) = args.against {
+        return against::run(against::Setting {
+            trace: &trace,
+            source,
+            runs: args.runs,
+            points: args.points,
+            sample: args.sample,
+            python: args.python.as_deref(),
+            json: matches!(args.format, Format::Json),
+        });
+    }
     let prefix = trace.refs[..trace.len().min(args.opt_refs as usize)].iter();
     let opt_trace = Trace::from_pages(prefix.map(|&s| trace.pages[s as usize]));
     let distinct = trace.distinct();
@@ -288,81 +350,15 @@ fn single_run(trace: &Trace, name: &str, frames: usize) -> u64 {
     }
 }
 
-fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+/// Times `f`.
+pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
     let start = Instant::now();
     let out = f();
     (start.elapsed(), out)
 }
 
-fn median(times: &mut [Duration]) -> f64 {
+/// The median of `times`, in seconds.
+pub(crate) fn median(times: &mut [Duration]) -> f64 {
     times.sort();
     times[times.len() / 2].as_secs_f64()
-}
-
-/// A deterministic mix of the paper's behaviours over `pages` pages, each
-/// page reference repeated 1-4 times as consecutive accesses to one page
-/// are: loops over small regions, long sweeps up or down, and random
-/// references mostly to a hot region.
-fn synthetic(refs: u64, pages: u64) -> Trace {
-    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-    let total = refs as usize;
-    let mut vpns = Vec::with_capacity(total);
-    // Touch every page once so the footprint is exactly `pages`.
-    vpns.extend(0..pages);
-    let emit = |vpns: &mut Vec<u64>, rng: &mut XorShift, page: u64| {
-        for _ in 0..1 + rng.below(4) {
-            if vpns.len() < total {
-                vpns.push(page % pages);
-            }
-        }
-    };
-    while vpns.len() < total {
-        let start = rng.below(pages);
-        match rng.below(4) {
-            0 => {
-                let len = pages / 4 + rng.below(pages * 3 / 4 + 1);
-                let up = rng.below(2) == 0;
-                for i in 0..len {
-                    emit(&mut vpns, &mut rng, start + if up { i } else { len - i });
-                }
-            }
-            1 | 2 => {
-                let len = 1 + rng.below(pages / 8);
-                for _ in 0..2 + rng.below(9) {
-                    for i in 0..len {
-                        emit(&mut vpns, &mut rng, start + i);
-                    }
-                }
-            }
-            _ => {
-                let hot = 1 + pages / 16;
-                for _ in 0..pages {
-                    let page = if rng.below(10) == 0 {
-                        rng.below(pages)
-                    } else {
-                        start + rng.below(hot)
-                    };
-                    emit(&mut vpns, &mut rng, page);
-                }
-            }
-        }
-    }
-    Trace::from_pages(vpns)
-}
-
-/// xorshift64*: enough randomness for a benchmark trace, and reproducible.
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        if n == 0 {
-            0
-        } else {
-            r % n
-        }
-    }
 }
