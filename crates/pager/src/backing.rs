@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::MapError;
+use crate::stored::StoredPages;
 use crate::sys::{self, PAGE};
 
 /// What a region is backed by.
@@ -82,6 +83,11 @@ pub trait Dataspace: Send + Sync {
 
     /// Bytes read from the kernel's page cache rather than the device (the
     /// store's data was there already).
+    /// Bytes the store's own records hold (what it remembers per page).
+    fn bookkeeping_bytes(&self) -> usize {
+        0
+    }
+
     fn cached_bytes_read(&self) -> u64 {
         0
     }
@@ -326,13 +332,13 @@ impl Dataspace for FileDataspace {
 pub struct SwapDataspace {
     file: File,
     is_direct: bool,
-    /// One bit per page: the page has been written to swap.
-    stored: Vec<AtomicU64>,
+    /// The pages written to swap.
+    stored: StoredPages,
 }
 
 impl SwapDataspace {
-    /// Creates a swap file for `pages` pages in `dir`.
-    pub fn create(dir: &Path, pages: usize) -> Result<Self, MapError> {
+    /// Creates a swap file in `dir` (sparse: it grows with what is written).
+    pub fn create(dir: &Path) -> Result<Self, MapError> {
         let err = |source| MapError::Swap {
             dir: dir.into(),
             source,
@@ -354,7 +360,7 @@ impl SwapDataspace {
         Ok(SwapDataspace {
             file,
             is_direct,
-            stored: (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            stored: StoredPages::default(),
         })
     }
 }
@@ -398,9 +404,7 @@ impl Dataspace for SwapDataspace {
                 (first * PAGE) as u64,
             )?
         };
-        for p in first..first + pages {
-            self.stored[p / 64].fetch_or(1 << (p % 64), Ordering::Release);
-        }
+        self.stored.add(first, pages);
         Ok(())
     }
 
@@ -419,7 +423,11 @@ impl Dataspace for SwapDataspace {
     }
 
     fn has_data(&self, page: usize) -> bool {
-        self.stored[page / 64].load(Ordering::Acquire) & (1 << (page % 64)) != 0
+        self.stored.contains(page)
+    }
+
+    fn bookkeeping_bytes(&self) -> usize {
+        self.stored.bytes()
     }
 
     fn persistent(&self) -> bool {

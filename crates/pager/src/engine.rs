@@ -156,6 +156,18 @@ pub struct Inner {
     pub prefetch_done: u64,
 }
 
+impl Inner {
+    /// Tells the policy of the pages the table stopped remembering, whose
+    /// slots may name other pages now: before every other call of the
+    /// policy.
+    pub fn settle_forgotten(&mut self) {
+        let Inner { table, policy, .. } = self;
+        for page in table.forgotten.drain(..) {
+            policy.on_forget(page);
+        }
+    }
+}
+
 /// Everything a region's handlers share.
 pub struct Shared {
     /// The userfaultfd registered over the application's view.

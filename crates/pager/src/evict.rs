@@ -7,8 +7,6 @@
 
 use std::os::fd::AsRawFd;
 
-use pagepilot_policy::Page;
-
 use crate::engine::{Inner, Shared, RECENT_FAULTS};
 use crate::error::{FailedPage, FlushError};
 use crate::resident::{State, FLUSHING, MODIFIED, PENDING};
@@ -25,14 +23,9 @@ fn errno(e: &std::io::Error) -> i32 {
 fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
     let flags = g.table.flags(s);
     g.table.set(s, State::Evicting, flags);
+    g.settle_forgotten();
     let Inner { table, policy, .. } = g;
-    policy.on_evict(
-        Page {
-            slot: s,
-            vpn: u64::from(s),
-        },
-        table,
-    );
+    policy.on_evict(table.page_view(s), table);
     table.zap_cleared();
     (s, flags & MODIFIED != 0)
 }
@@ -43,24 +36,17 @@ impl Shared {
     /// victim is marked `Evicting` and the policy told it is gone. Returns the
     /// victim and whether it must be written back.
     pub fn take_victim(&self, g: &mut Inner, incoming: u32) -> Option<(u32, bool)> {
+        g.settle_forgotten();
         let Inner { table, policy, .. } = g;
-        let named = policy.victim(
-            Page {
-                slot: incoming,
-                vpn: u64::from(incoming),
-            },
-            table,
-        );
+        let named = policy.victim(table.page_view(incoming), table);
         table.zap_cleared();
-        let v = match named {
+        let v = match named.and_then(|p| table.page_named(p)) {
             Some(p)
-                if p.slot != incoming
-                    && (p.slot as usize) < table.pages()
-                    && p.vpn == u64::from(p.slot)
-                    && table.state(p.slot) == State::Resident
-                    && table.flags(p.slot) & (FLUSHING | PENDING) == 0 =>
+                if p != incoming
+                    && table.state(p) == State::Resident
+                    && table.flags(p) & (FLUSHING | PENDING) == 0 =>
             {
-                p.slot
+                p
             }
             _ => {
                 Counters::add(&self.stats.overruled, 1);
@@ -105,6 +91,7 @@ impl Shared {
     /// policy, like [`Shared::take_victim`]'s.
     pub fn take_reclaimed(&self, g: &mut Inner, count: usize) -> Vec<(u32, bool)> {
         let chosen = {
+            g.settle_forgotten();
             let Inner { table, policy, .. } = &mut *g;
             let c = policy.reclaim(count, table);
             table.zap_cleared();
@@ -112,15 +99,14 @@ impl Shared {
         };
         let mut victims = Vec::new();
         for p in chosen.into_iter().take(count) {
-            let ok = (p.slot as usize) < g.table.pages()
-                && p.vpn == u64::from(p.slot)
-                && g.table.state(p.slot) == State::Resident
-                && g.table.flags(p.slot) & (FLUSHING | PENDING) == 0;
-            if !ok {
+            let page = g.table.page_named(p).filter(|&p| {
+                g.table.state(p) == State::Resident && g.table.flags(p) & (FLUSHING | PENDING) == 0
+            });
+            let Some(page) = page else {
                 Counters::add(&self.stats.overruled, 1);
                 continue;
-            }
-            victims.push(give_up(g, p.slot));
+            };
+            victims.push(give_up(g, page));
         }
         victims
     }
@@ -256,7 +242,7 @@ impl Shared {
     pub fn drop_clean(&self) {
         let mut g = self.lock();
         let mut victims = Vec::new();
-        for s in 0..g.table.pages() as u32 {
+        for s in g.table.held_pages() {
             let f = g.table.flags(s);
             if g.table.state(s) != State::Resident || f & (MODIFIED | FLUSHING | PENDING) != 0 {
                 continue;
@@ -280,7 +266,7 @@ impl Shared {
             let mut g = self.lock();
             let pick: Vec<u32> = match only {
                 Some(list) => list.to_vec(),
-                None => (0..g.table.pages() as u32).collect(),
+                None => g.table.held_pages(),
             };
             for s in pick {
                 let f = g.table.flags(s);

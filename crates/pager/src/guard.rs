@@ -66,6 +66,10 @@ impl Policy for Guarded {
         self.call("on_evict", (), |p| p.on_evict(page, mem));
     }
 
+    fn on_forget(&mut self, page: Page) {
+        self.call("on_forget", (), |p| p.on_forget(page));
+    }
+
     fn reclaim(&mut self, count: usize, mem: &mut dyn Memory) -> Vec<Page> {
         self.call("reclaim", Vec::new(), |p| p.reclaim(count, mem))
     }

@@ -40,6 +40,7 @@ mod resident;
 mod ring;
 mod sigbus;
 mod stats;
+mod stored;
 pub mod sys;
 mod threads;
 

@@ -78,7 +78,7 @@ impl Region {
             Backing::Anonymous { len } => {
                 check_len(*len)?;
                 let dir = opts.swap_dir.clone().unwrap_or_else(std::env::temp_dir);
-                let s = SwapDataspace::create(&dir, len.div_ceil(PAGE))?;
+                let s = SwapDataspace::create(&dir)?;
                 (Box::new(s), *len, true)
             }
         };
@@ -90,7 +90,7 @@ impl Region {
             None => registry::build_live(
                 &opts.policy,
                 &Setup {
-                    slots: pages,
+                    slots: budget_frames * (1 + crate::resident::HISTORY_PER_FRAME),
                     frames: budget_frames,
                     future: None,
                 },
@@ -422,6 +422,8 @@ impl Region {
             s.frames_in_use = (g.table.held - g.table.evicting) as u64;
             s.pinned_pages = g.table.pinned as u64;
             s.incidents = g.policy.incidents();
+            s.bookkeeping_bytes =
+                (g.table.bookkeeping_bytes() + self.shared.store.bookkeeping_bytes()) as u64;
         }
         s.budget_frames = self.budget_frames as u64;
         s.pages = (self.shared.map_len / PAGE) as u64;

@@ -2,6 +2,9 @@
 //! mappings with their referenced and modified bits), and the policy's view
 //! of it through [`Memory`].
 
+use std::collections::{HashMap, VecDeque};
+
+use pagepilot_policy::hash::BuildVpnHasher;
 use pagepilot_policy::{Memory, Page};
 
 use crate::sys::{self, PAGE};
@@ -41,9 +44,38 @@ fn code(s: State) -> u8 {
     s as u8
 }
 
+/// A slot naming no page.
+const NO_PAGE: u32 = u32::MAX;
+
 /// The frame table. Lives under the region's lock, next to the policy.
+///
+/// Its size follows the budget, not the region: a page has an entry (a
+/// slot) while it holds a frame and for a while after its eviction, so that
+/// a policy's history of it (ghost lists) and the refault checks still find
+/// it. The pages remembered after their eviction are bounded by
+/// [`HISTORY_PER_FRAME`] times the budget; then the oldest one's slot is
+/// reused, and the policy told to forget it ([`Table::forgotten`]).
 pub struct Table {
+    /// Page -> its slot, for every page held or remembered.
+    slot_of: HashMap<u32, u32, BuildVpnHasher>,
+    /// Per slot: its page (`NO_PAGE`: free).
+    page_in: Vec<u32>,
+    /// Per slot: state and flags.
     bits: Vec<u8>,
+    /// Per slot: the region's eviction sequence number of the page's last
+    /// eviction (0: never).
+    evicted_at: Vec<u64>,
+    /// Per slot: the number of its latest entry in `history`.
+    remembered_as: Vec<u64>,
+    /// Slots of absent pages, oldest eviction first, with their entry's number.
+    history: VecDeque<(u32, u64)>,
+    entries: u64,
+    /// Free slots.
+    free: Vec<u32>,
+    /// Pages whose slots were freed: the policy must forget them before it
+    /// is called again (`Inner::settle_forgotten`).
+    pub forgotten: Vec<Page>,
+    pages: usize,
     /// Pages in state Resident (what the policy sees as resident).
     pub resident: usize,
     /// Frames holding data: every state but Absent.
@@ -62,15 +94,26 @@ pub struct Table {
     /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
     /// lock is released.
     zap_queue: Vec<u32>,
-    /// Per page: the region's eviction sequence number of its last eviction.
-    evicted_at: Vec<u64>,
 }
+
+/// Evicted pages remembered per frame of the budget: ARC's and CAR's
+/// ghosts are at most one budget, S3-FIFO's and 2Q's less.
+pub const HISTORY_PER_FRAME: usize = 2;
 
 impl Table {
     /// A table of `pages` absent pages, `capacity` frames, application view at `app`.
     pub fn new(pages: usize, capacity: usize, app: usize) -> Self {
         Table {
-            bits: vec![0; pages],
+            slot_of: HashMap::default(),
+            page_in: Vec::new(),
+            bits: Vec::new(),
+            evicted_at: Vec::new(),
+            remembered_as: Vec::new(),
+            history: VecDeque::new(),
+            entries: 0,
+            free: Vec::new(),
+            forgotten: Vec::new(),
+            pages,
             resident: 0,
             held: 0,
             pinned: 0,
@@ -80,28 +123,87 @@ impl Table {
             hand: 0,
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
-            evicted_at: vec![0; pages],
         }
     }
 
-    /// The eviction sequence number of page `s`'s last eviction (0: never).
+    /// The slot of page `s`, if it has one.
+    fn slot(&self, s: u32) -> Option<usize> {
+        self.slot_of.get(&s).map(|&k| k as usize)
+    }
+
+    /// A slot for page `s`, given now if it has none.
+    fn slot_for(&mut self, s: u32) -> usize {
+        if let Some(k) = self.slot(s) {
+            return k;
+        }
+        let k = match self.free.pop() {
+            Some(k) => k as usize,
+            None => {
+                self.page_in.push(NO_PAGE);
+                self.bits.push(0);
+                self.evicted_at.push(0);
+                self.remembered_as.push(0);
+                self.page_in.len() - 1
+            }
+        };
+        self.page_in[k] = s;
+        self.slot_of.insert(s, k as u32);
+        k
+    }
+
+    /// Remembers absent slot `k` after its page's eviction; frees the
+    /// oldest remembered slots beyond the history's bound.
+    fn remember(&mut self, k: usize) {
+        self.entries += 1;
+        self.remembered_as[k] = self.entries;
+        self.history.push_back((k as u32, self.entries));
+        let bound = self.capacity.max(1) * HISTORY_PER_FRAME;
+        while self.history.len() > bound {
+            let Some((old, entry)) = self.history.pop_front() else {
+                break;
+            };
+            let old = old as usize;
+            // A page that came back since, or was evicted again later, keeps its slot.
+            if self.remembered_as[old] == entry && self.bits[old] & STATE_MASK == 0 {
+                self.free_slot(old);
+            }
+        }
+    }
+
+    fn free_slot(&mut self, k: usize) {
+        let page = self.page_in[k];
+        self.slot_of.remove(&page);
+        self.page_in[k] = NO_PAGE;
+        self.bits[k] = 0;
+        self.evicted_at[k] = 0;
+        self.free.push(k as u32);
+        self.forgotten.push(Page {
+            slot: k as u32,
+            vpn: u64::from(page),
+        });
+    }
+
+    /// The eviction sequence number of page `s`'s last eviction (0: never,
+    /// or too long ago to be remembered).
     pub fn evicted_at(&self, s: u32) -> u64 {
-        self.evicted_at[s as usize]
+        self.slot(s).map_or(0, |k| self.evicted_at[k])
     }
 
     /// Records page `s`'s eviction as number `seq`.
     pub fn set_evicted_at(&mut self, s: u32, seq: u64) {
-        self.evicted_at[s as usize] = seq;
+        if let Some(k) = self.slot(s) {
+            self.evicted_at[k] = seq;
+        }
     }
 
     /// Number of pages.
     pub fn pages(&self) -> usize {
-        self.bits.len()
+        self.pages
     }
 
     /// The state of page `s`.
     pub fn state(&self, s: u32) -> State {
-        match self.bits[s as usize] & STATE_MASK {
+        match self.slot(s).map_or(0, |k| self.bits[k] & STATE_MASK) {
             0 => State::Absent,
             1 => State::Loading,
             2 => State::Resident,
@@ -112,18 +214,23 @@ impl Table {
 
     /// The flag bits of page `s`.
     pub fn flags(&self, s: u32) -> u8 {
-        self.bits[s as usize] & !STATE_MASK
+        self.slot(s).map_or(0, |k| self.bits[k] & !STATE_MASK)
     }
 
-    /// Sets the flag bits of page `s`.
+    /// Sets the flag bits of page `s` (which holds a frame).
     pub fn set_flags(&mut self, s: u32, flags: u8) {
-        let b = &mut self.bits[s as usize];
-        *b = (*b & STATE_MASK) | (flags & !STATE_MASK);
+        if let Some(k) = self.slot(s) {
+            let b = &mut self.bits[k];
+            *b = (*b & STATE_MASK) | (flags & !STATE_MASK);
+        }
     }
 
     /// Moves page `s` to `to` with `flags`, keeping the counts.
     pub fn set(&mut self, s: u32, to: State, flags: u8) {
         let from = self.state(s);
+        if from == State::Absent && to == State::Absent {
+            return;
+        }
         let held = |x: State| x != State::Absent;
         self.held = self.held + usize::from(held(to)) - usize::from(held(from));
         self.resident = self.resident + usize::from(to == State::Resident)
@@ -132,20 +239,51 @@ impl Table {
             self.pinned + usize::from(to == State::Pinned) - usize::from(from == State::Pinned);
         self.evicting = self.evicting + usize::from(to == State::Evicting)
             - usize::from(from == State::Evicting);
-        self.bits[s as usize] = code(to) | (flags & !STATE_MASK);
+        let k = self.slot_for(s);
+        self.bits[k] = code(to) | (flags & !STATE_MASK);
+        if to == State::Absent {
+            self.bits[k] = 0;
+            self.remember(k);
+        }
+    }
+
+    /// The policy's view of page `s`: its slot (`u32::MAX` if it has none,
+    /// a page no policy was told of).
+    pub fn page_view(&self, s: u32) -> Page {
+        Page {
+            slot: self.slot(s).map_or(u32::MAX, |k| k as u32),
+            vpn: u64::from(s),
+        }
+    }
+
+    /// The page a policy's answer names, if the answer is the page its slot
+    /// holds now.
+    pub fn page_named(&self, p: Page) -> Option<u32> {
+        let page = *self.page_in.get(p.slot as usize)?;
+        (page != NO_PAGE && u64::from(page) == p.vpn).then_some(page)
+    }
+
+    /// Every page holding a frame, in ascending order.
+    pub fn held_pages(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = (0..self.page_in.len())
+            .filter(|&k| self.bits[k] & STATE_MASK != 0)
+            .map(|k| self.page_in[k])
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// A resident page other than `not` and not being flushed, chosen by a rotating hand: the
     /// engine's choice when the policy has none or names an invalid one.
     pub fn fallback_victim(&mut self, not: &[u32]) -> Option<u32> {
-        let n = self.bits.len();
+        let n = self.page_in.len();
         for _ in 0..n {
-            let s = self.hand;
+            let k = self.hand;
             self.hand = (self.hand + 1) % n;
-            let ok =
-                self.bits[s] == code(State::Resident) | (self.bits[s] & (REFERENCED | MODIFIED));
-            if ok && !not.contains(&(s as u32)) {
-                return Some(s as u32);
+            let b = self.bits[k];
+            let ok = b == code(State::Resident) | (b & (REFERENCED | MODIFIED));
+            if ok && !not.contains(&self.page_in[k]) {
+                return Some(self.page_in[k]);
             }
         }
         None
@@ -160,6 +298,21 @@ impl Table {
     /// Pages that fit in the budget without an eviction.
     pub fn room(&self) -> usize {
         self.capacity.saturating_sub(self.held - self.evicting)
+    }
+
+    /// Bytes the table holds: its entries, slots and queues.
+    pub fn bookkeeping_bytes(&self) -> usize {
+        use std::mem::size_of;
+        // A hash map entry: its key, its value and one control byte.
+        self.slot_of.capacity() * (2 * size_of::<u32>() + 1)
+            + self.page_in.capacity() * size_of::<u32>()
+            + self.bits.capacity()
+            + self.evicted_at.capacity() * size_of::<u64>()
+            + self.remembered_as.capacity() * size_of::<u64>()
+            + self.history.capacity() * size_of::<(u32, u64)>()
+            + (self.free.capacity() + self.flush_queue.capacity() + self.zap_queue.capacity())
+                * size_of::<u32>()
+            + self.forgotten.capacity() * size_of::<Page>()
     }
 
     /// Zaps the PTEs of the pages whose referenced bit was cleared, one
@@ -183,17 +336,15 @@ impl Table {
         self.zap_queue.clear();
     }
 
-    fn page_at(slot: u32) -> Page {
-        Page {
-            slot,
-            vpn: u64::from(slot),
-        }
+    /// Slot `slot`'s bits, if it holds a page.
+    fn slot_bits(&self, slot: u32) -> u8 {
+        self.bits.get(slot as usize).copied().unwrap_or(0)
     }
 }
 
 impl Memory for Table {
     fn slots(&self) -> usize {
-        self.bits.len()
+        self.page_in.len()
     }
     fn capacity(&self) -> usize {
         self.capacity
@@ -202,19 +353,32 @@ impl Memory for Table {
         self.resident
     }
     fn is_resident(&self, slot: u32) -> bool {
-        (slot as usize) < self.bits.len() && self.state(slot) == State::Resident
+        self.slot_bits(slot) & STATE_MASK == code(State::Resident)
     }
     fn page(&self, slot: u32) -> Page {
-        Table::page_at(slot)
+        let page = self.page_in.get(slot as usize).copied().unwrap_or(NO_PAGE);
+        Page {
+            slot,
+            vpn: if page == NO_PAGE {
+                u64::MAX
+            } else {
+                u64::from(page)
+            },
+        }
     }
     fn page_of(&self, vpn: u64) -> Option<Page> {
-        (vpn < self.bits.len() as u64).then(|| Table::page_at(vpn as u32))
+        let page = u32::try_from(vpn).ok()?;
+        let k = self.slot(page)?;
+        Some(Page {
+            slot: k as u32,
+            vpn,
+        })
     }
     fn is_referenced(&self, slot: u32) -> bool {
-        self.is_resident(slot) && self.flags(slot) & REFERENCED != 0
+        self.is_resident(slot) && self.slot_bits(slot) & REFERENCED != 0
     }
     fn is_modified(&self, slot: u32) -> bool {
-        self.is_resident(slot) && self.flags(slot) & MODIFIED != 0
+        self.is_resident(slot) && self.slot_bits(slot) & MODIFIED != 0
     }
     fn clear_referenced(&mut self, slot: u32) {
         if !self.is_referenced(slot) {
@@ -223,9 +387,8 @@ impl Memory for Table {
         // The application's PTE is zapped (in a batch, before the lock is
         // released); the frame stays in the memfd and the next access is a
         // minor fault that sets the bit again.
-        let f = self.flags(slot) & !REFERENCED;
-        self.set_flags(slot, f);
-        self.zap_queue.push(slot);
+        self.bits[slot as usize] &= !REFERENCED;
+        self.zap_queue.push(self.page_in[slot as usize]);
     }
     fn request_frames(&mut self, _count: usize) -> usize {
         // No global frame manager yet: the budget is fixed at map time.
@@ -238,9 +401,54 @@ impl Memory for Table {
         if !self.is_resident(slot) {
             return false;
         }
-        if self.flags(slot) & MODIFIED != 0 {
-            self.flush_queue.push(slot);
+        if self.slot_bits(slot) & MODIFIED != 0 {
+            self.flush_queue.push(self.page_in[slot as usize]);
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Evicts pages `0..n` in turn through a table of `frames` frames.
+    fn cycle(table: &mut Table, n: u32) {
+        for s in 0..n {
+            table.set(s, State::Resident, 0);
+            table.set(s, State::Absent, 0);
+            table.set_evicted_at(s, u64::from(s) + 1);
+        }
+    }
+
+    #[test]
+    fn test_slots_follow_the_budget_and_forgotten_pages_are_told_in_eviction_order() {
+        let frames = 4;
+        let mut t = Table::new(1 << 31, frames, 0);
+        cycle(&mut t, 100);
+        let bound = frames * HISTORY_PER_FRAME;
+        // Only the last `bound` evicted pages are remembered, in as many slots.
+        assert!(t.slots() <= bound + 1, "{} slots", t.slots());
+        assert_eq!(t.evicted_at(99), 100);
+        assert_eq!(t.evicted_at(99 - bound as u32), 0);
+        let told: Vec<u64> = t.forgotten.iter().map(|p| p.vpn).collect();
+        assert_eq!(told, (0..100 - bound as u64).collect::<Vec<_>>());
+        // A forgotten page's slot names another page now.
+        let last = t.forgotten.last().unwrap();
+        assert_ne!(t.page(last.slot).vpn, last.vpn);
+    }
+
+    #[test]
+    fn test_a_page_back_in_memory_keeps_its_slot_past_the_history_bound() {
+        let mut t = Table::new(1 << 20, 2, 0);
+        t.set(7, State::Resident, REFERENCED);
+        t.set(7, State::Absent, 0);
+        let slot = t.page_view(7).slot;
+        t.set(7, State::Resident, REFERENCED);
+        cycle(&mut t, 5);
+        assert_eq!(t.page_view(7).slot, slot);
+        assert!(t.is_referenced(slot));
+        assert!(t.forgotten.iter().all(|p| p.vpn != 7));
+        assert_eq!(t.held_pages(), vec![7]);
     }
 }

@@ -196,6 +196,11 @@ pub struct RegionStats {
     pub pages: u64,
     /// Pages held outside the policy because their write-back failed.
     pub pinned_pages: u64,
+    /// Bytes the pager's records of the region hold: its frame table (an
+    /// entry per page held or remembered, [`crate::resident`]) and the
+    /// backing store's records. They follow the budget and what was
+    /// written, not the region's size.
+    pub bookkeeping_bytes: u64,
     /// Fault-service latency (from reading the fault to mapping the page).
     pub latency: LatencySummary,
     /// Backing-store read latency, per read (a cluster is one read): the

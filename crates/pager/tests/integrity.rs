@@ -39,6 +39,13 @@ fn test_file_region_four_threads_two_handlers_match_shadow() {
 }
 
 #[test]
+fn test_file_region_eight_threads_under_car_reusing_slots_match_shadow_and_file() {
+    // Four times the budget: the table remembers two budgets of evicted
+    // pages, so CAR's ghosts see their slots reused (`Policy::on_forget`).
+    file_round_trip("car", 2, 8, OPS / 4, FaultService::HandlerThreads);
+}
+
+#[test]
 fn test_file_region_mru_policy_keeps_data() {
     file_round_trip("mru", 1, 2, OPS / 4, FaultService::HandlerThreads);
 }

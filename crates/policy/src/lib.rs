@@ -5,6 +5,7 @@
 //! simulator.
 
 pub mod builtin;
+pub mod hash;
 pub mod list;
 mod memory;
 mod page;

@@ -52,6 +52,17 @@ pub trait Policy: Send {
     /// engine, or reclaimed). The policy must forget it.
     fn on_evict(&mut self, page: Page, mem: &mut dyn Memory);
 
+    /// The engine will name another page with `page.slot`: the policy drops
+    /// whatever history it keeps of `page` (ghost entries). The live pager
+    /// gives slots to the pages it holds and remembers as many evicted ones
+    /// as it holds frames, twice over, then reuses the oldest evicted
+    /// page's slot; the simulator never reuses one. The default does
+    /// nothing: a policy that forgets a page when it is evicted has no
+    /// history to drop.
+    fn on_forget(&mut self, page: Page) {
+        let _ = page;
+    }
+
     /// The frame manager takes `count` frames back (HiPEC's ReclaimFrame).
     /// Returns the pages to evict, at most `count`. An empty answer (the
     /// default) lets the engine evict one page at a time through

@@ -18,7 +18,7 @@ pub use windows::{run_reader, settle};
 use std::sync::Arc;
 use std::time::Instant;
 
-use pagepilot_policy::{Fault, FaultKind, Page};
+use pagepilot_policy::{Fault, FaultKind};
 
 use crate::engine::{Inner, Shared};
 use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
@@ -237,18 +237,12 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
     Outcome::Served
 }
 
-fn page(s: u32) -> Page {
-    Page {
-        slot: s,
-        vpn: u64::from(s),
-    }
-}
-
 /// Tells the policy of a fault on page `s` (the fault count is its clock).
 pub(super) fn tell_policy(g: &mut Inner, s: u32, kind: FaultKind, write: bool) {
     g.time += 1;
+    g.settle_forgotten();
     let fault = Fault {
-        page: page(s),
+        page: g.table.page_view(s),
         kind,
         write,
         time: g.time,

@@ -100,6 +100,11 @@ impl Policy for Car {
         self.t1.front().or(self.t2.front()).map(|s| mem.page(s))
     }
 
+    fn on_forget(&mut self, page: Page) {
+        self.b1.remove(page.slot);
+        self.b2.remove(page.slot);
+    }
+
     fn on_evict(&mut self, page: Page, mem: &mut dyn Memory) {
         let slot = page.slot;
         if self.t1.remove(slot) {

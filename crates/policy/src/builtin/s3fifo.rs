@@ -137,6 +137,10 @@ impl Policy for S3Fifo {
             .map(|s| mem.page(s))
     }
 
+    fn on_forget(&mut self, page: Page) {
+        self.ghost.remove(page.slot);
+    }
+
     fn on_evict(&mut self, page: Page, mem: &mut dyn Memory) {
         let slot = page.slot;
         match self.queue_of(slot) {

@@ -68,6 +68,13 @@ impl Policy for TwoQueue {
         from.front().map(|s| mem.page(s))
     }
 
+    fn on_forget(&mut self, page: Page) {
+        self.a1out.remove(page.slot);
+        if self.remembered == Some(page.slot) {
+            self.remembered = None;
+        }
+    }
+
     fn on_evict(&mut self, page: Page, mem: &mut dyn Memory) {
         let slot = page.slot;
         if self.a1in.remove(slot) {

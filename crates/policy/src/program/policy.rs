@@ -336,6 +336,12 @@ impl Policy for ProgramPolicy {
         }
     }
 
+    fn on_forget(&mut self, page: Page) {
+        if let Mode::Fallback(p) = &mut self.mode {
+            p.on_forget(page);
+        }
+    }
+
     fn reclaim(&mut self, count: usize, mem: &mut dyn Memory) -> Vec<Page> {
         let mut chosen: Vec<Page> = Vec::with_capacity(count.min(mem.resident()));
         for i in 0..count {

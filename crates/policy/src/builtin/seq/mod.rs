@@ -14,7 +14,6 @@
 mod ages;
 mod choice;
 mod detect;
-mod hash;
 mod params;
 mod sequence;
 mod table;
@@ -155,6 +154,11 @@ impl<F: Policy> Policy for Seq<F> {
     fn on_evict(&mut self, page: Page, mem: &mut dyn Memory) {
         self.table.note_evicted(page);
         self.fallback.on_evict(page, mem);
+    }
+
+    fn on_forget(&mut self, page: Page) {
+        self.table.forget(page);
+        self.fallback.on_forget(page);
     }
 }
 

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 
 use super::ages::{class_of, Ages};
 use super::choice::Choice;
-use super::hash::BuildVpnHasher;
 use super::params::SeqParams;
 use super::sequence::{Dir, Sequence};
 use super::victim;
+use crate::hash::BuildVpnHasher;
 use crate::{Memory, Page};
 
 const NONE: u32 = u32::MAX;
@@ -90,6 +90,15 @@ impl Table {
             self.member.resize(s + 1, NONE);
         }
         self.fault_time[s] = time;
+    }
+
+    /// `page`'s slot will name another page: it is no sequence's member.
+    /// (Its entry in its sequence's page list stays: a victim search checks
+    /// that a slot still names the page it expects.)
+    pub fn forget(&mut self, page: Page) {
+        if let Some(m) = self.member.get_mut(page.slot as usize) {
+            *m = NONE;
+        }
     }
 
     /// The sequence whose range holds `page`.

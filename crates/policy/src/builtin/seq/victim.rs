@@ -27,7 +27,8 @@ pub fn scan(seq: &mut Sequence, slots: &[u32], m: u64, mem: &dyn Memory) -> Opti
             }
         }
         let slot = slots[at as usize];
-        if mem.is_resident(slot) {
+        // A live engine may have given the slot to another page since.
+        if mem.is_resident(slot) && mem.page(slot).vpn == seq.vpn_at(at) {
             break Some((
                 at,
                 Page {

@@ -1,4 +1,5 @@
-//! A fast hasher for page numbers, for the sequence table's end-point map.
+//! A fast hasher for page numbers: the sequence table's end-point map, the
+//! live pager's page-to-slot map.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -16,6 +17,10 @@ impl Hasher for VpnHasher {
         for &b in bytes {
             self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
         }
+    }
+
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
     }
 
     fn write_u64(&mut self, x: u64) {
