@@ -74,13 +74,18 @@ pub struct Measurement {
     /// `VmPTE` after the touches, KiB.
     pub pte_after_kib: u64,
     /// Bytes held by the pager's structures for the region after the touches
-    /// (`RegionStats::bookkeeping_bytes`), when the pager reports them; `None` for the kernel.
+    /// (`RegionStats::bookkeeping_bytes`); `None` for the kernel.
     pub bookkeeping_bytes: Option<u64>,
     /// Reads whose byte was checked against what was written before (or zero).
     pub reads_checked: u64,
     /// Distinct written bytes read back from the file with `pread` after the unmap (file
     /// backing; 0 for anonymous memory).
     pub writes_checked: u64,
+    /// Kernel rows: what the touches' page tables can take at most, added to the cgroup's
+    /// limit on top of the budget (page tables are charged to the cgroup; the targets keep
+    /// them apart). 0 for pagepilot.
+    #[serde(default)]
+    pub pte_allowance_bytes: u64,
 }
 
 /// Failure inside the child.
@@ -232,6 +237,21 @@ fn check_file(file: &File, shadow: &std::collections::HashMap<u64, u8>) -> Resul
     Ok(shadow.len() as u64)
 }
 
+/// Most bytes of page tables the touches can need: a page-table page for each 2 MiB, 1 GiB
+/// and 512 GiB range they touch, and one more at the top.
+fn page_table_bytes(touches: &[Touch]) -> u64 {
+    let tables: usize = [21, 30, 39]
+        .iter()
+        .map(|&shift| {
+            let mut ranges: Vec<u64> = touches.iter().map(|t| t.offset >> shift).collect();
+            ranges.sort_unstable();
+            ranges.dedup();
+            ranges.len()
+        })
+        .sum();
+    (tables as u64 + 1) * PAGE as u64
+}
+
 /// `VmRSS` and `VmPTE` of this process, KiB.
 fn vm_status() -> Result<(u64, u64), ChildError> {
     let text = std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
@@ -242,16 +262,6 @@ fn vm_status() -> Result<(u64, u64), ChildError> {
             .unwrap_or(0)
     };
     Ok((field("VmRSS:"), field("VmPTE:")))
-}
-
-/// `RegionStats::bookkeeping_bytes`, looked up by name so that this builds with a pager that
-/// does not report it yet (then `None`).
-// TODO(issue 13): read `stats.bookkeeping_bytes` directly once the pager has the field.
-fn bookkeeping(stats: &pagepilot_pager::RegionStats) -> Option<u64> {
-    serde_json::to_value(stats)
-        .ok()?
-        .get("bookkeeping_bytes")?
-        .as_u64()
 }
 
 /// Percentile `q` (0..=1) of sorted `xs`.
@@ -337,17 +347,20 @@ pub fn main(job: &str) -> Result<(), ChildError> {
         let _ = unsafe { libc::mlockall(libc::MCL_CURRENT) };
     }
     let mut charged = 0;
+    let mut allowance = 0;
     if let Some(cg) = &job.cgroup {
         cgroup::join(cg)?;
         if job.side == Side::Kernel {
             charged = cgroup::usage(cg)?;
-            cgroup::set_limit(cg, job.budget + charged)?;
+            allowance = page_table_bytes(&touches);
+            cgroup::set_limit(cg, job.budget + charged + allowance)?;
         }
     }
     let (rss0, pte0) = vm_status()?;
     let mut m = Measurement {
         rss_before_kib: rss0,
         pte_before_kib: pte0,
+        pte_allowance_bytes: allowance,
         ..Measurement::default()
     };
     let file = match job.side {
@@ -369,7 +382,7 @@ pub fn main(job: &str) -> Result<(), ChildError> {
             (m.rss_after_kib, m.pte_after_kib) = vm_status()?;
             let stats = region.stats();
             m.resident_pages = stats.frames_in_use;
-            m.bookkeeping_bytes = bookkeeping(&stats);
+            m.bookkeeping_bytes = Some(stats.bookkeeping_bytes);
             let t0 = Instant::now();
             region.unmap()?;
             m.unmap_ns = t0.elapsed().as_nanos() as u64;
@@ -389,7 +402,10 @@ pub fn main(job: &str) -> Result<(), ChildError> {
             unsafe { touch(map.ptr(), &touches, &mut times, &mut read) };
             (m.rss_after_kib, m.pte_after_kib) = vm_status()?;
             if let Some(cg) = &job.cgroup {
-                m.resident_pages = cgroup::usage(cg)?.saturating_sub(charged) / PAGE as u64;
+                // Less the page tables the touches added (kernel memory charged beside).
+                let tables = (m.pte_after_kib.saturating_sub(pte0)) << 10;
+                let data = cgroup::usage(cg)?.saturating_sub(charged + tables);
+                m.resident_pages = data / PAGE as u64;
             }
             let t0 = Instant::now();
             let file = kernel_unmap(map)?;
@@ -463,5 +479,13 @@ mod tests {
         let (reads, shadow) = check_reads(&touches, &[0, 9, 0]).unwrap();
         assert_eq!((reads, shadow.len()), (2, 1));
         assert!(check_reads(&touches, &[0, 8, 0]).is_err());
+    }
+
+    #[test]
+    fn test_page_table_allowance_counts_each_range_once() {
+        let at = |offset| Touch { offset, value: 0 };
+        // Two pages of one 2 MiB range, one of another 1 GiB range.
+        let touches = [at(0), at(4096), at(3 << 30)];
+        assert_eq!(page_table_bytes(&touches), (2 + 2 + 1 + 1) * PAGE as u64);
     }
 }

@@ -121,8 +121,8 @@ pub struct Medians {
     pub rss_beyond_budget_mib: f64,
     /// Growth of `VmPTE` (page tables), KiB.
     pub pte_growth_kib: u64,
-    /// The pager's own structures for the region after the touches, MiB; `None` for the
-    /// kernel, or while the pager does not report `RegionStats::bookkeeping_bytes`.
+    /// The pager's own structures for the region after the touches
+    /// (`RegionStats::bookkeeping_bytes`), MiB; `None` for the kernel.
     pub bookkeeping_mib: Option<f64>,
     /// Reads checked against the bytes written before them.
     pub reads_checked: u64,
@@ -229,8 +229,6 @@ pub struct Report {
     pub kernel_madvise_random: bool,
     /// Why the kernel rows are missing, if they are.
     pub kernel_skipped: Option<String>,
-    /// Whether the pager reports `RegionStats::bookkeeping_bytes`.
-    pub bookkeeping_reported: bool,
     /// The rows.
     pub rows: Vec<RowReport>,
     /// Issue 13's targets for pagepilot's regions of 1 TiB and more.
@@ -297,11 +295,6 @@ impl Report {
             child_limit_mb: args.child_limit_mb,
             kernel_madvise_random: args.kernel_madvise_random,
             kernel_skipped,
-            bookkeeping_reported: out.iter().any(|r| {
-                r.medians
-                    .as_ref()
-                    .is_some_and(|m| m.bookkeeping_mib.is_some())
-            }),
             rows: out,
             targets,
             wall_s,
@@ -319,7 +312,7 @@ impl Report {
         writeln!(
             out,
             "pagepilot: Region::map_file/map_anon(.., \"{}\") with no option; kernel: mmap in a \
-             memory cgroup of the budget (file: MAP_SHARED, unmap = msync + munmap; anon: \
+             memory cgroup of the budget + its page tables (file: MAP_SHARED, unmap = msync + munmap; anon: \
              MAP_NORESERVE){}",
             self.policy,
             if self.kernel_madvise_random {
@@ -334,7 +327,7 @@ impl Report {
         writeln!(
             out,
             "touch: p50 and mean (sum / touches) of each touch's time; RSS+: VmRSS growth, PTE+: \
-             VmPTE growth; x: ratio to the {} row of the same backing, order and side",
+             VmPTE growth; book: the pager's RegionStats::bookkeeping_bytes; x: ratio to the {} row of the same backing, order and side",
             self.rows
                 .iter()
                 .find_map(|r| r.ratios.as_ref().map(|x| x.reference_size.clone()))
@@ -349,7 +342,7 @@ impl Report {
             "size",
             "side",
             "map ms",
-            "touch p50",
+            "p50 us",
             "mean us",
             "unmap ms",
             "resident",
@@ -394,12 +387,6 @@ impl Report {
                 None => write!(out, "{:>7} {:>7} ", "-", "-")?,
             }
             writeln!(out, "{}", r.status)?;
-        }
-        if !self.bookkeeping_reported {
-            writeln!(
-                out,
-                "book MiB: the pager does not report RegionStats::bookkeeping_bytes yet (issue 13)"
-            )?;
         }
         writeln!(out, "targets (issue 13, pagepilot's defaults):")?;
         if self.targets.is_empty() {
