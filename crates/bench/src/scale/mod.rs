@@ -34,7 +34,12 @@ const MAX_SIZE: u64 = 128 << 40;
 pub struct Args {
     /// Region sizes: a number with a unit K, M, G or T (powers of 1024; `1T` = 1 TiB), or
     /// bytes; multiples of the page size.
-    #[arg(long, default_value = "1G,16G,256G,1T,8T", value_delimiter = ',', value_parser = parse_size)]
+    #[arg(
+        long,
+        default_value = "1G,16G,256G,1T,8T",
+        value_delimiter = ',',
+        value_parser = parse_size
+    )]
     sizes: Vec<u64>,
     /// Frame budget of every region, MiB: pagepilot's frames and the kernel's cgroup limit.
     #[arg(long, default_value_t = 64)]

@@ -312,8 +312,8 @@ impl Report {
         writeln!(
             out,
             "pagepilot: Region::map_file/map_anon(.., \"{}\") with no option; kernel: mmap in a \
-             memory cgroup of the budget + its page tables (file: MAP_SHARED, unmap = msync + munmap; anon: \
-             MAP_NORESERVE){}",
+             memory cgroup of the budget + its page tables (file: MAP_SHARED, unmap = msync + \
+             munmap; anon: MAP_NORESERVE){}",
             self.policy,
             if self.kernel_madvise_random {
                 "; random rows' file mappings MADV_RANDOM"
@@ -327,7 +327,8 @@ impl Report {
         writeln!(
             out,
             "touch: p50 and mean (sum / touches) of each touch's time; RSS+: VmRSS growth, PTE+: \
-             VmPTE growth; book: the pager's RegionStats::bookkeeping_bytes; x: ratio to the {} row of the same backing, order and side",
+             VmPTE growth; book: the pager's RegionStats::bookkeeping_bytes; x: ratio to the {} \
+             row of the same backing, order and side",
             self.rows
                 .iter()
                 .find_map(|r| r.ratios.as_ref().map(|x| x.reference_size.clone()))
