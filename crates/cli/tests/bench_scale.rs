@@ -110,7 +110,9 @@ fn test_scale_bench_measures_every_row_and_checks_every_written_byte() {
             "unmap_ms",
             "resident_pages",
             "rss_growth_mib",
-            "rss_beyond_budget_mib",
+            "anon_growth_mib",
+            "frames_mib",
+            "beyond_budget_mib",
             "pte_growth_kib",
             "bookkeeping_mib",
         ] {
@@ -131,6 +133,12 @@ fn test_scale_bench_measures_every_row_and_checks_every_written_byte() {
             );
         }
         assert!(m["resident_pages"].as_u64().unwrap() > 0, "{name}");
+        assert!(m["frames_mib"].as_f64().unwrap() > 0.0, "{name}");
+        assert_eq!(
+            m["beyond_budget_mib"].is_null(),
+            row["side"] == "kernel",
+            "{name}: judged for pagepilot only"
+        );
         let ratios = &row["ratios"];
         if row["size"] == "64G" {
             for field in [

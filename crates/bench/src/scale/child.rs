@@ -73,6 +73,17 @@ pub struct Measurement {
     pub pte_before_kib: u64,
     /// `VmPTE` after the touches, KiB.
     pub pte_after_kib: u64,
+    /// `RssAnon` (private memory: heap, the pager's records, stacks) before mapping, KiB.
+    #[serde(default)]
+    pub anon_before_kib: u64,
+    /// `RssAnon` after the touches, KiB.
+    #[serde(default)]
+    pub anon_after_kib: u64,
+    /// Memory holding the region's pages after the touches: pagepilot's frames as the kernel
+    /// counts them (`Region::allocated_bytes`, mapped or not: `VmRSS` misses frames whose
+    /// entries reference-bit emulation zapped); the kernel's resident pages.
+    #[serde(default)]
+    pub frames_bytes: u64,
     /// Bytes held by the pager's structures for the region after the touches
     /// (`RegionStats::bookkeeping_bytes`); `None` for the kernel.
     pub bookkeeping_bytes: Option<u64>,
@@ -252,8 +263,8 @@ fn page_table_bytes(touches: &[Touch]) -> u64 {
     (tables as u64 + 1) * PAGE as u64
 }
 
-/// `VmRSS` and `VmPTE` of this process, KiB.
-fn vm_status() -> Result<(u64, u64), ChildError> {
+/// `VmRSS`, `VmPTE` and `RssAnon` of this process, KiB.
+fn vm_status() -> Result<(u64, u64, u64), ChildError> {
     let text = std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
     let field = |name: &str| {
         text.lines()
@@ -261,7 +272,7 @@ fn vm_status() -> Result<(u64, u64), ChildError> {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0)
     };
-    Ok((field("VmRSS:"), field("VmPTE:")))
+    Ok((field("VmRSS:"), field("VmPTE:"), field("RssAnon:")))
 }
 
 /// Percentile `q` (0..=1) of sorted `xs`.
@@ -356,10 +367,11 @@ pub fn main(job: &str) -> Result<(), ChildError> {
             cgroup::set_limit(cg, job.budget + charged + allowance)?;
         }
     }
-    let (rss0, pte0) = vm_status()?;
+    let (rss0, pte0, anon0) = vm_status()?;
     let mut m = Measurement {
         rss_before_kib: rss0,
         pte_before_kib: pte0,
+        anon_before_kib: anon0,
         pte_allowance_bytes: allowance,
         ..Measurement::default()
     };
@@ -379,7 +391,8 @@ pub fn main(job: &str) -> Result<(), ChildError> {
             // SAFETY: the region is mapped writable until `unmap` below and every offset of
             // the plan is below its size (`plan` draws pages below size / PAGE).
             unsafe { touch(region.as_ptr(), &touches, &mut times, &mut read) };
-            (m.rss_after_kib, m.pte_after_kib) = vm_status()?;
+            (m.rss_after_kib, m.pte_after_kib, m.anon_after_kib) = vm_status()?;
+            m.frames_bytes = region.allocated_bytes();
             let stats = region.stats();
             m.resident_pages = stats.frames_in_use;
             m.bookkeeping_bytes = Some(stats.bookkeeping_bytes);
@@ -400,12 +413,13 @@ pub fn main(job: &str) -> Result<(), ChildError> {
             // SAFETY: the mapping is readable and writable, covers `size` bytes, and lives
             // until `kernel_unmap` below.
             unsafe { touch(map.ptr(), &touches, &mut times, &mut read) };
-            (m.rss_after_kib, m.pte_after_kib) = vm_status()?;
+            (m.rss_after_kib, m.pte_after_kib, m.anon_after_kib) = vm_status()?;
             if let Some(cg) = &job.cgroup {
                 // Less the page tables the touches added (kernel memory charged beside).
                 let tables = (m.pte_after_kib.saturating_sub(pte0)) << 10;
                 let data = cgroup::usage(cg)?.saturating_sub(charged + tables);
                 m.resident_pages = data / PAGE as u64;
+                m.frames_bytes = m.resident_pages * PAGE as u64;
             }
             let t0 = Instant::now();
             let file = kernel_unmap(map)?;
