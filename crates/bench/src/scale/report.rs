@@ -410,7 +410,7 @@ impl Report {
             writeln!(out, "  none evaluated: no size of 1T or more")?;
         }
         for t in &self.targets {
-            let value = t.value.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
+            let value = t.value.map_or_else(|| "-".into(), |v| format!("{v:.3}"));
             writeln!(
                 out,
                 "  {:<62} {:>8} (limit {:.2}): {}",
