@@ -218,7 +218,10 @@ pub fn run_with(
 
 /// Waits for `child` to exit, at most `timeout` (then kills and reaps it: `None`). Its one
 /// line of output fits in the pipe, so it can wait before reading it.
-fn wait_for(child: &mut Child, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+pub(crate) fn wait_for(
+    child: &mut Child,
+    timeout: Option<Duration>,
+) -> io::Result<Option<ExitStatus>> {
     let Some(timeout) = timeout else {
         return child.wait().map(Some);
     };

@@ -18,6 +18,7 @@ mod live;
 mod measure;
 mod policy;
 mod probe;
+mod scale;
 mod scan;
 mod sigprobe;
 mod sim;
@@ -39,6 +40,9 @@ pub enum Command {
     Scan(scan::Args),
     /// Cost of a fork with dirty pages in a file region against the kernel's mapping.
     Fork(fork::Args),
+    /// Regions from 1 GiB to 8 TiB under a fixed budget: memory, time per touch, map and
+    /// unmap, against the kernel's mmap.
+    Scale(scale::Args),
 }
 
 /// Runs a benchmark.
@@ -50,5 +54,6 @@ pub fn run(command: Command) -> BenchResult {
         Command::Faults(a) => faults::run(a),
         Command::Scan(a) => scan::run(a),
         Command::Fork(a) => fork::run(a),
+        Command::Scale(a) => scale::run(a),
     }
 }

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 /// Output format of the benchmarks.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// A table for people.
+    /// A table for people (also `table`).
+    #[value(alias = "table")]
     Text,
     /// One JSON document.
     Json,
