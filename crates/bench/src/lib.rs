@@ -20,6 +20,7 @@ mod policy;
 mod probe;
 mod scale;
 mod scan;
+mod share;
 mod sigprobe;
 mod sim;
 mod window;
@@ -43,6 +44,9 @@ pub enum Command {
     /// Regions from 1 GiB to 8 TiB under a fixed budget: memory, time per touch, map and
     /// unmap, against the kernel's mmap.
     Scale(scale::Args),
+    /// Two joins at once: one frame pool (MRU and CLOCK, each its minimum) against the
+    /// kernel with both in one memory cgroup.
+    Share(share::Args),
 }
 
 /// Runs a benchmark.
@@ -55,5 +59,6 @@ pub fn run(command: Command) -> BenchResult {
         Command::Scan(a) => scan::run(a),
         Command::Fork(a) => fork::run(a),
         Command::Scale(a) => scale::run(a),
+        Command::Share(a) => share::run(a),
     }
 }

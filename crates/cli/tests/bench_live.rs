@@ -532,6 +532,8 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         ),
         (&["bench", "faults", "--pages", "0"], "--pages"),
         (&["bench", "fork", "--dirty-mb", "32"], "--dirty-mb"),
+        (&["bench", "share", "--loops", "0"], "--loops"),
+        (&["bench", "share", "--budget-mb", "1"], "--budget-mb"),
     ];
     for (args, needle) in cases {
         let (out, pid) = pagepilot(args);
@@ -550,4 +552,42 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         assert!(!out.status.success());
         assert!(String::from_utf8_lossy(&out.stderr).contains("tmpfs"));
     }
+}
+
+#[test]
+fn test_share_bench_gives_each_join_in_one_pool_its_own_policys_page_ins() {
+    let r = json(&[
+        "bench",
+        "share",
+        "--outer-mb",
+        "8",
+        "--budget-mb",
+        "8",
+        "--loops",
+        "3",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let joins = r["joins"].as_array().unwrap();
+    let join = |side: &str, policy: &str| {
+        joins
+            .iter()
+            .find(|j| j["side"] == side && j["policy"] == policy)
+            .unwrap_or_else(|| panic!("no {side} {policy} row: {r}"))
+    };
+    // 2048 pages each, 1024 frames guaranteed each: PF_m = 2048 + 1024 * 2, PF_l = 2048 * 3.
+    let mru = join("pagepilot", "mru");
+    assert_eq!(mru["analytic_faults"].as_u64(), Some(4096), "{mru}");
+    assert!(within(mru["faults"].as_u64().unwrap(), 4096, 0.05), "{mru}");
+    let clock = join("pagepilot", "clock");
+    assert_eq!(clock["faults"].as_u64(), Some(6144), "{clock}");
+    // The kernel ran both joins in one cgroup beside them (checksums checked by the bench).
+    assert_eq!(
+        joins.iter().filter(|j| j["side"] == "kernel").count(),
+        2,
+        "{r}"
+    );
+    assert!(r["speedup_vs_kernel"].as_f64().unwrap() > 0.0, "{r}");
 }

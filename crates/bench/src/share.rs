@@ -1,0 +1,402 @@
+//! `pagepilot bench share`: HiPEC's multi-application case, live. Two
+//! nested-loops joins run at once, each over its own table. Under pagepilot
+//! both regions draw from one frame pool, one paged by MRU and one by
+//! CLOCK, each guaranteed half of it (its `minFrame`), so each sees its own
+//! policy's page-ins for its share. Under the kernel both run in one memory
+//! cgroup of the same total, sharing its LRU-like replacement. Reported per
+//! join: time and page-ins against its policy's analytic count (PF_m for
+//! MRU, PF_l for CLOCK, HiPEC 5.3); and the pair's time side by side.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use pagepilot_pager::{sys, Backing, Pool, Region, RegionOptions};
+use serde::{Deserialize, Serialize};
+
+use super::cgroup::{self, MemCgroup};
+use super::datafile::{self, DataFile};
+use super::join::analytic_faults;
+use super::kernel;
+use super::measure::{check_range, median, Format};
+use super::workload::{Plan, Workload};
+use crate::BenchResult;
+
+const MB: usize = 1 << 20;
+const PAGE: usize = 4096;
+/// The two joins' policies under pagepilot.
+const POLICIES: [&str; 2] = ["mru", "clock"];
+
+/// Arguments of `pagepilot bench share`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Each join's outer table, MB.
+    #[arg(long, default_value_t = 24)]
+    outer_mb: usize,
+    /// Frames of both joins together, MB: pagepilot's pool (half of it each
+    /// join's minimum) and the kernel's cgroup limit.
+    #[arg(long, default_value_t = 32)]
+    budget_mb: usize,
+    /// Scans of each outer table.
+    #[arg(long, default_value_t = 8)]
+    loops: usize,
+    /// Rounds; figures are medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Directory of the tables (default: the benchmarks' data directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Runs the kernel side's child (internal).
+    #[arg(long = "internal-share-child", hide = true)]
+    internal_share_child: Option<String>,
+}
+
+/// One join of one round.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct JoinRun {
+    elapsed_ns: u64,
+    faults: u64,
+    checksum: u64,
+}
+
+/// What the kernel side's child is told.
+#[derive(Serialize, Deserialize)]
+struct ChildJob {
+    files: [PathBuf; 2],
+    cgroup: PathBuf,
+    budget: u64,
+    loops: usize,
+}
+
+/// One join over all rounds.
+#[derive(Serialize)]
+struct JoinResult {
+    side: &'static str,
+    policy: &'static str,
+    outer_pages: u64,
+    /// Frames guaranteed to it (pagepilot), or `None` (the kernel's shared cgroup).
+    share_pages: Option<u64>,
+    elapsed_ms: f64,
+    faults: u64,
+    /// Its policy's analytic page-ins for its share (pagepilot).
+    analytic_faults: Option<u64>,
+    faults_vs_analytic: Option<f64>,
+}
+
+/// The benchmark's findings.
+#[derive(Serialize)]
+struct Report {
+    bench: &'static str,
+    outer_mb: usize,
+    budget_mb: usize,
+    loops: usize,
+    runs: usize,
+    joins: Vec<JoinResult>,
+    /// Both joins' wall time, medians, ms.
+    pagepilot_pair_ms: f64,
+    kernel_pair_ms: Option<f64>,
+    /// Kernel wall time / pagepilot's.
+    speedup_vs_kernel: Option<f64>,
+    /// Why the kernel side did not run.
+    kernel_skipped: Option<String>,
+}
+
+/// Runs `pagepilot bench share`.
+pub fn run(args: Args) -> BenchResult {
+    if let Some(job) = args.internal_share_child {
+        return child_main(&job);
+    }
+    check_range("--outer-mb", args.outer_mb, 1 << 16)?;
+    check_range("--budget-mb", args.budget_mb, 1 << 16)?;
+    check_range("--loops", args.loops, 1000)?;
+    check_range("--runs", args.runs, 100)?;
+    if args.budget_mb < 2 {
+        return Err("--budget-mb must be at least 2: each join is guaranteed half".into());
+    }
+    let dir = datafile::default_dir(args.dir.clone());
+    let files = [
+        DataFile::create(&dir, "share-a", args.outer_mb * MB)?,
+        DataFile::create(&dir, "share-b", args.outer_mb * MB)?,
+    ];
+    let budget = args.budget_mb * MB;
+    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let mut live: [Vec<JoinRun>; 2] = Default::default();
+    let mut kern: [Vec<JoinRun>; 2] = Default::default();
+    let (mut live_pair, mut kernel_pair) = (Vec::new(), Vec::new());
+    for round in 0..args.runs {
+        eprintln!("round {}/{}...", round + 1, args.runs);
+        let (runs, wall) = live_round(&files, budget, args.loops)?;
+        live_pair.push(wall);
+        for (k, r) in runs.into_iter().enumerate() {
+            live[k].push(r);
+        }
+        if kernel_skipped.is_none() {
+            let (runs, wall) = kernel_round(&files, budget, args.loops)?;
+            kernel_pair.push(wall);
+            for (k, r) in runs.into_iter().enumerate() {
+                kern[k].push(r);
+            }
+        }
+    }
+    let o = files[0].pages() as u64;
+    let share = (budget / 2 / PAGE) as u64;
+    let (pf_l, pf_m) = analytic_faults(o, share, args.loops as u64);
+    let ms = |v: &[u64]| median(v.to_vec()) as f64 / 1e6;
+    let mut joins = Vec::new();
+    for (k, runs) in live.iter().enumerate() {
+        let faults = median(runs.iter().map(|r| r.faults).collect());
+        let analytic = if POLICIES[k] == "mru" { pf_m } else { pf_l };
+        joins.push(JoinResult {
+            side: "pagepilot",
+            policy: POLICIES[k],
+            outer_pages: o,
+            share_pages: Some(share),
+            elapsed_ms: ms(&runs.iter().map(|r| r.elapsed_ns).collect::<Vec<_>>()),
+            faults,
+            analytic_faults: Some(analytic),
+            faults_vs_analytic: Some(faults as f64 / analytic as f64),
+        });
+    }
+    for runs in kern.iter().filter(|r| !r.is_empty()) {
+        joins.push(JoinResult {
+            side: "kernel",
+            policy: "kernel",
+            outer_pages: o,
+            share_pages: None,
+            elapsed_ms: ms(&runs.iter().map(|r| r.elapsed_ns).collect::<Vec<_>>()),
+            faults: median(runs.iter().map(|r| r.faults).collect()),
+            analytic_faults: None,
+            faults_vs_analytic: None,
+        });
+    }
+    let pagepilot_pair_ms = ms(&live_pair);
+    let kernel_pair_ms = (!kernel_pair.is_empty()).then(|| ms(&kernel_pair));
+    let report = Report {
+        bench: "share",
+        outer_mb: args.outer_mb,
+        budget_mb: args.budget_mb,
+        loops: args.loops,
+        runs: args.runs,
+        joins,
+        pagepilot_pair_ms,
+        kernel_pair_ms,
+        speedup_vs_kernel: kernel_pair_ms.map(|k| k / pagepilot_pair_ms),
+        kernel_skipped,
+    };
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => print_text(&report, &mut out)?,
+    }
+    Ok(())
+}
+
+/// Both joins at once over regions of one pool; each join's run and the
+/// pair's wall time.
+fn live_round(
+    files: &[DataFile; 2],
+    budget: usize,
+    loops: usize,
+) -> Result<([JoinRun; 2], u64), Box<dyn std::error::Error>> {
+    let pool = Pool::new(budget)?;
+    let mut regions = Vec::new();
+    for (file, policy) in files.iter().zip(POLICIES) {
+        // Cold, as the kernel's side starts.
+        sys::fadvise_dontneed(&std::fs::File::open(file.path())?)?;
+        let backing = Backing::File {
+            path: file.path().to_path_buf(),
+            writable: false,
+        };
+        let opts = RegionOptions::new(backing, budget / 2, policy).with_pool(&pool);
+        regions.push(Region::map(opts)?);
+    }
+    let plans = files
+        .each_ref()
+        .map(|f| Plan::new(Workload::Join { loops }, f.len()));
+    let t0 = Instant::now();
+    let runs: Vec<(u64, u64)> = std::thread::scope(|s| {
+        let joins: Vec<_> = regions
+            .iter()
+            .zip(&plans)
+            .map(|(region, plan)| {
+                s.spawn(move || {
+                    let t = Instant::now();
+                    // SAFETY: the region maps the whole table read-only and
+                    // stays mapped until after the scope.
+                    let sum = unsafe { plan.run(region.as_ptr()) };
+                    (t.elapsed().as_nanos() as u64, sum)
+                })
+            })
+            .collect();
+        joins
+            .into_iter()
+            .map(|j| j.join().unwrap_or_default())
+            .collect()
+    });
+    let wall = t0.elapsed().as_nanos() as u64;
+    let mut out = [JoinRun::default(); 2];
+    for (k, region) in regions.into_iter().enumerate() {
+        let (elapsed_ns, checksum) = runs[k];
+        if checksum != plans[k].expected() {
+            return Err(
+                format!("pagepilot join {k}: checksum {checksum}, wrong data paged in").into(),
+            );
+        }
+        out[k] = JoinRun {
+            elapsed_ns,
+            faults: region.stats().missing_faults,
+            checksum,
+        };
+        region.unmap()?;
+    }
+    Ok((out, wall))
+}
+
+/// Both joins at once over the kernel's mappings in one memory cgroup of
+/// the budget, in a child process; each join's run and the pair's wall time.
+fn kernel_round(
+    files: &[DataFile; 2],
+    budget: usize,
+    loops: usize,
+) -> Result<([JoinRun; 2], u64), Box<dyn std::error::Error>> {
+    let cg = MemCgroup::create(budget)?;
+    sys::drop_page_cache()?;
+    let job = ChildJob {
+        files: files.each_ref().map(|f| f.path().to_path_buf()),
+        cgroup: cg.dir().to_path_buf(),
+        budget: budget as u64,
+        loops,
+    };
+    let t0 = Instant::now();
+    let out = Command::new("/proc/self/exe")
+        .args([
+            "bench",
+            "share",
+            "--internal-share-child",
+            &serde_json::to_string(&job)?,
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()?;
+    let wall = t0.elapsed().as_nanos() as u64;
+    if !out.status.success() {
+        return Err(format!(
+            "kernel side of bench share failed ({}); OOM-killed?",
+            out.status
+        )
+        .into());
+    }
+    let runs: [JoinRun; 2] = serde_json::from_slice(&out.stdout)?;
+    for (k, (r, f)) in runs.iter().zip(files).enumerate() {
+        let want = Plan::new(Workload::Join { loops }, f.len()).expected();
+        if r.checksum != want {
+            return Err(format!("kernel join {k}: checksum {} != {want}", r.checksum).into());
+        }
+    }
+    drop(cg);
+    Ok((runs, wall))
+}
+
+/// The kernel side: joins the cgroup, maps both tables, runs both joins in
+/// two threads and prints their runs as JSON (pages read per thread).
+fn child_main(job: &str) -> BenchResult {
+    let job: ChildJob = serde_json::from_str(job)?;
+    cgroup::join(&job.cgroup)?;
+    let mut maps = Vec::new();
+    for path in &job.files {
+        let file = std::fs::File::open(path)?;
+        sys::fadvise_dontneed(&file)?;
+        let len = file.metadata()?.len() as usize;
+        let map = sys::Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)?;
+        maps.push((map, Plan::new(Workload::Join { loops: job.loops }, len)));
+    }
+    // The process's own memory must not eat into the tables' budget.
+    let baseline = cgroup::usage(&job.cgroup)?;
+    cgroup::set_limit(&job.cgroup, job.budget + baseline)?;
+    let runs: Vec<JoinRun> = std::thread::scope(|s| {
+        let joins: Vec<_> = maps
+            .iter()
+            .map(|(map, plan)| {
+                s.spawn(move || {
+                    let read0 = thread_read_pages();
+                    let t = Instant::now();
+                    // SAFETY: the mapping covers the whole table and lives
+                    // until after the scope.
+                    let checksum = unsafe { plan.run(map.ptr()) };
+                    JoinRun {
+                        elapsed_ns: t.elapsed().as_nanos() as u64,
+                        faults: thread_read_pages().saturating_sub(read0),
+                        checksum,
+                    }
+                })
+            })
+            .collect();
+        joins
+            .into_iter()
+            .map(|j| j.join().unwrap_or_default())
+            .collect()
+    });
+    println!("{}", serde_json::to_string(&runs)?);
+    Ok(())
+}
+
+/// Pages this thread has read from the disk so far (`/proc/thread-self/io`):
+/// the kernel's page-ins, which its read-around makes many per fault.
+fn thread_read_pages() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").unwrap_or_default();
+    let bytes: u64 = io
+        .lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    bytes / PAGE as u64
+}
+
+fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "two nested-loops joins at once (HiPEC 5.3): outer {} MB each, {} MB of frames in all, \
+         Loop = {}, median of {}",
+        r.outer_mb, r.budget_mb, r.loops, r.runs
+    )?;
+    writeln!(
+        out,
+        "  {:<10} {:<7} {:>11} {:>11} {:>10} {:>10} {:>12}",
+        "side", "policy", "share pages", "elapsed ms", "faults", "analytic", "meas/analyt"
+    )?;
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for j in &r.joins {
+        writeln!(
+            out,
+            "  {:<10} {:<7} {:>11} {:>11.1} {:>10} {:>10} {:>12}",
+            j.side,
+            j.policy,
+            opt(j.share_pages.map(|s| s.to_string())),
+            j.elapsed_ms,
+            j.faults,
+            opt(j.analytic_faults.map(|a| a.to_string())),
+            opt(j.faults_vs_analytic.map(|x| format!("{x:.3}"))),
+        )?;
+    }
+    writeln!(
+        out,
+        "pair: pagepilot {:.1} ms, kernel {}, kernel / pagepilot {}",
+        r.pagepilot_pair_ms,
+        opt(r.kernel_pair_ms.map(|k| format!("{k:.1} ms"))),
+        opt(r.speedup_vs_kernel.map(|x| format!("{x:.2}x"))),
+    )?;
+    writeln!(
+        out,
+        "pagepilot: one frame pool, each region guaranteed half (its minFrame), defaults; \
+         faults: page-ins, analytic PF_m (mru) and PF_l (clock) for the share. kernel: both \
+         joins in one memory cgroup of the total, faults: pages each thread read from the disk."
+    )?;
+    if let Some(why) = &r.kernel_skipped {
+        writeln!(out, "no kernel rows: {why}")?;
+    }
+    Ok(())
+}
