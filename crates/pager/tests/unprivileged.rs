@@ -136,12 +136,31 @@ fn every_feature_for_nobody(test: &str, group: Option<u32>, want: UffdAccess) {
         assert_eq!(page_of(&region, pages - 3), &data[..PAGE_SIZE]);
         region.unmap().unwrap();
         println!("every feature, read(2) into a region served");
+        // doctor tells the same: the way in, every feature.
+        let report = doctor::run(None);
+        let userfaultfd = report.checks.iter().find(|c| c.name == "userfaultfd");
+        println!(
+            "doctor: can_map={} access={:?} userfaultfd={:?}",
+            report.can_map(),
+            report.uffd_access,
+            userfaultfd.map(|c| (c.state, c.detail.as_str()))
+        );
     });
     let _ = std::fs::remove_file(&path);
     assert!(outcome.succeeded(), "{outcome:?}");
     assert!(
         outcome.stdout.contains("every feature"),
         "{}",
+        outcome.stdout
+    );
+    let doctor = format!(
+        "doctor: can_map=true access={:?} userfaultfd={:?}",
+        Some(want),
+        Some((State::Ok, format!("{want:?}").as_str()))
+    );
+    assert!(
+        outcome.stdout.contains(&doctor),
+        "{doctor} not in {}",
         outcome.stdout
     );
 }
