@@ -1,60 +1,12 @@
 //! The live benchmarks as a user runs them: `pagepilot bench join|faults|scan|fork --format json`
 //! against real userfaultfd regions, real files and real memory cgroups, at small sizes.
 
+mod bench;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
+use bench::{assert_cleaned_up, json, pagepilot};
 use serde_json::Value;
-
-/// Held while a benchmark runs: benchmarks drop the whole page cache before
-/// their cold runs, which would empty a warm case of another benchmark
-/// running beside it (and both time what they do), so they run one at a time.
-static ONE_BENCH_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn pagepilot(args: &[&str]) -> (Output, u32) {
-    let _alone = ONE_BENCH_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let child = Command::new(env!("CARGO_BIN_EXE_pagepilot"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start pagepilot");
-    let pid = child.id();
-    (child.wait_with_output().expect("run pagepilot"), pid)
-}
-
-fn json(args: &[&str]) -> Value {
-    let (out, pid) = pagepilot(args);
-    assert!(
-        out.status.success(),
-        "pagepilot {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_cleaned_up(pid);
-    serde_json::from_slice(&out.stdout).expect("JSON report")
-}
-
-/// Neither memory cgroups nor data files of run `pid` are left behind.
-fn assert_cleaned_up(pid: u32) {
-    let prefix = format!("pagepilot-{pid}-");
-    let cgroups = std::fs::read_dir("/sys/fs/cgroup/memory").expect("cgroup v1 memory");
-    for e in cgroups.flatten() {
-        assert!(
-            !e.file_name().to_string_lossy().starts_with(&prefix),
-            "cgroup left: {e:?}"
-        );
-    }
-    let files = std::fs::read_dir(std::env::temp_dir()).expect("temp dir");
-    let prefix = format!("pagepilot-bench-{pid}-");
-    for e in files.flatten() {
-        assert!(
-            !e.file_name().to_string_lossy().starts_with(&prefix),
-            "file left: {e:?}"
-        );
-    }
-}
 
 fn within(measured: u64, analytic: u64, tolerance: f64) -> bool {
     (measured as f64 - analytic as f64).abs() <= tolerance * analytic as f64

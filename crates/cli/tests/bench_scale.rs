@@ -2,43 +2,10 @@
 //! byte read back from the file, the report's fields there; bad input refused with the
 //! argument's name.
 
-use std::process::{Command, Output};
+mod bench;
 
+use bench::{assert_cleaned_up, pagepilot};
 use serde_json::Value;
-
-fn pagepilot(args: &[&str]) -> (Output, u32) {
-    let child = Command::new(env!("CARGO_BIN_EXE_pagepilot"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start pagepilot");
-    let pid = child.id();
-    (child.wait_with_output().expect("run pagepilot"), pid)
-}
-
-/// No memory cgroup or sparse file of run `pid` is left behind.
-fn assert_cleaned_up(pid: u32) {
-    let prefix = format!("pagepilot-{pid}-");
-    if let Ok(cgroups) = std::fs::read_dir("/sys/fs/cgroup/memory") {
-        for e in cgroups.flatten() {
-            assert!(
-                !e.file_name().to_string_lossy().starts_with(&prefix),
-                "cgroup left: {e:?}"
-            );
-        }
-    }
-    let prefix = format!("pagepilot-bench-{pid}-");
-    for e in std::fs::read_dir(std::env::temp_dir())
-        .expect("temp dir")
-        .flatten()
-    {
-        assert!(
-            !e.file_name().to_string_lossy().starts_with(&prefix),
-            "file left: {e:?}"
-        );
-    }
-}
 
 #[test]
 fn test_scale_bench_measures_every_row_and_checks_every_written_byte() {
