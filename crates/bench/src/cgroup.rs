@@ -24,6 +24,18 @@ pub enum CgroupError {
     },
 }
 
+/// Whether the v1 memory controller is mounted at [`MEMORY_ROOT`].
+pub fn mounted() -> Result<(), CgroupError> {
+    if Path::new(MEMORY_ROOT)
+        .join("memory.limit_in_bytes")
+        .exists()
+    {
+        Ok(())
+    } else {
+        Err(CgroupError::NotMounted)
+    }
+}
+
 /// A memory cgroup limited to a budget; the directory is removed when dropped.
 pub struct MemCgroup {
     dir: PathBuf,
@@ -33,12 +45,7 @@ impl MemCgroup {
     /// Creates `/sys/fs/cgroup/memory/pagepilot-<pid>-<n>` limited to `limit_bytes`.
     pub fn create(limit_bytes: usize) -> Result<MemCgroup, CgroupError> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        if !Path::new(MEMORY_ROOT)
-            .join("memory.limit_in_bytes")
-            .exists()
-        {
-            return Err(CgroupError::NotMounted);
-        }
+        mounted()?;
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = Path::new(MEMORY_ROOT).join(format!("pagepilot-{}-{n}", std::process::id()));
         std::fs::create_dir(&dir).map_err(|source| CgroupError::Io {

@@ -89,10 +89,8 @@ pub enum BaselineUnavailable {
 /// Whether this user can run the kernel baseline: the memory controller is mounted and its
 /// root and `/proc/sys/vm/drop_caches` are writable.
 pub fn baseline_available() -> Result<(), BaselineUnavailable> {
+    cgroup::mounted()?;
     let root = std::path::Path::new(cgroup::MEMORY_ROOT);
-    if !root.join("memory.limit_in_bytes").exists() {
-        return Err(CgroupError::NotMounted.into());
-    }
     for path in [root, std::path::Path::new(sys::DROP_CACHES)] {
         if !sys::writable(path) {
             return Err(BaselineUnavailable::NotWritable(path.to_path_buf()));

@@ -97,14 +97,23 @@ impl PairedSpeedup {
 /// Bytes this process (all its threads) caused to be read from a block device
 /// (`read_bytes` of `/proc/self/io`).
 pub fn read_bytes_self() -> std::io::Result<u64> {
-    let text = std::fs::read_to_string("/proc/self/io")?;
+    read_bytes_in("/proc/self/io")
+}
+
+/// The same for the calling thread alone (`/proc/thread-self/io`).
+pub fn read_bytes_thread() -> std::io::Result<u64> {
+    read_bytes_in("/proc/thread-self/io")
+}
+
+fn read_bytes_in(io: &str) -> std::io::Result<u64> {
+    let text = std::fs::read_to_string(io)?;
     text.lines()
         .find_map(|l| l.strip_prefix("read_bytes:"))
         .and_then(|v| v.trim().parse().ok())
         .ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                "no read_bytes in /proc/self/io",
+                format!("no read_bytes in {io}"),
             )
         })
 }

@@ -19,7 +19,7 @@ use super::cgroup::{self, MemCgroup};
 use super::datafile::{self, DataFile};
 use super::join::analytic_faults;
 use super::kernel;
-use super::measure::{check_range, median, Format};
+use super::measure::{check_range, median, read_bytes_thread, Format};
 use super::workload::{Plan, Workload};
 use crate::BenchResult;
 
@@ -344,16 +344,10 @@ fn child_main(job: &str) -> BenchResult {
     Ok(())
 }
 
-/// Pages this thread has read from the disk so far (`/proc/thread-self/io`):
-/// the kernel's page-ins, which its read-around makes many per fault.
+/// Pages this thread has read from the disk so far: the kernel's page-ins,
+/// which its read-around makes many per fault.
 fn thread_read_pages() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").unwrap_or_default();
-    let bytes: u64 = io
-        .lines()
-        .find_map(|l| l.strip_prefix("read_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    bytes / PAGE as u64
+    read_bytes_thread().unwrap_or(0) / PAGE as u64
 }
 
 fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {

@@ -7,9 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pagepilot_frames::{Admit, Clock, RateControl, TaskId};
-
-use crate::stats::Counters;
+use pagepilot_frames::{Admit, Clock, RateControl, TaskId, TaskStats};
 
 /// The monotonic clock of the live frame manager and rate controller.
 #[derive(Debug)]
@@ -62,28 +60,25 @@ impl FaultLimit {
         Ok(FaultLimit { control, task })
     }
 
-    /// Waits until the next missing fault may be served (Figure 7),
-    /// counting the postponements and the delay they add.
-    pub fn wait_turn(&self, stats: &Counters) {
+    /// Waits until the next missing fault may be served (Figure 7); the
+    /// controller counts the postponements and the delay they add.
+    pub fn wait_turn(&self) {
         loop {
-            let admit = self
-                .control
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .on_fault(self.task);
-            let Ok(Admit::Postpone { until_ns }) = admit else {
-                return;
+            let wait = {
+                let mut control = self.control.lock().unwrap_or_else(|p| p.into_inner());
+                match control.on_fault(self.task) {
+                    Ok(Admit::Postpone { until_ns }) => until_ns.saturating_sub(control.now_ns()),
+                    _ => return,
+                }
             };
-            let now = self
-                .control
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .now_ns();
-            let wait = until_ns.saturating_sub(now);
-            Counters::add(&stats.postponed_faults, 1);
-            Counters::add(&stats.postponed_delay_us, wait / 1000);
             std::thread::sleep(Duration::from_nanos(wait));
         }
+    }
+
+    /// The region's faults and postponements, as the controller counted them.
+    pub fn stats(&self) -> TaskStats {
+        let control = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        control.stats(self.task).cloned().unwrap_or_default()
     }
 }
 

@@ -130,18 +130,16 @@ impl PoolShared {
         self.manager.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a region guaranteed `min` frames. Returns its holder and
-    /// the frames it holds now (the rest comes as others give frames back).
-    pub(crate) fn join(&self, min: usize) -> Result<(HolderId, usize), FrameError> {
-        let (id, orders) = self.manager().register(min)?;
-        let held = self.manager().stats(id).map_or(0, |s| s.held);
-        self.dispatch(orders);
-        Ok((id, held))
-    }
-
-    /// The pool's part of a region: it leaves the pool when dropped.
+    /// Registers a region guaranteed `min` frames: its part of the pool,
+    /// which it leaves when the part is dropped. What free frames cannot
+    /// cover comes as others give frames back.
     pub(crate) fn membership(self: &Arc<Self>, min: usize) -> Result<Membership, FrameError> {
-        let (holder, held) = self.join(min)?;
+        let (holder, held, orders) = {
+            let mut m = self.manager();
+            let (holder, orders) = m.register(min)?;
+            (holder, m.stats(holder).map_or(0, |s| s.held), orders)
+        };
+        self.dispatch(orders);
         Ok(Membership {
             pool: self.clone(),
             holder,

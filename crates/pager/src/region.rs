@@ -202,6 +202,7 @@ impl Region {
             }
             None => None,
         };
+        let pool_link = membership.as_ref().map(|m| (m.pool().clone(), m.holder));
         let mut table = Table::new(pages, capacity, app);
         table.pool = membership;
         let shared = Arc::new(Shared {
@@ -256,8 +257,7 @@ impl Region {
             owner: std::process::id(),
             child_view: std::sync::atomic::AtomicBool::new(false),
         });
-        let joined = (shared.lock().table.pool.as_ref()).map(|m| (m.pool().clone(), m.holder));
-        if let Some((pool, holder)) = joined {
+        if let Some((pool, holder)) = pool_link {
             pool.attach(holder, &shared);
         }
         lifecycle::adopt(&shared)?;
@@ -456,6 +456,11 @@ impl Region {
         s.policy = self.policy_name.clone();
         s.direct_io = self.shared.store.direct();
         s.uffd_access = self.shared.uffd_access;
+        if let Some(limit) = &self.shared.fault_limit {
+            let t = limit.stats();
+            s.postponed_faults = t.postponed;
+            s.postponed_delay_us = t.delay_ns / 1000;
+        }
         s.cached_bytes_read = self.shared.store.cached_bytes_read();
         s.handler_threads = self.handler_threads as u64;
         let t = &self.shared.tuning;

@@ -243,10 +243,11 @@ impl Table {
         self.evicting = self.evicting + usize::from(to == State::Evicting)
             - usize::from(from == State::Evicting);
         let k = self.slot_for(s);
-        self.bits[k] = code(to) | (flags & !STATE_MASK);
         if to == State::Absent {
             self.bits[k] = 0;
             self.remember(k);
+        } else {
+            self.bits[k] = code(to) | (flags & !STATE_MASK);
         }
     }
 

@@ -159,7 +159,7 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
     let slot = ((addr - sh.app) / PAGE) as u32;
     if let Some(limit) = &sh.fault_limit {
         if flags & (FLAG_MINOR | FLAG_WP) == 0 {
-            limit.wait_turn(&sh.stats);
+            limit.wait_turn();
         }
     }
     let outcome = if flags & FLAG_WP != 0 {
