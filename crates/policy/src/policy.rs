@@ -86,4 +86,20 @@ pub trait ReferencePolicy: Policy {
     /// Every reference, hit or miss, in trace order. `index` is the position
     /// in the trace. Called before any fault handling for that reference.
     fn on_reference(&mut self, page: Page, index: u64);
+
+    /// A run of references that all hit resident pages, `slots[k]` at
+    /// trace position `first_index + k`; `vpns[slot]` is a slot's page
+    /// number. The same as [`ReferencePolicy::on_reference`] for each in
+    /// order (the default), in one call: the simulator hands runs of hits
+    /// over at once, so a policy pays one dynamic call per run, not per
+    /// reference.
+    fn on_hits(&mut self, slots: &[u32], first_index: u64, vpns: &[u64]) {
+        for (k, &slot) in slots.iter().enumerate() {
+            let page = Page {
+                slot,
+                vpn: vpns[slot as usize],
+            };
+            self.on_reference(page, first_index + k as u64);
+        }
+    }
 }

@@ -12,6 +12,8 @@ const RESIDENT: u8 = 1;
 const REFERENCED: u8 = 2;
 const MODIFIED: u8 = 4;
 const TOUCHED: u8 = 8;
+/// Resident and referenced: a reference to it is a hit.
+const SEEN: u8 = RESIDENT | REFERENCED;
 
 /// What one reference did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,19 +317,21 @@ impl<'t> Machine<'t> {
     /// would one by one. A reference to a resident page whose referenced bit
     /// is set is a hit that no live policy observes (a live pager does not
     /// see it either): for live policies such hits are counted in a tight
-    /// loop, without a call per reference; a reference policy still sees
-    /// every reference.
+    /// loop, without a call per reference; a reference policy is handed
+    /// each run of them in one call ([`ReferencePolicy::on_hits`]).
     pub fn run_trace(&mut self, trace: &Trace) {
+        if matches!(self.driver, Driver::Reference(_)) {
+            self.run_reference(trace);
+        } else {
+            self.run_live(trace);
+        }
+        self.counters.references += trace.refs.len() as u64;
+    }
+
+    fn run_live(&mut self, trace: &Trace) {
         let writes = trace.has_writes();
-        let reference = matches!(self.driver, Driver::Reference(_));
-        const SEEN: u8 = RESIDENT | REFERENCED;
         for (i, &slot) in trace.refs.iter().enumerate() {
             let write = writes && trace.is_write(i);
-            if reference {
-                if let Driver::Reference(p) = &mut self.driver {
-                    p.on_reference(self.mem.page_at(slot), i as u64);
-                }
-            }
             let f = &mut self.mem.flags[slot as usize];
             if *f & SEEN == SEEN {
                 if write {
@@ -337,7 +341,36 @@ impl<'t> Machine<'t> {
                 self.serve(slot, write, i as u64);
             }
         }
-        self.counters.references += trace.refs.len() as u64;
+    }
+
+    fn run_reference(&mut self, trace: &Trace) {
+        let (refs, vpns) = (&trace.refs[..], self.mem.pages);
+        let writes = trace.has_writes();
+        let mut i = 0;
+        while i < refs.len() {
+            let run = i;
+            while let Some(&slot) = refs.get(i) {
+                let f = &mut self.mem.flags[slot as usize];
+                if *f & SEEN != SEEN {
+                    break;
+                }
+                if writes && trace.is_write(i) {
+                    *f |= MODIFIED;
+                }
+                i += 1;
+            }
+            let Driver::Reference(p) = &mut self.driver else {
+                return;
+            };
+            if i > run {
+                p.on_hits(&refs[run..i], run as u64, vpns);
+            }
+            if let Some(&slot) = refs.get(i) {
+                p.on_reference(self.mem.page_at(slot), i as u64);
+                self.serve(slot, writes && trace.is_write(i), i as u64);
+                i += 1;
+            }
+        }
     }
 
     /// Takes `count` frames back from the policy (a ReclaimFrame event).

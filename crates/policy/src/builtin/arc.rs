@@ -122,6 +122,16 @@ impl Policy for Arc {
 }
 
 impl ReferencePolicy for Arc {
+    fn on_hits(&mut self, slots: &[u32], _first_index: u64, _vpns: &[u64]) {
+        // Case I only: a resident page is in T1 or T2.
+        for &slot in slots {
+            if self.t2.back() != Some(slot) {
+                self.t1.remove(slot);
+                self.t2.move_to_back(slot);
+            }
+        }
+    }
+
     fn on_reference(&mut self, page: Page, _index: u64) {
         let slot = page.slot;
         if self.t1.remove(slot) || self.t2.contains(slot) {

@@ -40,6 +40,13 @@ impl Policy for ExactLru {
 }
 
 impl ReferencePolicy for ExactLru {
+    fn on_hits(&mut self, slots: &[u32], _first_index: u64, _vpns: &[u64]) {
+        // A resident page is always in the list.
+        for &slot in slots {
+            self.recency.move_to_back(slot);
+        }
+    }
+
     fn on_reference(&mut self, page: Page, _index: u64) {
         if self.recency.contains(page.slot) {
             self.recency.move_to_back(page.slot);

@@ -180,7 +180,7 @@ pub fn read_with(
     let mut buf = vec![0u8; CHUNK];
 
     // Reference array, checked to number slots in order of first reference.
-    let mut refs: Vec<u32> = Vec::with_capacity(trusted(header.refs));
+    let mut refs: Vec<u32> = super::huge::vec_with_capacity(trusted(header.refs));
     let mut next: u64 = 0;
     let mut left = header.refs.saturating_mul(4);
     while left > 0 {

@@ -9,6 +9,7 @@ use std::path::Path;
 mod error;
 mod format;
 mod hash;
+mod huge;
 mod index;
 mod lines;
 mod options;
