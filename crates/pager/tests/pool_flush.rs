@@ -81,12 +81,19 @@ fn test_reclaimed_dirty_pages_reach_the_file_written_by_the_pools_reclaimer_not_
     .unwrap();
     let start = std::time::Instant::now();
     while b.stats().budget_frames < 150 {
-        assert!(start.elapsed() < Duration::from_secs(10), "B never got its minimum");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "B never got its minimum"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let s = a.stats();
     assert_eq!((s.budget_frames, s.writebacks), (106, 94), "{s:?}");
-    assert_eq!((s.pool_reclaimed_frames, s.forced_reclaims), (94, 0), "{s:?}");
+    assert_eq!(
+        (s.pool_reclaimed_frames, s.forced_reclaims),
+        (94, 0),
+        "{s:?}"
+    );
     let by_reclaimer = written_by_threads("pp-pool") - reclaimer;
     let by_me = wchar(std::path::Path::new("/proc/thread-self/io")) - mine;
     assert!(
