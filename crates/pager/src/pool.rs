@@ -261,6 +261,16 @@ impl PoolShared {
         self.manager().stats(id).ok().cloned()
     }
 
+    /// Frames holder `id` is still asked to give back.
+    fn due(&self, id: HolderId) -> usize {
+        let m = self.manager();
+        m.pending()
+            .iter()
+            .filter(|r| r.holder == id)
+            .map(|r| r.frames)
+            .sum()
+    }
+
     fn region(&self, id: HolderId) -> Option<Arc<Shared>> {
         let regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
         regions.iter().find(|(h, _)| *h == id)?.1.upgrade()
@@ -272,7 +282,13 @@ impl PoolShared {
     fn reclaim_round(&self) {
         let orders = std::mem::take(&mut *self.orders.lock().unwrap_or_else(|p| p.into_inner()));
         let mut unattached = Vec::new();
-        for order in orders {
+        for mut order in orders {
+            // Only what is still due: an order that waited may have been
+            // taken by force meanwhile, or its region gone.
+            order.frames = order.frames.min(self.due(order.holder));
+            if order.frames == 0 {
+                continue;
+            }
             match self.region(order.holder) {
                 Some(region) => {
                     let given = region.give_back(order.frames);
@@ -292,8 +308,7 @@ impl PoolShared {
                 region.take_back(late.frames);
             }
         }
-        let pending: Vec<HolderId> = self.manager().pending().iter().map(|r| r.holder).collect();
-        unattached.retain(|o| pending.contains(&o.holder));
+        unattached.retain(|o| self.due(o.holder) > 0);
         if !unattached.is_empty() {
             let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             deferred.extend(unattached);
