@@ -30,7 +30,35 @@ fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
     (s, flags & MODIFIED != 0)
 }
 
+/// Pages a policy asked to flush (HiPEC's Flush), and the pool of the
+/// region, if any, whose reclaimer writes them back.
+pub struct Flushes {
+    /// The pages.
+    pub pages: Vec<u32>,
+    /// The region's pool and its holder there.
+    pub pool: Option<(
+        std::sync::Arc<crate::pool::PoolShared>,
+        pagepilot_frames::HolderId,
+    )>,
+}
+
 impl Shared {
+    /// Writes back the pages a policy asked to flush. In a pool the pool's
+    /// reclaimer writes them (HiPEC's I/O handling: the thread serving the
+    /// fault does not wait for the disk); a region alone writes them here.
+    /// A page whose write-back fails stays dirty in memory.
+    pub fn flush_asked(&self, asked: Flushes) {
+        if asked.pages.is_empty() {
+            return;
+        }
+        match asked.pool {
+            Some((pool, holder)) => pool.flush_later(holder, asked.pages),
+            None => {
+                let _ = self.flush(Some(&asked.pages));
+            }
+        }
+    }
+
     /// Asks the policy for a victim to make room for `incoming`, overruling
     /// any answer that is not a resident page other than `incoming`. The
     /// victim is marked `Evicting` and the policy told it is gone. Returns the

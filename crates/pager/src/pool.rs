@@ -46,6 +46,10 @@ pub(crate) struct PoolShared {
     orders: Mutex<Vec<Reclaim>>,
     /// Reclamations of regions not attached yet (still being mapped).
     deferred: Mutex<Vec<Reclaim>>,
+    /// Pages the regions' policies asked to flush (HiPEC's Flush), for the
+    /// reclaimer to write back; pushed under the `orders` lock, so that
+    /// the reclaimer, which checks both under it, misses no wake-up.
+    flushes: Mutex<Vec<(HolderId, Vec<u32>)>>,
     wake: Condvar,
     /// RAPHA's controller of the pool's regions with fault limits: the
     /// system limit bounds them together.
@@ -99,6 +103,7 @@ impl Pool {
             regions: Mutex::new(Vec::new()),
             orders: Mutex::new(Vec::new()),
             deferred: Mutex::new(Vec::new()),
+            flushes: Mutex::new(Vec::new()),
             wake: Condvar::new(),
             rate: limit::controller(),
         });
@@ -256,6 +261,26 @@ impl PoolShared {
         self.wake.notify_one();
     }
 
+    /// HiPEC's I/O handling: the pages region `id`'s policy asked to flush
+    /// are written back by the reclaimer, so that the thread serving the
+    /// fault does not wait for the disk. They stay dirty in memory until then.
+    pub(crate) fn flush_later(&self, id: HolderId, pages: Vec<u32>) {
+        let orders = self.orders.lock().unwrap_or_else(|p| p.into_inner());
+        let mut flushes = self.flushes.lock().unwrap_or_else(|p| p.into_inner());
+        flushes.push((id, pages));
+        drop(flushes);
+        drop(orders);
+        self.wake.notify_one();
+    }
+
+    fn has_flushes(&self) -> bool {
+        !self
+            .flushes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     /// What holder `id` holds, and its history.
     pub(crate) fn holder_stats(&self, id: HolderId) -> Option<HolderStats> {
         self.manager().stats(id).ok().cloned()
@@ -280,6 +305,14 @@ impl PoolShared {
     /// (normal reclamation), takes by force what is overdue, then grows the
     /// regions the pool gave frames to (a minimum reached).
     fn reclaim_round(&self) {
+        let flushes = std::mem::take(&mut *self.flushes.lock().unwrap_or_else(|p| p.into_inner()));
+        for (id, pages) in flushes {
+            // A region gone was flushed whole as it was unmapped.
+            if let Some(region) = self.region(id) {
+                // A page whose write-back fails stays dirty in memory.
+                let _ = region.flush(Some(&pages));
+            }
+        }
         let orders = std::mem::take(&mut *self.orders.lock().unwrap_or_else(|p| p.into_inner()));
         let mut unattached = Vec::new();
         for mut order in orders {
@@ -352,7 +385,7 @@ fn reclaimer(pool: Weak<PoolShared>) {
         // Deadlines are checked every 5 ms while reclamations are pending.
         let idle = pool.manager().pending().is_empty();
         let orders = pool.orders.lock().unwrap_or_else(|p| p.into_inner());
-        if orders.is_empty() {
+        if orders.is_empty() && !pool.has_flushes() {
             let wait = Duration::from_millis(if idle { 100 } else { 5 });
             let _ = pool.wake.wait_timeout(orders, wait);
         }
