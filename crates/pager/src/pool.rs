@@ -147,7 +147,8 @@ impl Pool {
     pub fn stats(&self) -> PoolStats {
         let (system_fault_limit, reserved_pc) = {
             let rate = self.shared.rate.lock().unwrap_or_else(|p| p.into_inner());
-            (rate.system_fault_limit(), rate.reserved_pc())
+            // + 0.0: an empty sum of reserves is -0.0.
+            (rate.system_fault_limit(), rate.reserved_pc() + 0.0)
         };
         let m = self.shared.manager();
         let regions = self

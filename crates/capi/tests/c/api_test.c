@@ -235,6 +235,7 @@ static void pooled_regions(void) {
     o.fault_limit = 8;
     o.fault_period_us = 2000;
     o.fault_around_pages = 1;
+    o.zero_around_max_pages = 1; /* one fault per page: 64 faults, 8 per 2 ms */
     r[1] = pp_map(&o, err, sizeof err);
     CHECK(r[1] != NULL, "limited pp_map: %s", err);
     for (size_t p = 0; p < 64; p++) ((volatile unsigned char *)pp_addr(r[1]))[p * PAGE] = 1;
