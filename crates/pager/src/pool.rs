@@ -212,11 +212,20 @@ impl PoolShared {
         })
     }
 
-    /// Names the region of holder `id`, once it is mapped.
+    /// Names the region of holder `id`, once it is mapped. Its budget
+    /// becomes what it holds now: frames given to it (its minimum reached)
+    /// or taken by force while it was being mapped are counted.
     pub(crate) fn attach(&self, id: HolderId, region: &Arc<Shared>) {
+        let m = self.manager();
+        if let Ok(s) = m.stats(id) {
+            // No fault has reached the region yet: nobody else holds its
+            // lock, so taking it under the manager's cannot deadlock.
+            region.lock().table.capacity = s.held.max(1);
+        }
         let mut regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
         regions.push((id, Arc::downgrade(region)));
         drop(regions);
+        drop(m);
         let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
         let (mine, others) = std::mem::take(&mut *deferred)
             .into_iter()

@@ -76,6 +76,36 @@ fn test_a_region_is_guaranteed_its_min_frames_and_starts_with_its_budget_while_f
 }
 
 #[test]
+fn test_a_region_starting_above_partition_burst_gives_the_excess_back_as_soon_as_it_is_mapped() {
+    // 256 frames, partition_burst half of them: A starts with 150 above
+    // its minimum of 50, 22 past the watermark, asked back from A itself
+    // (the only region above its minimum) while it is being mapped.
+    let pool = Pool::new(256 * PAGE_SIZE).unwrap();
+    let a = Region::map(anon(512, 200, &pool).with_min_frames(50)).unwrap();
+    eventually("A back at the watermark", || a.stats().budget_frames == 178);
+    let s = a.stats();
+    assert_eq!(
+        (s.pool_reclaimed_frames, s.forced_reclaims),
+        (22, 0),
+        "{s:?}"
+    );
+    let h = &pool.stats().holders[0];
+    assert_eq!((h.held, h.reclaimed), (178, 22));
+    for p in 0..512 {
+        // SAFETY: inside region A.
+        unsafe { a.as_ptr().add(p * PAGE_SIZE).write_volatile(p as u8) };
+    }
+    for p in 0..512 {
+        // SAFETY: inside region A.
+        assert_eq!(
+            unsafe { a.as_ptr().add(p * PAGE_SIZE).read_volatile() },
+            p as u8
+        );
+    }
+    assert!(a.stats().frames_in_use <= 178);
+}
+
+#[test]
 fn test_min_frames_above_the_budget_or_without_a_pool_is_refused_naming_both() {
     let pool = Pool::new(256 * PAGE_SIZE).unwrap();
     let err = Region::map(anon(64, 20, &pool).with_min_frames(21)).unwrap_err();
