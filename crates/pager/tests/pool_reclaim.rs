@@ -97,10 +97,8 @@ fn test_a_region_starting_above_partition_burst_gives_the_excess_back_as_soon_as
     }
     for p in 0..512 {
         // SAFETY: inside region A.
-        assert_eq!(
-            unsafe { a.as_ptr().add(p * PAGE_SIZE).read_volatile() },
-            p as u8
-        );
+        let got = unsafe { a.as_ptr().add(p * PAGE_SIZE).read_volatile() };
+        assert_eq!(got, p as u8);
     }
     assert!(a.stats().frames_in_use <= 178);
 }
