@@ -21,14 +21,23 @@ extern "C" {
 typedef struct pp_region pp_region;
 
 /* A pool of frames shared by the regions mapped with pp_options.pool set to it (HiPEC's
-   global frame manager): each region's budget_bytes is its guaranteed minimum there;
-   a pool that must make room for a newcomer's minimum takes frames back from the
-   regions holding more than theirs, first allocated first, their dirty pages written
-   back first. On failure: NULL, and a message in err. */
+   global frame manager): each region is guaranteed pp_options.min_frames there (its
+   minFrame; 0: its whole budget) and starts with up to budget_bytes, what is above its
+   minimum granted from the pool's free frames only. A pool that must make room for a
+   newcomer's minimum, or whose regions hold more than half of it above their minimums
+   (partition_burst), asks the regions holding more than theirs for frames, first
+   allocated first: the region's policy names the pages (a program's ReclaimFrame);
+   what a region has not given back within 10 ms is taken by force, the pager choosing
+   the pages, and reported ("forced", "forced_incidents" in the pool's stats,
+   "forced_reclaims" in the region's). Dirty pages of reclaimed frames are written back
+   by the pool's own thread before their frames are freed. On failure: NULL, and a
+   message in err. */
 typedef struct pp_pool pp_pool;
 pp_pool *pp_pool_create(size_t budget_bytes, char *err, size_t errlen);
 int      pp_pool_stats_json(pp_pool *p, char *buf, size_t len); /* as pp_stats_json:
-                       {"total_frames":..,"free_frames":..,"holders":[{"min":..,"held":..}]} */
+                       {"total_frames":..,"free_frames":..,"holders":[{"min":..,"held":..,
+                        "reclaimed":..,"forced":..,"forced_incidents":..}],
+                        "system_fault_limit":..,"reserved_pc":..} */
 void     pp_pool_destroy(pp_pool *p);  /* regions in it keep it until they are unmapped */
 
 /* Size of an err buffer that holds every message whole (a longer one is cut to errlen - 1
@@ -68,11 +77,19 @@ typedef struct pp_options {
                                    pp_prefault on the range first */
     size_t zero_around_max_pages; /* anonymous: largest cluster of zero pages one fault fills
                                    along a stream of first touches (1: one page per fault) */
-    pp_pool *pool;              /* NULL: a budget of its own; else budget_bytes is the
-                                   region's minimum in this pool */
+    pp_pool *pool;              /* NULL: a budget of its own; else the region draws its
+                                   frames from this pool (see pp_pool_create) */
     size_t fault_limit;         /* RAPHA: at most this many missing faults per period, the
                                    others wait for the next one (0: no limit) */
     size_t fault_period_us;     /* the limit's period, microseconds (required with a limit) */
+    size_t min_frames;          /* with a pool: frames guaranteed (minFrame), at most the
+                                   budget's pages (0: the whole budget); refused when the
+                                   pool cannot hold it beside the other regions' minimums */
+    double cpu_reserve;         /* RAPHA: share of one processor the region reserves, in
+                                   [0, 1] (0: none), with a fault limit only; refused when
+                                   the reserves and every limit's fault handling would pass
+                                   the processor (Eq. 2); in a pool the system fault limit
+                                   is what the reserves leave (Eq. 4) */
 } pp_options;
 
 void pp_options_init(pp_options *opts);

@@ -70,12 +70,18 @@ pub struct pp_options {
     /// Largest cluster of zero pages filled along a stream of first touches (0: default, 1: off).
     pub zero_around_max_pages: usize,
     /// The pool the region's frames are drawn from (NULL: a budget of its
-    /// own); `budget_bytes` is then its guaranteed minimum there.
+    /// own); the region is guaranteed `min_frames` there and starts with up
+    /// to `budget_bytes`.
     pub pool: *mut pp_pool,
     /// RAPHA: missing faults allowed per period (0: no limit).
     pub fault_limit: usize,
     /// The limit's period, microseconds.
     pub fault_period_us: usize,
+    /// In a pool: the frames guaranteed (HiPEC's minFrame; 0: the budget).
+    pub min_frames: usize,
+    /// RAPHA: the share of one processor reserved, in [0, 1] (0: none);
+    /// only with a fault limit.
+    pub cpu_reserve: f64,
 }
 
 /// Fills `*opts` with the defaults: anonymous, no length, no budget, policy "clock".
@@ -103,6 +109,8 @@ pub unsafe extern "C" fn pp_options_init(opts: *mut pp_options) {
         pool: std::ptr::null_mut(),
         fault_limit: 0,
         fault_period_us: 0,
+        min_frames: 0,
+        cpu_reserve: 0.0,
     };
     // SAFETY: the caller guarantees opts points to one writable pp_options.
     unsafe { opts.write(o) };
@@ -228,6 +236,12 @@ pub unsafe extern "C" fn pp_map(
         // SAFETY: NULL or a live pool handle, per the contract.
         if let Some(handle) = unsafe { o.pool.as_ref() } {
             ro = ro.with_pool(&handle.pool);
+        }
+        if o.min_frames != 0 {
+            ro = ro.with_min_frames(o.min_frames);
+        }
+        if o.cpu_reserve != 0.0 {
+            ro = ro.with_reserve(o.cpu_reserve);
         }
         if o.fault_limit != 0 || o.fault_period_us != 0 {
             let period = std::time::Duration::from_micros(o.fault_period_us as u64);

@@ -46,6 +46,11 @@ fn test_c_program_maps_touches_and_refuses_bad_input() {
         "read-only file mapped writable",
         "a minimum beyond the pool",
         "a fault limit over no time",
+        "a fault limit of no faults",
+        "a minimum above the budget",
+        "a reserve that does not fit",
+        "a reserve above one processor",
+        "a reserve without a fault limit",
     ] {
         assert!(
             stdout.contains(&format!("refused {what}: ")),

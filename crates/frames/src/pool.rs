@@ -140,6 +140,12 @@ impl<C: Clock> FrameManager<C> {
         self
     }
 
+    /// Changes how long a holder has to give frames back, for reclamations
+    /// asked from now on.
+    pub fn set_deadline_ns(&mut self, ns: u64) {
+        self.deadline_ns = ns;
+    }
+
     /// Frames in the pool.
     pub fn total(&self) -> usize {
         self.total

@@ -38,6 +38,9 @@ pub struct Tuning {
     pub fault_reads: FaultReads,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
+    /// A policy program: the pool's normal reclamation runs only its
+    /// ReclaimFrame event (HiPEC); a built-in's victim choice is its own.
+    pub reclaim_event_only: bool,
 }
 
 /// Who reads a missing fault's pages in handler-thread service.

@@ -12,9 +12,21 @@ pub enum MapError {
     /// The fault limit was not admitted (RAPHA's admission control).
     #[error("the region's fault limit: {0}")]
     FaultLimit(#[from] pagepilot_frames::RateError),
-    /// The pool could not guarantee the region's budget as its minimum.
-    #[error("the region's budget as its minimum in the pool: {0}")]
+    /// The pool could not guarantee the region's minimum (`min_frames`, or
+    /// its budget).
+    #[error("the region's minimum in the pool: {0}")]
     Pool(#[from] pagepilot_frames::FrameError),
+    /// The guaranteed minimum is above the budget.
+    #[error(
+        "min_frames of {min_frames} frames exceeds the budget of {budget_frames} frames: \
+         the minimum is guaranteed, the budget is the most the region starts with"
+    )]
+    MinAboveBudget {
+        /// The minimum asked for.
+        min_frames: usize,
+        /// The budget, frames.
+        budget_frames: usize,
+    },
     /// The backing file could not be opened.
     #[error("cannot open backing file {path}: {source}")]
     Open {

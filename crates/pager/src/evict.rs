@@ -30,7 +30,35 @@ fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
     (s, flags & MODIFIED != 0)
 }
 
+/// Pages a policy asked to flush (HiPEC's Flush), and the pool of the
+/// region, if any, whose reclaimer writes them back.
+pub struct Flushes {
+    /// The pages.
+    pub pages: Vec<u32>,
+    /// The region's pool and its holder there.
+    pub pool: Option<(
+        std::sync::Arc<crate::pool::PoolShared>,
+        pagepilot_frames::HolderId,
+    )>,
+}
+
 impl Shared {
+    /// Writes back the pages a policy asked to flush. In a pool the pool's
+    /// reclaimer writes them (HiPEC's I/O handling: the thread serving the
+    /// fault does not wait for the disk); a region alone writes them here.
+    /// A page whose write-back fails stays dirty in memory.
+    pub fn flush_asked(&self, asked: Flushes) {
+        if asked.pages.is_empty() {
+            return;
+        }
+        match asked.pool {
+            Some((pool, holder)) => pool.flush_later(holder, asked.pages),
+            None => {
+                let _ = self.flush(Some(&asked.pages));
+            }
+        }
+    }
+
     /// Asks the policy for a victim to make room for `incoming`, overruling
     /// any answer that is not a resident page other than `incoming`. The
     /// victim is marked `Evicting` and the policy told it is gone. Returns the
@@ -213,12 +241,66 @@ impl Shared {
         self.change_budget(|_| frames).1
     }
 
-    /// A pool takes `frames` back (at most all but one): the budget
-    /// shrinks as [`Shared::set_budget`] shrinks it. Returns the frames
-    /// given back.
-    pub fn shrink_budget(&self, frames: usize) -> usize {
-        let (old, _) = self.change_budget(|old| old.saturating_sub(frames).max(1));
-        frames.min(old.saturating_sub(1))
+    /// Normal reclamation (HiPEC's ReclaimFrame): the pool asks `frames`
+    /// back (at most all but one). Free frames go first; then the policy
+    /// names pages ([`Policy::reclaim`], a program's ReclaimFrame event;
+    /// a built-in's victim choice for what it does not name). A program
+    /// that names too few gives back too few: the pool takes the rest by
+    /// force at its deadline ([`Shared::take_back`]). Dirty pages are
+    /// written back here, in the pool's reclaimer. Returns the frames given
+    /// back (a page whose write-back fails is kept, its frame with it).
+    pub fn give_back(&self, frames: usize) -> usize {
+        let mut g = self.lock();
+        let frames = frames.min(g.table.capacity.saturating_sub(1));
+        let free = frames.min(g.table.room());
+        let count = frames - free;
+        let mut victims = if count > 0 {
+            self.take_reclaimed(&mut g, count)
+        } else {
+            Vec::new()
+        };
+        while !self.tuning.reclaim_event_only && victims.len() < count {
+            match self.take_victim(&mut g, u32::MAX) {
+                Some(v) => victims.push(v),
+                None => break,
+            }
+        }
+        g.table.capacity -= free + victims.len();
+        drop(g);
+        self.settle_given(free, &mut victims)
+    }
+
+    /// Forced reclamation: the pool takes `frames` (at most all but one)
+    /// that were not given back by the deadline: the budget shrinks by
+    /// that many, and the engine's fallback names the pages to evict, not
+    /// the policy (which is told they are gone). Dirty pages are written
+    /// back first, here in the pool's reclaimer; one whose write-back fails
+    /// is kept (the region is over its budget until a flush writes it).
+    pub fn take_back(&self, frames: usize) {
+        let mut g = self.lock();
+        let frames = frames.min(g.table.capacity.saturating_sub(1));
+        g.table.capacity -= frames;
+        let count = g.table.excess();
+        let mut victims = Vec::new();
+        while victims.len() < count {
+            match g.table.fallback_victim(&[]) {
+                Some(v) => victims.push(give_up(&mut g, v)),
+                None => break,
+            }
+        }
+        drop(g);
+        self.evict(&mut victims);
+    }
+
+    /// Evicts `victims` given back with `free` free frames; a victim whose
+    /// write-back failed keeps its frame (the budget grows back by one).
+    /// Returns the frames given back.
+    fn settle_given(&self, free: usize, victims: &mut [(u32, bool)]) -> usize {
+        let failed = self.evict(victims);
+        if !failed.is_empty() {
+            self.lock().table.capacity += failed.len();
+        }
+        free + victims.len() - failed.len()
     }
 
     /// A pool gave the region frames: its budget grows to `frames` (never

@@ -28,14 +28,21 @@ pub(crate) const FAULT_UNIT: Duration = Duration::from_micros(20);
 /// The system's fault period.
 pub(crate) const SYSTEM_PERIOD: Duration = Duration::from_millis(100);
 
-/// A new controller with the defaults above.
-pub(crate) fn controller() -> SharedRate {
-    let rc = RateControl::new(
-        FAULT_UNIT.as_nanos() as u64,
+/// A controller whose faults take `fault_unit` of processor time, over the
+/// system period above.
+pub(crate) fn rate_control(
+    fault_unit: Duration,
+) -> Result<RateControl<Monotonic>, pagepilot_frames::RateError> {
+    RateControl::new(
+        fault_unit.as_nanos().min(u64::MAX as u128) as u64,
         SYSTEM_PERIOD.as_nanos() as u64,
         Monotonic(Instant::now()),
     )
-    .expect("positive constants");
+}
+
+/// A new controller with the defaults above.
+pub(crate) fn controller() -> SharedRate {
+    let rc = rate_control(FAULT_UNIT).expect("positive constants");
     Arc::new(Mutex::new(rc))
 }
 
@@ -46,9 +53,11 @@ pub(crate) struct FaultLimit {
 }
 
 impl FaultLimit {
-    /// Admits a region allowed `faults` per `period` into `control`.
+    /// Admits a region reserving `pc` of the processor, allowed `faults`
+    /// per `period`, into `control` (RAPHA's admission control, Eq. 2).
     pub fn admit(
         control: SharedRate,
+        pc: f64,
         faults: u64,
         period: Duration,
     ) -> Result<FaultLimit, pagepilot_frames::RateError> {
@@ -56,7 +65,7 @@ impl FaultLimit {
         let task = control
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit(0.0, faults, period_ns)?;
+            .admit(pc, faults, period_ns)?;
         Ok(FaultLimit { control, task })
     }
 

@@ -107,9 +107,24 @@ pub struct RegionOptions {
     /// serving one, before it sleeps (0: always sleep).
     pub handler_spin_us: u64,
     /// The pool the region's frames are drawn from (HiPEC's global frame
-    /// manager): `budget_bytes` is then its guaranteed minimum (`minFrame`),
-    /// and its policy may request more. `None`: a budget of its own.
+    /// manager). The region is guaranteed `min_frames` there (`minFrame`);
+    /// it starts with up to `budget_bytes`, the frames above its minimum
+    /// asked for with a `Request` when it is mapped and granted from the
+    /// pool's free frames (fewer if fewer are free); its policy may request
+    /// more, or release some. `None`: a budget of its own.
     pub pool: Option<crate::Pool>,
+    /// In a pool: the region's guaranteed minimum, frames (HiPEC's
+    /// `minFrame`; refused when the pool cannot hold it beside the other
+    /// regions' minimums). 0, the default: the whole budget. At most the
+    /// budget; only with a pool.
+    pub min_frames: usize,
+    /// RAPHA: the share of one processor the region reserves (its task's
+    /// `pc`, in [0, 1]; 0, the default, reserves none). With a fault limit
+    /// in a pool, admission control refuses the region when the reserves
+    /// and the fault handling of every limit would pass the processor (Eq.
+    /// 2), and the pool's system fault limit is what the reserves leave
+    /// (Eq. 4). Only with a fault limit.
+    pub reserve: f64,
     /// RAPHA's fault limit: at most this many missing faults per period;
     /// those beyond wait for the next period. In a pool, the pool's system
     /// limit bounds its limited regions together. `None`: no limit.
@@ -129,6 +144,8 @@ impl Default for RegionOptions {
             handler_threads: 1,
             swap_dir: None,
             pool: None,
+            min_frames: 0,
+            reserve: 0.0,
             fault_limit: None,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerPerCpu,
@@ -164,6 +181,31 @@ impl RegionOptions {
         }
         if self.readahead_depth > MAX_PREFETCHERS {
             return Err(bad("readahead_depth", self.readahead_depth, &range));
+        }
+        let budget = self.budget_bytes / PAGE;
+        if self.min_frames > budget {
+            return Err(MapError::MinAboveBudget {
+                min_frames: self.min_frames,
+                budget_frames: budget,
+            });
+        }
+        if self.min_frames > 0 && self.pool.is_none() {
+            return Err(MapError::BadOption {
+                name: "min_frames",
+                why: "a guaranteed minimum needs a pool to draw frames from".into(),
+            });
+        }
+        if !(0.0..=1.0).contains(&self.reserve) {
+            return Err(MapError::BadOption {
+                name: "reserve",
+                why: format!("{} is not a share of one processor in [0, 1]", self.reserve),
+            });
+        }
+        if self.reserve > 0.0 && self.fault_limit.is_none() {
+            return Err(MapError::BadOption {
+                name: "reserve",
+                why: "a processor reserve is admitted with a fault limit (RAPHA)".into(),
+            });
         }
         if let Some((faults, period)) = self.fault_limit {
             if faults == 0 || period.is_zero() {
@@ -212,6 +254,16 @@ impl RegionOptions {
     /// Draws the region's frames from `pool` ([`RegionOptions::pool`]).
     pub fn with_pool(mut self, pool: &crate::Pool) -> Self {
         self.pool = Some(pool.clone());
+        self
+    }
+    /// Sets [`RegionOptions::min_frames`]: the frames guaranteed in the pool.
+    pub fn with_min_frames(mut self, frames: usize) -> Self {
+        self.min_frames = frames;
+        self
+    }
+    /// Sets [`RegionOptions::reserve`]: the share of one processor reserved.
+    pub fn with_reserve(mut self, pc: f64) -> Self {
+        self.reserve = pc;
         self
     }
     /// Sets [`RegionOptions::fault_limit`]: `faults` per `period`.

@@ -186,9 +186,16 @@ impl Region {
             .and_then(Result::ok)
             .map(Mutex::new);
         std::mem::forget(guard);
-        // The budget drawn from a pool is the region's minimum there.
+        // In a pool the region is guaranteed its minimum and asks for the
+        // rest of its budget.
         let membership = match &opts.pool {
-            Some(pool) => Some(pool.shared().membership(budget_frames)?),
+            Some(pool) => {
+                let min = match opts.min_frames {
+                    0 => budget_frames,
+                    n => n.min(budget_frames),
+                };
+                Some(pool.shared().membership(min, budget_frames)?)
+            }
             None => None,
         };
         let capacity = membership.as_ref().map_or(budget_frames, |m| m.held.max(1));
@@ -198,7 +205,8 @@ impl Region {
                     .pool
                     .as_ref()
                     .map_or_else(crate::limit::controller, |p| p.shared().rate.clone());
-                Some(crate::limit::FaultLimit::admit(control, faults, period)?)
+                let limit = crate::limit::FaultLimit::admit(control, opts.reserve, faults, period);
+                Some(limit?)
             }
             None => None,
         };
@@ -247,6 +255,7 @@ impl Region {
                 async_readahead,
                 readahead_depth: readahead_depth.clamp(1, crate::options::MAX_PREFETCHERS),
                 fault_reads,
+                reclaim_event_only: program && !given_policy,
             },
             ring,
             poison: got & sys::FEATURE_POISON != 0,
@@ -446,6 +455,11 @@ impl Region {
             s.pinned_pages = g.table.pinned as u64;
             s.incidents = g.policy.incidents();
             s.budget_frames = g.table.capacity as u64;
+            if let Some(h) = g.table.pool.as_ref().and_then(|m| m.held_stats()) {
+                s.pool_reclaimed_frames = h.reclaimed;
+                s.forced_reclaim_frames = h.forced;
+                s.forced_reclaims = h.forced_incidents;
+            }
             s.bookkeeping_bytes =
                 (g.table.bookkeeping_bytes() + self.shared.store.bookkeeping_bytes()) as u64;
         }

@@ -183,6 +183,15 @@ pub struct RegionStats {
     pub postponed_faults: u64,
     /// The delay those postponements added, microseconds.
     pub postponed_delay_us: u64,
+    /// In a pool: frames the region gave back when the pool asked
+    /// (normal reclamation: its policy's ReclaimFrame).
+    pub pool_reclaimed_frames: u64,
+    /// In a pool: frames taken from the region by force because it had not
+    /// given them back by the deadline (the engine chose the pages).
+    pub forced_reclaim_frames: u64,
+    /// In a pool: reclamations the region did not complete by the deadline
+    /// (each reported incident).
+    pub forced_reclaims: u64,
     /// Faults served above the budget because no frame could be freed.
     pub over_budget: u64,
     /// Bytes read from the backing store.

@@ -199,11 +199,9 @@ pub(super) fn zero_fill(
     // the policy cleared meanwhile is unmapped again, as its flags say.
     map_zeros(sh, s, n, write);
     g.table.zap_cleared();
-    let queued = std::mem::take(&mut g.table.flush_queue);
+    let queued = take_flushes(&mut g);
     drop(g);
-    if !queued.is_empty() {
-        let _ = sh.flush(Some(&queued));
-    }
+    sh.flush_asked(queued);
 }
 
 /// Reads pages `first..first + n` (all Absent) into frames, evicting what
@@ -349,13 +347,20 @@ pub(super) fn fill(
             }
         }
     }
-    let queued = std::mem::take(&mut g.table.flush_queue);
+    let queued = take_flushes(&mut g);
     drop(g);
     sh.notify();
-    if !queued.is_empty() {
-        let _ = sh.flush(Some(&queued));
-    }
+    sh.flush_asked(queued);
     outcome
+}
+
+/// The pages the policy asked to flush, and the pool that writes them back
+/// if the region is in one.
+fn take_flushes(g: &mut Inner) -> crate::evict::Flushes {
+    crate::evict::Flushes {
+        pages: std::mem::take(&mut g.table.flush_queue),
+        pool: g.table.pool.as_ref().map(|m| (m.pool().clone(), m.holder)),
+    }
 }
 
 /// Maps a missing fault's cluster `first..end` read from the store: the
