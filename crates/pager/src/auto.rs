@@ -19,6 +19,14 @@ pub struct Window {
 /// budget, each pass) that MRU-like policies may spend on read-ahead frames.
 const SPARE_SHARE: usize = 20;
 
+/// SEQ's largest window. Larger windows cost SEQ its sequences: its
+/// CLOCK fallback chooses more victims, and every page it clears comes back
+/// as a minor fault (HiPEC's 60 MB join under 40 MB, 64 loops: 40 855 minor
+/// faults at 24 pages, 49 360 at 32, 119 847 at 64, 225 734 at 128), each a
+/// fault event for the handler threads. At 32 the defaults match the best
+/// tuned window (docs/results.md, 2026-11-25 evening session).
+const SEQ_WINDOW: usize = 32;
+
 /// Whether the live policy named `policy` keeps the pages it read last
 /// (MRU, SEQ): read-ahead frames come out of its resident set.
 pub fn mru_like(policy: &str) -> bool {
@@ -33,6 +41,7 @@ pub fn mru_like(policy: &str) -> bool {
 ///   come out of that set and cost as many page-ins per pass, so one window
 ///   ahead and k = (pages - frames) / 40 keep the page-ins within 5% of
 ///   PF_m (a 60 MB table under 40 MB: 128 pages, the best tuned join row).
+///   SEQ's windows stay within [`SEQ_WINDOW`] pages.
 /// - Other built-in policies page in every pass anyway: 128 pages, 4 ahead.
 /// - Policy programs keep their own queues of the pages they were told
 ///   about; pages read ahead behind them would be victims they cannot name
@@ -50,8 +59,13 @@ pub fn window(policy: &str, program: bool, pages: usize, frames: usize) -> Windo
     } else if mru_like && pages > frames {
         let depth = 1;
         let spare = (pages - frames) / SPARE_SHARE;
+        let most = if policy.starts_with("seq") {
+            SEQ_WINDOW
+        } else {
+            1024
+        };
         Window {
-            pages: (spare / (depth + 1)).clamp(1, 1024),
+            pages: (spare / (depth + 1)).clamp(1, most),
             depth,
         }
     } else {
@@ -88,6 +102,19 @@ mod tests {
                 "{pages} {frames}: {w:?}"
             );
         }
+    }
+
+    #[test]
+    fn test_seq_windows_stay_small_enough_to_keep_its_sequences() {
+        let w = window("seq-live", false, 15360, 10240);
+        assert_eq!(
+            w,
+            Window {
+                pages: SEQ_WINDOW,
+                depth: 1
+            }
+        );
+        assert_eq!(window("mru-live", false, 15360, 10240).pages, 128);
     }
 
     #[test]
