@@ -328,13 +328,13 @@ impl<'t> Pooled<'t> {
                     rate.system.add(self.now);
                 }
             }
-            self.advance_to(self.now + 1);
             if std::mem::take(&mut self.bank.borrow_mut().touched) {
                 // Its own policy asked the manager something: it gives back
-                // at once what it was asked for, others when they run.
+                // what it was asked for within this reference, others when
+                // they run.
                 self.give_back(p);
-                self.settled();
             }
+            self.advance_to(self.now + 1);
             if missing {
                 self.procs[p].ready_at = self.now + service;
                 break;
