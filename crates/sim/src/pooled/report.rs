@@ -26,6 +26,8 @@ pub struct ProcessReport {
     pub minor_faults: u64,
     /// Pages evicted.
     pub evictions: u64,
+    /// Modified pages written back when they left (HiPEC's flusher).
+    pub writebacks: u64,
     /// Most frames it held at once.
     pub held_max: usize,
     /// Frames asked for with `Request`.

@@ -483,6 +483,7 @@ impl<'t> Pooled<'t> {
             r.cold_faults = c.cold_faults;
             r.minor_faults = c.minor_faults;
             r.evictions = c.evictions;
+            r.writebacks = c.writebacks;
             if let Some(rate) = &self.rate {
                 r.max_faults_per_period = Some(rate.per_process[p].max);
             }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::{simulate, Trace};
-use pagepilot_frames::{FrameError, RateError};
+use pagepilot_frames::RateError;
 use pagepilot_policy::registry::{self, Setup};
 
 /// A policy program written to a fresh temporary directory, removed on drop.
@@ -435,7 +435,4 @@ fn test_bad_pools_periods_and_limits_get_clear_errors() {
         one(spec("a", "clock", 10), &quantum),
         PooledError::ZeroQuantum
     ));
-    // The frame manager's own refusal is unreachable past the checks above,
-    // but named if it comes.
-    let _ = FrameError::EmptyPool;
 }
