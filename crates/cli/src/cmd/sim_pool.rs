@@ -22,20 +22,21 @@ pub struct PoolArgs {
     #[arg(long, value_name = "FRAMES", requires = "global")]
     pub pool: Option<usize>,
     /// With `--pool`: each process's minFrame, frames guaranteed to it
-    /// [default: equal shares of the pool].
+    /// equal shares of the pool].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "pool")]
     pub min_frames: Vec<usize>,
     /// With `--pool`: partition_burst, frames held above the minimums beyond
-    /// which the excess is reclaimed, first allocated first [default: half
+    /// which the excess is reclaimed, first allocated first half
     /// the pool].
     #[arg(long, value_name = "FRAMES", requires = "pool")]
     pub partition_burst: Option<usize>,
     /// With `--pool`: reference times a process has to give frames back
-    /// (its policy's ReclaimFrame) before they are taken by force.
-    #[arg(long, value_name = "REFS", default_value_t = 10_000)]
-    pub reclaim_deadline: u64,
+    /// (its policy's ReclaimFrame) before they are taken by force
+    /// ten fault service times, as live 10 ms is to a fault's ~100 us].
+    #[arg(long, value_name = "REFS", requires = "pool")]
+    pub reclaim_deadline: Option<u64>,
     /// With `--pool`: frames of each process held by read-ahead windows,
-    /// outside its policy's resident set [default: 0].
+    /// outside its policy's resident set 0].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "pool")]
     pub readahead_frames: Vec<usize>,
     /// With `--pool`: RAPHA, missing faults each process may take per
@@ -45,7 +46,7 @@ pub struct PoolArgs {
     /// With `--fault-limit`: the processes' fault period, reference times.
     #[arg(long, value_name = "REFS", requires = "pool")]
     pub fault_period: Option<u64>,
-    /// With `--fault-limit`: the system's fault period [default: the
+    /// With `--fault-limit`: the system's fault period the
     /// processes' period].
     #[arg(long, value_name = "REFS", requires = "fault_period")]
     pub system_period: Option<u64>,
@@ -56,7 +57,7 @@ pub struct PoolArgs {
     pub fault_unit: u64,
     /// With `--fault-limit`: each process's processor reserve, percent;
     /// refused when the reserves and the limits' fault handling exceed the
-    /// processor (RAPHA Eq. 2) [default: 0].
+    /// processor (RAPHA Eq. 2) 0].
     #[arg(
         long,
         value_name = "PCT,...",
@@ -65,7 +66,7 @@ pub struct PoolArgs {
     )]
     pub reserve: Vec<f64>,
     /// With `--pool`: reference times between samples of the frames held
-    /// [default: about 200 samples over the run].
+    /// about 200 samples over the run].
     #[arg(long, value_name = "REFS", requires = "pool")]
     pub sample_every: Option<u64>,
 }
@@ -169,7 +170,9 @@ pub fn run(
     let config = PoolConfig {
         frames,
         partition_burst: args.partition_burst,
-        reclaim_deadline: args.reclaim_deadline,
+        reclaim_deadline: args
+            .reclaim_deadline
+            .unwrap_or(schedule.service.saturating_mul(10)),
         schedule,
         rate,
         sample_every: args.sample_every,

@@ -39,6 +39,7 @@
 mod bank;
 mod report;
 mod run;
+mod setup;
 
 use pagepilot_frames::{FrameError, RateError};
 use pagepilot_policy::registry::RegistryError;
