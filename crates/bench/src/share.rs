@@ -5,14 +5,20 @@
 //! policy's page-ins for its share. Under the kernel both run in one memory
 //! cgroup of the same total, sharing its LRU-like replacement. Reported per
 //! join: time and page-ins against its policy's analytic count (PF_m for
-//! MRU, PF_l for CLOCK, HiPEC 5.3); and the pair's time side by side.
+//! MRU, PF_l for CLOCK, HiPEC 5.3) and against the simulator's prediction
+//! (the same frame-manager code, `pagepilot_sim::pooled`, run on the joins'
+//! page references); and the pair's time side by side.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use pagepilot_pager::{sys, Backing, Pool, Region, RegionOptions};
+use pagepilot_pager::{sys, Backing, Pool, Region, RegionOptions, RegionStats};
+use pagepilot_policy::registry;
+use pagepilot_sim::global::Schedule;
+use pagepilot_sim::pooled::{self, PoolConfig, ProcessSpec};
+use pagepilot_sim::Trace;
 use serde::{Deserialize, Serialize};
 
 use super::cgroup::{self, MemCgroup};
@@ -61,6 +67,10 @@ struct JoinRun {
     elapsed_ns: u64,
     faults: u64,
     checksum: u64,
+    /// Frames its read-ahead windows hold (pagepilot): `(depth + 1) * k`
+    /// asynchronous, `k` synchronous.
+    #[serde(default)]
+    window_frames: u64,
 }
 
 /// What the kernel side's child is told.
@@ -85,6 +95,11 @@ struct JoinResult {
     /// Its policy's analytic page-ins for its share (pagepilot).
     analytic_faults: Option<u64>,
     faults_vs_analytic: Option<f64>,
+    /// The simulator's page-ins for it: its policy and minFrame in a pool
+    /// of the same frames, on the join's page references (pagepilot).
+    simulated_faults: Option<u64>,
+    /// Live page-ins / simulated.
+    faults_vs_simulated: Option<f64>,
 }
 
 /// The benchmark's findings.
@@ -146,6 +161,10 @@ pub fn run(args: Args) -> BenchResult {
     let share = (budget / 2 / PAGE) as u64;
     let (pf_l, pf_m) = analytic_faults(o, share, args.loops as u64);
     let ms = |v: &[u64]| median(v.to_vec()) as f64 / 1e6;
+    let windows = live
+        .each_ref()
+        .map(|runs| runs.first().map_or(0, |r| r.window_frames));
+    let simulated = predict(o, share, args.loops as u64, windows)?;
     let mut joins = Vec::new();
     for (k, runs) in live.iter().enumerate() {
         let faults = median(runs.iter().map(|r| r.faults).collect());
@@ -159,6 +178,8 @@ pub fn run(args: Args) -> BenchResult {
             faults,
             analytic_faults: Some(analytic),
             faults_vs_analytic: Some(faults as f64 / analytic as f64),
+            simulated_faults: Some(simulated[k]),
+            faults_vs_simulated: Some(faults as f64 / simulated[k] as f64),
         });
     }
     for runs in kern.iter().filter(|r| !r.is_empty()) {
@@ -171,6 +192,8 @@ pub fn run(args: Args) -> BenchResult {
             faults: median(runs.iter().map(|r| r.faults).collect()),
             analytic_faults: None,
             faults_vs_analytic: None,
+            simulated_faults: None,
+            faults_vs_simulated: None,
         });
     }
     let pagepilot_pair_ms = ms(&live_pair);
@@ -246,14 +269,75 @@ fn live_round(
                 format!("pagepilot join {k}: checksum {checksum}, wrong data paged in").into(),
             );
         }
+        let stats = region.stats();
         out[k] = JoinRun {
             elapsed_ns,
-            faults: region.stats().missing_faults,
+            faults: stats.missing_faults,
             checksum,
+            window_frames: window_frames(&stats),
         };
         region.unmap()?;
     }
     Ok((out, wall))
+}
+
+/// Frames a region's read-ahead windows hold: the window in use and those
+/// read ahead of it (docs/pager.md, "Clustered reads").
+fn window_frames(stats: &RegionStats) -> u64 {
+    let ahead = if stats.async_readahead {
+        stats.readahead_depth
+    } else {
+        0
+    };
+    (ahead + 1) * stats.readahead_max_pages
+}
+
+/// The simulator's page-ins for each join: both run as processes of a
+/// pooled simulation (`pagepilot_sim::pooled`, the live pool's frame
+/// manager on a simulated clock), each with the live policy its region
+/// runs, its share as minFrame, in a pool of both shares; each references
+/// its outer table's pages in order, `loops` times, as the join does.
+///
+/// Like with like: live, `missing_faults` counts page-ins (every page read,
+/// those read ahead of a fault included); the simulator reads one page per
+/// missing fault, so its faults are its page-ins. What read-ahead changes
+/// is the frames: a window's pages are held outside the policy's resident
+/// set, so each join's `window_frames` are set aside from its frames
+/// (`ProcessSpec::readahead_frames`) while its table exceeds its share
+/// (within its share no page is ever evicted, windows or not).
+fn predict(
+    outer_pages: u64,
+    share: u64,
+    loops: u64,
+    windows: [u64; 2],
+) -> Result<[u64; 2], Box<dyn std::error::Error>> {
+    let scan = Trace::from_pages((0..loops).flat_map(|_| 0..outer_pages));
+    let traces = [scan.clone(), scan];
+    let processes: Vec<ProcessSpec> = POLICIES
+        .iter()
+        .zip(windows)
+        .map(|(policy, window)| {
+            let mut p = ProcessSpec::new(*policy, registry::live_name(policy), share as usize);
+            if outer_pages > share {
+                // Live windows fit in a quarter of the budget.
+                p.readahead_frames = window.min(share / 4) as usize;
+            }
+            p
+        })
+        .collect();
+    let config = PoolConfig {
+        frames: 2 * share as usize,
+        partition_burst: None,
+        reclaim_deadline: 10_000_000,
+        schedule: Schedule {
+            quantum: 1_000,
+            service: 100,
+        },
+        rate: None,
+        sample_every: None,
+    };
+    let run = pooled::run(&traces, &processes, &config)?;
+    Ok([run.processes[0].faults, run.processes[1].faults])
 }
 
 /// Both joins at once over the kernel's mappings in one memory cgroup of
@@ -331,6 +415,7 @@ fn child_main(job: &str) -> BenchResult {
                         elapsed_ns: t.elapsed().as_nanos() as u64,
                         faults: thread_read_pages().saturating_sub(read0),
                         checksum,
+                        window_frames: 0,
                     }
                 })
             })
@@ -359,14 +444,22 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "  {:<10} {:<7} {:>11} {:>11} {:>10} {:>10} {:>12}",
-        "side", "policy", "share pages", "elapsed ms", "faults", "analytic", "meas/analyt"
+        "  {:<10} {:<7} {:>11} {:>11} {:>10} {:>10} {:>12} {:>10} {:>9}",
+        "side",
+        "policy",
+        "share pages",
+        "elapsed ms",
+        "faults",
+        "analytic",
+        "meas/analyt",
+        "simulated",
+        "live/sim"
     )?;
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     for j in &r.joins {
         writeln!(
             out,
-            "  {:<10} {:<7} {:>11} {:>11.1} {:>10} {:>10} {:>12}",
+            "  {:<10} {:<7} {:>11} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>9}",
             j.side,
             j.policy,
             opt(j.share_pages.map(|s| s.to_string())),
@@ -374,6 +467,8 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             j.faults,
             opt(j.analytic_faults.map(|a| a.to_string())),
             opt(j.faults_vs_analytic.map(|x| format!("{x:.3}"))),
+            opt(j.simulated_faults.map(|x| x.to_string())),
+            opt(j.faults_vs_simulated.map(|x| format!("{x:.3}"))),
         )?;
     }
     writeln!(
@@ -386,8 +481,10 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "pagepilot: one frame pool, each region guaranteed half (its minFrame), defaults; \
-         faults: page-ins, analytic PF_m (mru) and PF_l (clock) for the share. kernel: both \
-         joins in one memory cgroup of the total, faults: pages each thread read from the disk."
+         faults: page-ins, analytic PF_m (mru) and PF_l (clock) for the share, simulated: the \
+         simulator's page-ins for the same pool, minFrames and policies (read-ahead frames set \
+         aside). kernel: both joins in one memory cgroup of the total, faults: pages each \
+         thread read from the disk."
     )?;
     if let Some(why) = &r.kernel_skipped {
         writeln!(out, "no kernel rows: {why}")?;

@@ -535,6 +535,18 @@ fn test_share_bench_gives_each_join_in_one_pool_its_own_policys_page_ins() {
     assert!(within(mru["faults"].as_u64().unwrap(), 4096, 0.05), "{mru}");
     let clock = join("pagepilot", "clock");
     assert_eq!(clock["faults"].as_u64(), Some(6144), "{clock}");
+    // The simulator's prediction, the same frame manager on the joins' page
+    // references, is within 5% of each join's live page-ins.
+    for j in [mru, clock] {
+        let simulated = j["simulated_faults"].as_u64().expect("simulated_faults");
+        assert!(
+            within(j["faults"].as_u64().unwrap(), simulated, 0.05),
+            "live vs simulated: {j}"
+        );
+        let ratio = j["faults_vs_simulated"].as_f64().unwrap();
+        assert!((0.95..=1.05).contains(&ratio), "{j}");
+    }
+    assert_eq!(clock["simulated_faults"].as_u64(), Some(6144), "{clock}");
     // The kernel ran both joins in one cgroup beside them (checksums checked by the bench).
     assert_eq!(
         joins.iter().filter(|j| j["side"] == "kernel").count(),

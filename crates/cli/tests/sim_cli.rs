@@ -226,3 +226,160 @@ fn test_bad_sweep_specs_exit_non_zero_naming_what_is_wrong() {
         assert!(out.stdout.is_empty(), "{spec}");
     }
 }
+
+#[test]
+fn test_sim_pool_gives_each_process_its_policy_and_minimum_and_plots_frames_held() {
+    // Two cyclic scans of 300 pages, 5 passes, 200 frames guaranteed each.
+    let a = trace_file("pool-a.txt", &loop_trace(300, 5));
+    let b = trace_file("pool-b.txt", &loop_trace(300, 5));
+    let plot = std::env::temp_dir().join(format!("pagepilot-pool-{}.svg", std::process::id()));
+    let out = sim(&[
+        "--global",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--pool",
+        "400",
+        "--policies",
+        "mru-live,clock",
+        "--min-frames",
+        "200",
+        "--format",
+        "json",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let procs = run["processes"].as_array().unwrap();
+    assert_eq!(procs[0]["policy"], "mru-live");
+    // MRU by faults: HiPEC's PF_m plus one per pass; CLOCK: every reference.
+    assert_eq!(procs[0]["faults"], 300 + 100 * 4 + 4);
+    assert_eq!(procs[1]["faults"], 1500);
+    for key in [
+        "held_max",
+        "reclaims",
+        "forced_reclaims",
+        "postponed",
+        "postponed_delay_mean",
+    ] {
+        assert!(procs.iter().all(|p| p.get(key).is_some()), "{key}");
+    }
+    assert!(!run["samples"].as_array().unwrap().is_empty());
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("frames held"), "plot");
+    std::fs::remove_file(&plot).ok();
+
+    // RAPHA in the table: limits per period, postponed faults reported.
+    let out = sim(&[
+        "--global",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--pool",
+        "400",
+        "--fault-limit",
+        "5,3",
+        "--fault-period",
+        "100",
+        "--reserve",
+        "10,20",
+        "--quantum",
+        "100",
+        "--service",
+        "10",
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(table.contains("RAPHA: system limit 70"), "{table}");
+    assert!(table.contains("postponed"), "{table}");
+}
+
+#[test]
+fn test_sim_pool_rejects_bad_settings_with_clear_errors() {
+    let a = trace_file("pool-bad.txt", &loop_trace(10, 2));
+    let p = a.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        // The pool smaller than the minimums.
+        (
+            &["--pool", "100", "--min-frames", "60,50"],
+            "smaller than the sum",
+        ),
+        (&["--pool", "0"], "at least one frame"),
+        (
+            &["--pool", "100", "--min-frames", "10,20,30"],
+            "--min-frames: 3 values for 2 traces",
+        ),
+        (
+            &["--pool", "100", "--fault-limit", "4", "--fault-period", "0"],
+            "period must be positive",
+        ),
+        (
+            &[
+                "--pool",
+                "100",
+                "--fault-limit",
+                "0",
+                "--fault-period",
+                "10",
+            ],
+            "at least one fault per period",
+        ),
+        (&["--pool", "100", "--fault-limit", "4"], "fault period"),
+        (
+            &["--pool", "100", "--fault-period", "10"],
+            "without --fault-limit",
+        ),
+        (
+            &[
+                "--pool",
+                "100",
+                "--fault-limit",
+                "10",
+                "--fault-period",
+                "100",
+                "--reserve",
+                "50,45",
+            ],
+            "Eq. 2",
+        ),
+        (
+            &[
+                "--pool",
+                "100",
+                "--fault-limit",
+                "1",
+                "--fault-period",
+                "10",
+                "--reserve",
+                "150",
+            ],
+            "percentage",
+        ),
+        (
+            &["--pool", "100", "--frames", "50"],
+            "--frames does not apply",
+        ),
+        (&["--pool", "100", "--format", "csv"], "csv"),
+        (&["--pool", "100", "--policies", "nosuch"], "nosuch"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["--global", p, p];
+        args.extend_from_slice(extra);
+        let out = sim(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} succeeded");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+        assert!(!err.contains("panicked"), "{extra:?}: {err}");
+    }
+    // --pool belongs to --global.
+    let out = sim(&[p, "--pool", "100"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--global"));
+}

@@ -134,6 +134,11 @@ impl<C: Clock> FrameManager<C> {
         self.burst = frames;
     }
 
+    /// The `partition_burst` watermark in force.
+    pub fn partition_burst(&self) -> usize {
+        self.burst
+    }
+
     /// Sets how long a holder has to give frames back.
     pub fn with_deadline_ns(mut self, ns: u64) -> Self {
         self.deadline_ns = ns;

@@ -50,6 +50,33 @@ pub struct Counters {
     pub overruled: u64,
 }
 
+/// Where a machine's `Request` and `Release` (HiPEC's commands,
+/// [`Memory::request_frames`] and [`Memory::release_frames`]) take frames
+/// from and give them back to: spare frames of its own, or a global frame
+/// manager shared with other machines ([`crate::pooled`]).
+pub trait FrameSource {
+    /// `Request(count)`: the frames granted, at most `count`.
+    fn request(&mut self, count: usize) -> usize;
+    /// `Release(count)`: `count` free frames given back; returns how many
+    /// the source took.
+    fn release(&mut self, count: usize) -> usize;
+}
+
+/// A machine's own spare frames, granted until none is left.
+struct Spare(usize);
+
+impl FrameSource for Spare {
+    fn request(&mut self, count: usize) -> usize {
+        let granted = count.min(self.0);
+        self.0 -= granted;
+        granted
+    }
+    fn release(&mut self, count: usize) -> usize {
+        self.0 += count;
+        count
+    }
+}
+
 /// The engine's side of the policy interface in the simulator.
 pub struct SimMemory<'t> {
     flags: Vec<u8>,
@@ -57,13 +84,13 @@ pub struct SimMemory<'t> {
     trace: &'t Trace,
     capacity: usize,
     resident: usize,
-    pool: usize,
+    pool: Box<dyn FrameSource + 't>,
     fallback_hand: usize,
     writebacks: u64,
 }
 
 impl<'t> SimMemory<'t> {
-    fn new(trace: &'t Trace, frames: usize, pool: usize) -> Self {
+    fn new(trace: &'t Trace, frames: usize, pool: Box<dyn FrameSource + 't>) -> Self {
         SimMemory {
             flags: vec![0; trace.distinct()],
             pages: &trace.pages,
@@ -135,19 +162,20 @@ impl Memory for SimMemory<'_> {
         }
     }
     fn request_frames(&mut self, count: usize) -> usize {
-        let granted = count.min(self.pool);
-        self.pool -= granted;
+        // No more frames than there are pages, as live.
+        let count = count.min(self.flags.len().saturating_sub(self.capacity));
+        let granted = self.pool.request(count);
         self.capacity += granted;
         granted
     }
     fn release_frames(&mut self, count: usize) -> usize {
+        // Only free frames go back, and the machine keeps one, as live.
         let free = self
             .capacity
             .saturating_sub(self.resident)
-            .saturating_sub(1);
-        let returned = count.min(free);
+            .min(self.capacity.saturating_sub(1));
+        let returned = self.pool.release(count.min(free));
         self.capacity -= returned;
-        self.pool += returned;
         returned
     }
     fn flush(&mut self, slot: u32) -> bool {
@@ -182,15 +210,76 @@ impl<'t> Machine<'t> {
     /// A machine over `trace`'s pages with `frames` frames and `pool` more
     /// frames available on request.
     pub fn new(trace: &'t Trace, policy: Built, frames: usize, pool: usize) -> Self {
+        Machine::with_source(trace, policy, frames, Box::new(Spare(pool)))
+    }
+
+    /// A machine over `trace`'s pages with `frames` frames whose `Request`
+    /// and `Release` go to `source`.
+    pub fn with_source(
+        trace: &'t Trace,
+        policy: Built,
+        frames: usize,
+        source: Box<dyn FrameSource + 't>,
+    ) -> Self {
         let driver = match policy {
             Built::Live(p) => Driver::Live(p),
             Built::Reference(p) => Driver::Reference(p),
         };
         Machine {
-            mem: SimMemory::new(trace, frames.max(1), pool),
+            mem: SimMemory::new(trace, frames.max(1), source),
             driver,
             counters: Counters::default(),
         }
+    }
+
+    /// Frames the policy holds now.
+    pub fn capacity(&self) -> usize {
+        self.mem.capacity
+    }
+
+    /// Pages resident now.
+    pub fn resident(&self) -> usize {
+        self.mem.resident
+    }
+
+    /// Whether the page in `slot` is resident (its next reference is no
+    /// missing fault).
+    pub fn is_resident(&self, slot: u32) -> bool {
+        self.mem.is_resident(slot)
+    }
+
+    /// The frame manager gave the policy `frames` more frames.
+    pub fn grow(&mut self, frames: usize) {
+        self.mem.capacity += frames;
+    }
+
+    /// HiPEC's normal reclamation: `frames` of the policy's frames are taken
+    /// back (at most all but one). Only pages that no longer fit leave: the
+    /// policy names them (its `ReclaimFrame` event, [`Policy::reclaim`]),
+    /// its victim choice the rest. Returns the frames taken.
+    pub fn shrink(&mut self, frames: usize) -> usize {
+        let taken = frames.min(self.mem.capacity.saturating_sub(1));
+        self.mem.capacity -= taken;
+        let excess = self.mem.resident.saturating_sub(self.mem.capacity);
+        if excess > 0 {
+            self.evict_reclaimed(excess);
+        }
+        taken
+    }
+
+    /// HiPEC's forced reclamation: `frames` are taken back (at most all but
+    /// one) without asking the policy; the pages that no longer fit are
+    /// chosen by the engine's fallback. Returns the frames taken.
+    pub fn force(&mut self, frames: usize) -> usize {
+        let taken = frames.min(self.mem.capacity.saturating_sub(1));
+        self.mem.capacity -= taken;
+        while self.mem.resident > self.mem.capacity {
+            let Some(v) = self.mem.fallback_victim(u32::MAX) else {
+                break;
+            };
+            self.evict(v);
+        }
+        taken
     }
 
     fn policy(&mut self) -> &mut dyn Policy {
@@ -375,6 +464,13 @@ impl<'t> Machine<'t> {
 
     /// Takes `count` frames back from the policy (a ReclaimFrame event).
     pub fn reclaim(&mut self, count: usize) {
+        self.evict_reclaimed(count);
+        self.mem.capacity = self.mem.capacity.saturating_sub(count).max(1);
+    }
+
+    /// Evicts `count` pages: those the policy names in its `ReclaimFrame`
+    /// event, then its victims.
+    fn evict_reclaimed(&mut self, count: usize) {
         let chosen = {
             let (mem, driver) = (&mut self.mem, &mut self.driver);
             match driver {
@@ -402,7 +498,6 @@ impl<'t> Machine<'t> {
             self.evict(v);
             taken += 1;
         }
-        self.mem.capacity = self.mem.capacity.saturating_sub(count).max(1);
     }
 
     /// Counters with the flush write-backs included.

@@ -7,6 +7,7 @@ pub mod plot;
 pub mod policy;
 pub mod sim;
 pub mod sim_plot;
+pub mod sim_pool;
 pub mod trace;
 
 /// A subcommand's failure, printed by `main` as `pagepilot: ...`.

@@ -1,5 +1,6 @@
 //! `pagepilot sim`: policies over memory sizes on one trace, or several
-//! traces multiprogrammed under one global policy.
+//! traces multiprogrammed under one global policy, or (`--global --pool`)
+//! each with its own policy and frames from one frame pool.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use pagepilot_sim::sweep::{self, Parallelism, Plan};
 use pagepilot_sim::{global, Trace};
 use thiserror::Error;
 
+use super::sim_pool::{self, PoolArgs, PoolArgsError};
 use super::trace::LoadArgs;
 use super::{sim_plot, CmdResult};
 
@@ -22,8 +24,9 @@ pub struct Args {
     traces: Vec<PathBuf>,
     /// Policies: comma-separated registry specs, e.g. `lru,fifo,seq:L=50,M=20`
     /// [default: lru,fifo,clock,opt; with --global: lru,fifo,clock; with
-    /// --sweep: none].
-    #[arg(long, short)]
+    /// --sweep: none]. With --pool: each process's own policy (or policy
+    /// program), one per trace or one for all [default: clock].
+    #[arg(long, short, visible_alias = "policies")]
     policy: Vec<String>,
     /// Sweep a policy's parameters over a grid, one run per point and size:
     /// `POLICY:PARAM=VALUES,...`, values as integers `8`, inclusive ranges
@@ -56,6 +59,9 @@ pub struct Args {
     /// With `--global`: reference times a missing fault blocks its process.
     #[arg(long, default_value_t = 400_000, value_name = "REFS")]
     service: u64,
+    /// The frame pool (`--pool` and its settings).
+    #[command(flatten)]
+    pool: PoolArgs,
 }
 
 /// `--format` values.
@@ -85,6 +91,9 @@ pub enum SimError {
 
 /// Runs `pagepilot sim`.
 pub fn run(args: Args) -> CmdResult {
+    if let Some(frames) = args.pool.pool {
+        return run_pooled(&args, frames);
+    }
     let grid = match &args.sweep {
         Some(text) => {
             let grid = ParamSweep::parse(text).map_err(SimError::Sweep)?;
@@ -172,6 +181,45 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// `--global --pool`: each trace a process with its own policy, its frames
+/// drawn from the pool.
+fn run_pooled(args: &Args, frames: usize) -> CmdResult {
+    if args.sweep.is_some() {
+        return Err(PoolArgsError::NotWithPool("--sweep").into());
+    }
+    if !args.frames.trim().eq_ignore_ascii_case("auto") {
+        return Err(PoolArgsError::NotWithPool("--frames").into());
+    }
+    let json = match args.format {
+        FormatArg::Csv => return Err(PoolArgsError::NoCsv.into()),
+        FormatArg::Json => true,
+        FormatArg::Table => false,
+    };
+    let specs = policy_specs(&args.policy)?;
+    let traces = args
+        .traces
+        .iter()
+        .map(|p| args.load.load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let schedule = global::Schedule {
+        quantum: args.quantum,
+        service: args.service,
+    };
+    let output = sim_pool::Output {
+        json,
+        plot: args.plot.as_deref(),
+    };
+    sim_pool::run(
+        &args.pool,
+        frames,
+        &traces,
+        &args.traces,
+        &specs,
+        schedule,
+        output,
+    )
 }
 
 /// The rows of whole runs (not single processes of a global run).

@@ -12,6 +12,8 @@
 //!   (renumbered densely in address order, see [`PageAxis`]) up, binned into a
 //!   grid of cells so that traces of millions of references stay small
 //!   (Figures 5-8).
+//! - [`frames_held`]: the frames each process of a pooled run held over
+//!   time.
 //!
 //! Text is drawn with DejaVu Sans, embedded in the binary: no system font is
 //! looked up at run time.
@@ -26,11 +28,13 @@ use plotters::prelude::*;
 use thiserror::Error;
 
 mod curves;
+mod held;
 mod spacetime;
 
 pub use curves::{
     curve_panels, fault_rate_curves, interfault_curves, parameter_curves, Metric, Panel, Series,
 };
+pub use held::frames_held;
 pub use spacetime::{spacetime, spacetime_grid, Extent, PageAxis, SpaceTimeGrid};
 
 /// DejaVu Sans (Bitstream Vera license, see `assets/DejaVuSans-LICENSE.txt`).
