@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use crate::trace::Trace;
 
+mod reclaim;
+
 const RESIDENT: u8 = 1;
 /// Mapped in the application's view; cleared to emulate the referenced bit.
 const REFERENCED: u8 = 2;
@@ -248,40 +250,6 @@ impl<'t> Machine<'t> {
         self.mem.is_resident(slot)
     }
 
-    /// The frame manager gave the policy `frames` more frames.
-    pub fn grow(&mut self, frames: usize) {
-        self.mem.capacity += frames;
-    }
-
-    /// HiPEC's normal reclamation: `frames` of the policy's frames are taken
-    /// back (at most all but one). Only pages that no longer fit leave: the
-    /// policy names them (its `ReclaimFrame` event, [`Policy::reclaim`]),
-    /// its victim choice the rest. Returns the frames taken.
-    pub fn shrink(&mut self, frames: usize) -> usize {
-        let taken = frames.min(self.mem.capacity.saturating_sub(1));
-        self.mem.capacity -= taken;
-        let excess = self.mem.resident.saturating_sub(self.mem.capacity);
-        if excess > 0 {
-            self.evict_reclaimed(excess);
-        }
-        taken
-    }
-
-    /// HiPEC's forced reclamation: `frames` are taken back (at most all but
-    /// one) without asking the policy; the pages that no longer fit are
-    /// chosen by the engine's fallback. Returns the frames taken.
-    pub fn force(&mut self, frames: usize) -> usize {
-        let taken = frames.min(self.mem.capacity.saturating_sub(1));
-        self.mem.capacity -= taken;
-        while self.mem.resident > self.mem.capacity {
-            let Some(v) = self.mem.fallback_victim(u32::MAX) else {
-                break;
-            };
-            self.evict(v);
-        }
-        taken
-    }
-
     fn policy(&mut self) -> &mut dyn Policy {
         match &mut self.driver {
             Driver::Live(p) => p.as_mut(),
@@ -462,44 +430,6 @@ impl<'t> Machine<'t> {
         }
     }
 
-    /// Takes `count` frames back from the policy (a ReclaimFrame event).
-    pub fn reclaim(&mut self, count: usize) {
-        self.evict_reclaimed(count);
-        self.mem.capacity = self.mem.capacity.saturating_sub(count).max(1);
-    }
-
-    /// Evicts `count` pages: those the policy names in its `ReclaimFrame`
-    /// event, then its victims.
-    fn evict_reclaimed(&mut self, count: usize) {
-        let chosen = {
-            let (mem, driver) = (&mut self.mem, &mut self.driver);
-            match driver {
-                Driver::Live(p) => p.reclaim(count, mem),
-                Driver::Reference(p) => p.reclaim(count, mem),
-            }
-        };
-        let mut taken = 0;
-        for v in chosen.into_iter().take(count) {
-            if self.mem.is_resident(v.slot) && v.vpn == self.mem.page_at(v.slot).vpn {
-                self.evict(v);
-                taken += 1;
-            } else {
-                self.counters.overruled += 1;
-            }
-        }
-        let none = Page {
-            slot: u32::MAX,
-            vpn: u64::MAX,
-        };
-        while taken < count && self.mem.resident > 0 {
-            let Some(v) = self.choose_victim(none) else {
-                break;
-            };
-            self.evict(v);
-            taken += 1;
-        }
-    }
-
     /// Counters with the flush write-backs included.
     pub fn finish(mut self) -> Counters {
         self.counters.writebacks += self.mem.writebacks;
@@ -524,48 +454,4 @@ pub fn simulate_reporting(trace: &Trace, policy: Built, frames: usize) -> (Count
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pagepilot_policy::registry::{self, Setup};
-
-    /// Loops, a sweep and scattered pages, a third of them writes.
-    fn mixed_trace_with_writes() -> Trace {
-        let mut t = Trace::new();
-        let mut x = 11u64;
-        for i in 0..6000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let page = match (i / 700) % 3 {
-                0 => i % 90,
-                1 => i % 400,
-                _ => (x >> 40) % 150,
-            };
-            t.push(page, matches!((x >> 20) % 3, 0));
-        }
-        t
-    }
-
-    #[test]
-    fn test_run_trace_counts_exactly_what_access_by_access_counts() {
-        let trace = mixed_trace_with_writes();
-        assert!(trace.has_writes());
-        for name in registry::available() {
-            for frames in [7, 60, 200] {
-                let setup = Setup {
-                    slots: trace.distinct(),
-                    frames,
-                    future: Some(&trace.refs),
-                };
-                let build = || registry::build(name, &setup).unwrap();
-                let mut one = Machine::new(&trace, build(), frames, 0);
-                for (i, &slot) in trace.refs.iter().enumerate() {
-                    one.access(slot, trace.is_write(i), i as u64);
-                }
-                let mut batched = Machine::new(&trace, build(), frames, 0);
-                batched.run_trace(&trace);
-                assert_eq!(batched.finish(), one.finish(), "{name} at {frames}");
-            }
-        }
-    }
-}
+mod tests;
