@@ -25,6 +25,7 @@ pub struct Decoder {
     /// Bytes of `buf` already consumed.
     start: usize,
     from: Option<Peer>,
+    refused: Option<Header>,
     poisoned: Option<DecodeError>,
 }
 
@@ -62,6 +63,14 @@ impl Decoder {
         self.buf.len() - self.start
     }
 
+    /// The header of the frame the last call refused, when the error was
+    /// in its body: its kind lets a daemon name the request it refuses
+    /// (`Kind::from_u16(h.kind)`). `None` after a frame decoded, or a
+    /// header refused.
+    pub fn refused(&self) -> Option<Header> {
+        self.refused
+    }
+
     /// Whether an error in a header has stopped the stream.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.is_some()
@@ -81,6 +90,7 @@ impl Decoder {
         let header = match Header::parse(head) {
             Ok(h) => h,
             Err(e) => {
+                self.refused = None;
                 self.poisoned = Some(e.clone());
                 self.buf = Vec::new();
                 self.start = 0;
@@ -94,6 +104,7 @@ impl Decoder {
         }
         let result = decode_body(&header, &avail[HEADER_LEN..end], self.from);
         self.start += end;
+        self.refused = result.is_err().then_some(header);
         result.map(Some)
     }
 

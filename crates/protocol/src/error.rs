@@ -165,6 +165,13 @@ impl DecodeError {
         )
     }
 
+    /// The `Error` reply a daemon answers this refusal with: its code, the
+    /// kind refused when known (see [`Decoder::refused`](crate::Decoder::refused)),
+    /// and this error's text, cut to [`MAX_TEXT`](crate::MAX_TEXT).
+    pub fn reply(&self, request: Option<crate::Kind>) -> crate::Message {
+        crate::Message::error(self.code(), request, None, &self.to_string())
+    }
+
     /// The error code a daemon answers this refusal with.
     pub fn code(&self) -> crate::ErrorCode {
         match self {

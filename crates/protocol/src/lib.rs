@@ -25,6 +25,25 @@
 //! of *frames*; the daemon grants them, *reclaims* them by a deadline, takes
 //! them by force (*forced*) when the deadline passes; *pinned* (locked)
 //! ranges are never victims. See `docs/protocol.md`.
+//!
+//! ```
+//! use pagepilot_protocol::*;
+//!
+//! // The client says hello; the daemon, reading what clients send, answers.
+//! let hello = encode(&Message::Hello { versions: vec![1], pid: Some(4242) }).unwrap();
+//! let mut from_client = Decoder::from_peer(Peer::Client);
+//! from_client.feed(&hello[..5]); // half a frame waits
+//! assert_eq!(from_client.next_frame(), Ok(None));
+//! from_client.feed(&hello[5..]);
+//! let Some(Frame { message: Message::Hello { versions, .. }, .. }) = from_client.next_frame().unwrap()
+//! else { unreachable!() };
+//! let reply = match negotiate(&versions, SUPPORTED_VERSIONS) {
+//!     Some(version) => Message::Welcome { version, client: ClientId(1), quotas: Quotas::default() },
+//!     None => Message::error(ErrorCode::UnsupportedVersion, Some(Kind::Hello), None, "no common version"),
+//! };
+//! let bytes = encode(&reply).unwrap();
+//! assert_eq!(decode_from(Peer::Daemon, &bytes).unwrap().message, reply);
+//! ```
 
 mod codec;
 mod decoder;

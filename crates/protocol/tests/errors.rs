@@ -152,17 +152,33 @@ fn test_a_malformed_body_is_skipped_and_the_stream_goes_on() {
     bytes.extend(encode(&Message::Goodbye).unwrap());
     let mut d = Decoder::new();
     d.feed(&bytes);
+    let e = d.next_frame().unwrap_err();
     assert_eq!(
-        d.next_frame(),
-        Err(DecodeError::OutOfRange {
+        e,
+        DecodeError::OutOfRange {
             field: "RequestFrames.frames",
             offset: 16,
             value: 0,
             min: 1,
             max: MAX_FRAMES
-        })
+        }
     );
+    // The daemon answers naming the request refused and the field.
+    let refused = d.refused().and_then(|h| Kind::from_u16(h.kind));
+    assert_eq!(refused, Some(Kind::RequestFrames));
+    let Message::Error(reply) = e.reply(refused) else {
+        unreachable!()
+    };
+    assert_eq!(reply.code, ErrorCode::Malformed);
+    assert_eq!(reply.request, Some(Kind::RequestFrames));
+    assert!(
+        reply.message.contains("RequestFrames.frames at offset 16"),
+        "{}",
+        reply.message
+    );
+    assert!(encode(&Message::Error(reply)).is_ok());
     assert_eq!(d.next_frame().unwrap().unwrap().message, Message::Goodbye);
+    assert_eq!(d.refused(), None);
 }
 
 #[test]
