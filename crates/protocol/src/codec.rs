@@ -60,12 +60,13 @@ impl Header {
         HEADER_LEN + self.len as usize
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&MAGIC.to_le_bytes());
-        out.extend_from_slice(&self.version.to_le_bytes());
-        out.extend_from_slice(&self.kind.to_le_bytes());
-        out.extend_from_slice(&self.fds.to_le_bytes());
-        out.extend_from_slice(&self.len.to_le_bytes());
+    /// Writes the header into `out`, 12 bytes.
+    fn write(&self, out: &mut [u8]) {
+        out[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+        out[2..4].copy_from_slice(&self.version.to_le_bytes());
+        out[4..6].copy_from_slice(&self.kind.to_le_bytes());
+        out[6..8].copy_from_slice(&self.fds.to_le_bytes());
+        out[8..12].copy_from_slice(&self.len.to_le_bytes());
     }
 }
 
@@ -99,9 +100,7 @@ pub fn encode(message: &Message) -> Result<Vec<u8>, EncodeError> {
         fds: message.fds(),
         len,
     };
-    let mut head = Vec::with_capacity(HEADER_LEN);
-    header.write(&mut head);
-    w.buf[..HEADER_LEN].copy_from_slice(&head);
+    header.write(&mut w.buf[..HEADER_LEN]);
     decode(&w.buf)?;
     Ok(w.buf)
 }
