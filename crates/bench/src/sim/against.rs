@@ -9,8 +9,9 @@
 //! cache and runs `process_trace`): trace loading is timed on both sides.
 //! Then pagepilot's one-pass LRU and OPT curves against libCacheSim's
 //! separate runs of LRU and Belady, extrapolated to every size from a sample
-//! run once; and pagepilot's policies all at once, one thread each, against
-//! the same runs one after another. Figures are medians over the rounds.
+//! run once; and pagepilot's policies over one loaded trace all at once, one
+//! thread each, against the same runs one after another (as `pagepilot sim`
+//! runs several policies). Figures are medians over the rounds.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,8 +114,9 @@ struct Report {
     /// libCacheSim set to pagepilot's definitions, miss counts only.
     variants: Vec<PolicyRow>,
     curves: Vec<CurveRow>,
-    /// pagepilot's single-size runs of the timed policies but OPT: one after
-    /// another on one core, and all at once, one thread each.
+    /// pagepilot's single-size runs of the timed policies but OPT over one
+    /// loaded trace (its load included): one after another on one core, and
+    /// all at once, one thread each.
     cores: usize,
     one_core_mreq_per_s: f64,
     all_cores_mreq_per_s: f64,
@@ -162,6 +164,16 @@ pub fn run(s: Setting) -> BenchResult {
             ours_t[k].push(t);
             ours_misses[k] = faults?;
         }
+        for (k, stack) in [StackPolicy::Lru, StackPolicy::Opt].into_iter().enumerate() {
+            let (t, curve) = timed(|| -> Result<_, trace::TraceError> {
+                let t = load(&ours)?;
+                Ok(stack.curve(&t.refs, t.distinct()))
+            });
+            curve_t[k].push(t);
+            if round == 0 {
+                curves.push(curve?);
+            }
+        }
         for (k, m) in driver.run(&theirs, &timed_runs)?.into_iter().enumerate() {
             if m.requests != s.trace.len() as u64 {
                 return Err(format!(
@@ -174,30 +186,26 @@ pub fn run(s: Setting) -> BenchResult {
             theirs_t[k].push(m.seconds);
             theirs_misses[k] = m.misses;
         }
-        for (k, stack) in [StackPolicy::Lru, StackPolicy::Opt].into_iter().enumerate() {
-            let (t, curve) = timed(|| -> Result<_, trace::TraceError> {
-                let t = load(&ours)?;
-                Ok(stack.curve(&t.refs, t.distinct()))
-            });
-            curve_t[k].push(t);
-            if round == 0 {
-                curves.push(curve?);
-            }
-        }
+        // As `pagepilot sim` runs several policies: one load, then the runs
+        // one after another, or at once on every core.
         let concurrent: Vec<&str> = PAIRS.iter().map(|p| p.0).filter(|&n| n != "opt").collect();
-        let (t, _) = timed(|| {
+        let (t, _) = timed(|| -> Result<(), Box<dyn std::error::Error>> {
+            let trace = load(&ours)?;
             for name in &concurrent {
-                let _ = single_run(&ours, name, frames);
+                run_loaded(&trace, name, frames)?;
             }
+            Ok(())
         });
         one_core_t.push(t);
-        let (t, _) = timed(|| {
+        let (t, _) = timed(|| -> Result<(), trace::TraceError> {
+            let trace = load(&ours)?;
             std::thread::scope(|scope| {
                 for name in &concurrent {
-                    let ours = &ours;
-                    scope.spawn(move || single_run(ours, name, frames).is_ok());
+                    let trace = &trace;
+                    scope.spawn(move || run_loaded(trace, name, frames).is_ok());
                 }
-            })
+            });
+            Ok(())
         });
         all_cores_t.push(t);
     }
@@ -398,14 +406,18 @@ fn load(path: &Path) -> Result<Trace, trace::TraceError> {
 
 /// Loads the trace, builds the policy and simulates: pagepilot's whole run.
 fn single_run(path: &Path, name: &str, frames: usize) -> Result<u64, Box<dyn std::error::Error>> {
-    let trace = load(path)?;
+    run_loaded(&load(path)?, name, frames)
+}
+
+/// Builds the policy and simulates a trace already loaded.
+fn run_loaded(trace: &Trace, name: &str, frames: usize) -> Result<u64, Box<dyn std::error::Error>> {
     let setup = Setup {
         slots: trace.distinct(),
         frames,
         future: Some(&trace.refs),
     };
     let policy = registry::build(name, &setup)?;
-    Ok(simulate(&trace, policy, frames).faults)
+    Ok(simulate(trace, policy, frames).faults)
 }
 
 fn median_f(values: &mut [f64]) -> f64 {
