@@ -12,6 +12,8 @@
 //!   (renumbered densely in address order, see [`PageAxis`]) up, binned into a
 //!   grid of cells so that traces of millions of references stay small
 //!   (Figures 5-8).
+//! - [`timelines`]: values over time, one line per series, charts side by
+//!   side (RAPHA's faults per interval and resident set over time).
 //!
 //! Text is drawn with DejaVu Sans, embedded in the binary: no system font is
 //! looked up at run time.
@@ -27,11 +29,13 @@ use thiserror::Error;
 
 mod curves;
 mod spacetime;
+mod timeline;
 
 pub use curves::{
     curve_panels, fault_rate_curves, interfault_curves, parameter_curves, Metric, Panel, Series,
 };
 pub use spacetime::{spacetime, spacetime_grid, Extent, PageAxis, SpaceTimeGrid};
+pub use timeline::{timelines, TimeSeries, Timeline};
 
 /// DejaVu Sans (Bitstream Vera license, see `assets/DejaVuSans-LICENSE.txt`).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
