@@ -75,6 +75,22 @@ pub struct DecoderJob {
     pub chunk_pages: usize,
     /// Seed of the chunks' positions.
     pub seed: u64,
+    /// Its processor reserve.
+    pub priority: Priority,
+}
+
+/// How the decoder's processor reserve is approximated on Linux.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// None: time sharing at the default weight.
+    Normal,
+    /// Nice -20: the largest time-sharing weight (88761 against a default
+    /// task's 1024), its I/O in the best-effort class like everyone's.
+    Nice,
+    /// `SCHED_FIFO`: the processor first, and (the I/O priority follows the
+    /// scheduling class) the disk's queue first.
+    Fifo,
 }
 
 /// The task launched beside it: it faults through a large file.
@@ -110,6 +126,8 @@ pub struct Frame {
     pub release_ns: u64,
     /// When its work finished.
     pub finish_ns: u64,
+    /// How long it took to read its chunks (its faults), ns.
+    pub read_ns: u64,
 }
 
 /// What the decoder reports.
@@ -117,7 +135,7 @@ pub struct Frame {
 pub struct DecoderOut {
     /// Every period it ran, in order.
     pub frames: Vec<Frame>,
-    /// Whether it ran under `SCHED_FIFO` (its processor reserve).
+    /// Whether its priority could be set (root).
     pub realtime: bool,
     /// Fault events it took (pagepilot) or major faults (kernel).
     pub faults: u64,

@@ -76,7 +76,9 @@ pub fn main(job: &LauncherJob) -> BenchResult {
         (bad, end_ns)
     });
     if let Some((p, got)) = bad {
-        return Err(format!("launcher: page {p} holds {got}, wrong data (or a thread died)").into());
+        return Err(
+            format!("launcher: page {p} holds {got}, wrong data (or a thread died)").into(),
+        );
     }
     let faults = map.faults().saturating_sub(faults0);
     samples.push(Sample {

@@ -3,7 +3,10 @@
 //! processor reserve (its compute time per period) and its own fault limit;
 //! the system's fault limit is what the reserves leave (Eq. 4); the
 //! launcher, reserving no processor time, gets the system limit less the
-//! decoder's faults, and is admitted only if Eq. 2 still holds.
+//! decoder's faults, and is admitted only if Eq. 2 still holds. Its limit
+//! is counted over a fault period of its own, shorter than the system's
+//! (RAPHA's `task.fault_period`): the faults are dispersed, a few each
+//! short period, rather than let through in one burst every 100 ms.
 //!
 //! `fault_unit` is the time the fault service (the disk and the processor
 //! behind it) spends on one fault: by default a cold 4 KiB read from these
@@ -48,19 +51,23 @@ pub struct Limits {
     pub decoder_fault_limit: u64,
     /// Eq. 4: faults per system period the reserves leave.
     pub system_fault_limit: u64,
-    /// The launcher's fault limit per system period (100 ms).
+    /// The launcher's fault limit per its fault period.
     pub launcher_fault_limit: u64,
+    /// The launcher's fault period, ms.
+    pub launcher_fault_period_ms: u64,
     /// Eq. 1: the processor capacity the launcher's limit takes.
     pub launcher_fault_pc: f64,
 }
 
 /// Derives the limits for a decoder computing `compute_ns` every
-/// `period_ns` and reading `chunks` chunks a period.
+/// `period_ns` and reading `chunks` chunks a period, the launcher's faults
+/// counted per `launcher_period_ns` (at most the system period).
 pub fn derive(
     period_ns: u64,
     compute_ns: u64,
     chunks: u64,
     fault_unit_ns: u64,
+    launcher_period_ns: u64,
 ) -> Result<Limits, LimitError> {
     let mut rc = RateControl::new(fault_unit_ns, SYSTEM_PERIOD_NS, ManualClock::at(0))?;
     let pc = compute_ns as f64 / period_ns as f64;
@@ -68,7 +75,8 @@ pub fn derive(
     rc.admit(pc, decoder_fault_limit, period_ns)?;
     let system = rc.system_fault_limit();
     let decoder = (decoder_fault_limit * SYSTEM_PERIOD_NS).div_ceil(period_ns);
-    let launcher = system.saturating_sub(decoder);
+    let left = system.saturating_sub(decoder);
+    let launcher = left * launcher_period_ns.min(SYSTEM_PERIOD_NS) / SYSTEM_PERIOD_NS;
     if launcher == 0 {
         return Err(LimitError::NoneLeft {
             pc,
@@ -76,14 +84,16 @@ pub fn derive(
             system,
         });
     }
-    rc.admit(0.0, launcher, SYSTEM_PERIOD_NS)?;
+    rc.admit(0.0, launcher, launcher_period_ns)?;
+    let per_system_period = launcher * SYSTEM_PERIOD_NS / launcher_period_ns;
     Ok(Limits {
         fault_unit_us: fault_unit_ns / 1000,
         decoder_pc: pc,
         decoder_fault_limit,
         system_fault_limit: system,
         launcher_fault_limit: launcher,
-        launcher_fault_pc: rc.fault_pc(launcher),
+        launcher_fault_period_ms: launcher_period_ns / 1_000_000,
+        launcher_fault_pc: rc.fault_pc(per_system_period),
     })
 }
 
@@ -98,20 +108,27 @@ mod tests {
         // fault_unit 100 us, 100 ms: 1000 faults for a free processor. The
         // decoder reserves 20/40 = 0.5 (Eq. 4: 500 left) and 2 x 5 faults
         // per 40 ms, 25 per 100 ms: the launcher gets 475.
-        let l = derive(40 * MS, 20 * MS, 5, 100_000).unwrap();
+        let l = derive(40 * MS, 20 * MS, 5, 100_000, 100 * MS).unwrap();
         assert_eq!(l.system_fault_limit, 500);
         assert_eq!(l.launcher_fault_limit, 475);
         assert!((l.launcher_fault_pc - 0.475).abs() < 1e-12);
+        // Dispersed over 10 ms periods: 47 each (470 per 100 ms, Eq. 2 holds).
+        let l = derive(40 * MS, 20 * MS, 5, 100_000, 10 * MS).unwrap();
+        assert_eq!(
+            (l.launcher_fault_limit, l.launcher_fault_period_ms),
+            (47, 10)
+        );
+        assert!((l.launcher_fault_pc - 0.47).abs() < 1e-12);
     }
 
     #[test]
     fn test_a_decoder_that_leaves_no_fault_is_refused() {
         // A reserve of 1: Eq. 2 refuses the decoder's own faults.
-        let err = derive(10 * MS, 10 * MS, 1, 100_000).unwrap_err();
+        let err = derive(10 * MS, 10 * MS, 1, 100_000, 100 * MS).unwrap_err();
         assert!(matches!(err, LimitError::Rate(_)), "{err}");
         // 0.99 of the processor and 2 faults per 10 ms (20 per 100 ms at
         // 0.5 ms each = 0.1): Eq. 2 fails too.
-        let err = derive(10 * MS, 9_900_000, 1, 500_000).unwrap_err();
+        let err = derive(10 * MS, 9_900_000, 1, 500_000, 100 * MS).unwrap_err();
         assert!(err.to_string().contains("Eq. 2"), "{err}");
     }
 }

@@ -21,7 +21,11 @@ impl Mapped {
     /// Maps `file` as `how` says, with `budget` bytes of frames (a kernel
     /// mapping: the process joins its cgroup, limited to the budget), one
     /// page read per fault.
-    pub fn open(file: &Path, budget: u64, how: &Mapping) -> Result<Mapped, Box<dyn std::error::Error>> {
+    pub fn open(
+        file: &Path,
+        budget: u64,
+        how: &Mapping,
+    ) -> Result<Mapped, Box<dyn std::error::Error>> {
         match how {
             Mapping::Kernel { cgroup } => {
                 job::enter_cgroup(cgroup, budget)?;

@@ -33,7 +33,7 @@ use super::datafile::{self, DataFile};
 use super::kernel;
 use super::measure::Format;
 use crate::BenchResult;
-use job::{Config, DecoderJob, Job, LauncherJob, Mapping};
+use job::{Config, DecoderJob, Job, LauncherJob, Mapping, Priority};
 use summary::{ratio, Row};
 
 const MB: usize = 1 << 20;
@@ -75,6 +75,10 @@ pub struct Args {
     /// RAPHA's fault_unit: time of the fault service per fault, us.
     #[arg(long, default_value_t = 100)]
     fault_unit_us: u64,
+    /// The launcher's fault period under RAPHA, ms (at most 100, the
+    /// system's): its limit is counted per this period.
+    #[arg(long, default_value_t = 10)]
+    launcher_fault_period_ms: u64,
     /// Interval of the launcher's samples (faults, resident set), ms.
     #[arg(long, default_value_t = 100)]
     sample_ms: u64,
@@ -91,6 +95,13 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// The decoder's priority: `normal` (time sharing, as RAPHA's Linux
+    /// baseline: the launcher's fault service competes with it), `nice`
+    /// (-20, the largest time-sharing weight) or `fifo` (`SCHED_FIFO`, which
+    /// also puts its reads first in the disk's queue). `nice` and `fifo`
+    /// need root; without it the report says the priority was not set.
+    #[arg(long, value_enum, default_value_t = Priority::Normal)]
+    decoder_priority: Priority,
     /// Runs a child (internal).
     #[arg(long = "internal-rapha-child", hide = true)]
     internal_rapha_child: Option<String>,
@@ -111,7 +122,13 @@ pub enum ArgError {
     },
 }
 
-fn check(name: &'static str, got: u64, lo: u64, hi: u64, want: &'static str) -> Result<(), ArgError> {
+fn check(
+    name: &'static str,
+    got: u64,
+    lo: u64,
+    hi: u64,
+    want: &'static str,
+) -> Result<(), ArgError> {
     if got < lo || got > hi {
         return Err(ArgError::Range { name, want, got });
     }
@@ -122,9 +139,21 @@ impl Args {
     fn check(&self) -> Result<(), ArgError> {
         check("period", self.period, 1, 10_000, "between 1 and 10000 ms")?;
         let compute_want = "between 1 ms and less than --period";
-        check("compute-ms", self.compute_ms, 1, self.period.saturating_sub(1), compute_want)?;
+        check(
+            "compute-ms",
+            self.compute_ms,
+            1,
+            self.period.saturating_sub(1),
+            compute_want,
+        )?;
         check("chunks", self.chunks as u64, 1, 4096, "between 1 and 4096")?;
-        check("chunk-kb", self.chunk_kb as u64, 4, 65536, "between 4 and 65536")?;
+        check(
+            "chunk-kb",
+            self.chunk_kb as u64,
+            4,
+            65536,
+            "between 4 and 65536",
+        )?;
         if self.chunk_kb % 4 != 0 {
             return Err(ArgError::Range {
                 name: "chunk-kb",
@@ -132,16 +161,72 @@ impl Args {
                 got: self.chunk_kb as u64,
             });
         }
-        check("decoder-mb", self.decoder_mb as u64, 1, 1 << 16, "between 1 and 65536")?;
+        check(
+            "decoder-mb",
+            self.decoder_mb as u64,
+            1,
+            1 << 16,
+            "between 1 and 65536",
+        )?;
         let chunk_mb = (self.chunk_kb as u64).div_ceil(1024);
-        check("decoder-mb", self.decoder_mb as u64, chunk_mb, 1 << 16, "at least one chunk")?;
-        check("decoder-budget-mb", self.decoder_budget_mb as u64, 1, 1 << 16, "between 1 and 65536")?;
-        check("launcher-mb", self.launcher_mb as u64, 1, 1 << 16, "between 1 and 65536")?;
-        check("launcher-budget-mb", self.launcher_budget_mb as u64, 1, 1 << 16, "between 1 and 65536")?;
-        check("launcher-threads", self.launcher_threads as u64, 1, 64, "between 1 and 64")?;
+        check(
+            "decoder-mb",
+            self.decoder_mb as u64,
+            chunk_mb,
+            1 << 16,
+            "at least one chunk",
+        )?;
+        check(
+            "decoder-budget-mb",
+            self.decoder_budget_mb as u64,
+            1,
+            1 << 16,
+            "between 1 and 65536",
+        )?;
+        check(
+            "launcher-mb",
+            self.launcher_mb as u64,
+            1,
+            1 << 16,
+            "between 1 and 65536",
+        )?;
+        check(
+            "launcher-budget-mb",
+            self.launcher_budget_mb as u64,
+            1,
+            1 << 16,
+            "between 1 and 65536",
+        )?;
+        check(
+            "launcher-threads",
+            self.launcher_threads as u64,
+            1,
+            64,
+            "between 1 and 64",
+        )?;
         check("alone-ms", self.alone_ms, 0, 600_000, "at most 600000")?;
-        check("fault-unit-us", self.fault_unit_us, 1, 1_000_000, "between 1 and 1000000")?;
-        check("sample-ms", self.sample_ms, 1, 10_000, "between 1 and 10000")?;
+        check(
+            "fault-unit-us",
+            self.fault_unit_us,
+            1,
+            1_000_000,
+            "between 1 and 1000000",
+        )?;
+        let lp = "between 1 and 100 (the system's fault period)";
+        check(
+            "launcher-fault-period-ms",
+            self.launcher_fault_period_ms,
+            1,
+            100,
+            lp,
+        )?;
+        check(
+            "sample-ms",
+            self.sample_ms,
+            1,
+            10_000,
+            "between 1 and 10000",
+        )?;
         check("runs", self.runs as u64, 1, 100, "between 1 and 100")
     }
 }
@@ -160,8 +245,10 @@ struct Report {
     launcher_budget_mb: usize,
     launcher_threads: usize,
     runs: usize,
-    /// Whether the decoder ran under `SCHED_FIFO` (its processor reserve).
-    decoder_realtime: bool,
+    /// The decoder's priority (its processor reserve).
+    decoder_priority: Priority,
+    /// Whether it could be set in every run (root).
+    decoder_priority_set: bool,
     limits: limits::Limits,
     rows: Vec<Row>,
     /// RAPHA's miss ratio and average delay over the kernel's and
@@ -195,6 +282,7 @@ pub fn run(args: Args) -> BenchResult {
         compute_ns,
         args.chunks as u64,
         args.fault_unit_us * 1000,
+        args.launcher_fault_period_ms * MS,
     )?;
     let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
     let dir = datafile::default_dir(args.dir.clone());
@@ -212,6 +300,7 @@ pub fn run(args: Args) -> BenchResult {
             chunks: args.chunks,
             chunk_pages: args.chunk_kb / 4,
             seed: 0x5eed,
+            priority: args.decoder_priority,
         },
         launcher: LauncherJob {
             file: lau_file.path().to_path_buf(),
@@ -223,7 +312,10 @@ pub fn run(args: Args) -> BenchResult {
             sample_ns: args.sample_ms * MS,
             seed: 0x1a0c,
         },
-        launcher_limit: (limits.launcher_fault_limit, limits::SYSTEM_PERIOD_NS),
+        launcher_limit: (
+            limits.launcher_fault_limit,
+            args.launcher_fault_period_ms * MS,
+        ),
         alone: Duration::from_millis(args.alone_ms),
         root: kernel_skipped.is_none(),
     };
@@ -238,11 +330,12 @@ pub fn run(args: Args) -> BenchResult {
             runs[k].push(round::run(config, &setup)?);
         }
     }
-    let limit_of = |c: Config| (c == Config::Rapha).then_some(limits.launcher_fault_limit);
+    let limit = (limits.launcher_fault_limit, args.launcher_fault_period_ms);
+    let limit_of = |c: Config| (c == Config::Rapha).then_some(limit);
     let rows: Vec<Row> = configs
         .iter()
         .zip(&runs)
-        .filter_map(|(&c, r)| summary::row(r, period_ns, limit_of(c)))
+        .filter_map(|(&c, r)| summary::row(r, period_ns, limit_of(c), args.sample_ms))
         .collect();
     let find = |name: &str| rows.iter().find(|r| r.config == name);
     let (kern, pp, rapha) = (find("kernel"), find("pagepilot"), find("rapha"));
@@ -269,7 +362,8 @@ pub fn run(args: Args) -> BenchResult {
         launcher_budget_mb: args.launcher_budget_mb,
         launcher_threads: args.launcher_threads,
         runs: args.runs,
-        decoder_realtime: runs.iter().flatten().all(|r| r.decoder.realtime),
+        decoder_priority: args.decoder_priority,
+        decoder_priority_set: runs.iter().flatten().all(|r| r.decoder.realtime),
         limits,
         miss_vs_kernel: vs(miss, kern),
         delay_vs_kernel: vs(delay, kern),
@@ -305,7 +399,12 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         r.chunk_kb,
         r.decoder_mb,
         r.decoder_budget_mb,
-        if r.decoder_realtime { ", SCHED_FIFO" } else { "" },
+        match (r.decoder_priority, r.decoder_priority_set) {
+            (Priority::Normal, _) => "",
+            (Priority::Nice, true) => ", nice -20",
+            (Priority::Fifo, true) => ", SCHED_FIFO",
+            (_, false) => ", priority NOT set (not root)",
+        },
         r.launcher_mb,
         r.launcher_budget_mb,
         r.launcher_threads,
@@ -314,23 +413,25 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "limits: fault_unit {} us; decoder reserve {:.3} and {} faults/period; system limit {} \
-         faults/100 ms (Eq. 4); launcher {} faults/100 ms (Eq. 1: {:.3} of the fault service)",
+         faults/100 ms (Eq. 4); launcher {} faults/{} ms (Eq. 1: {:.3} of the fault service)",
         l.fault_unit_us,
         l.decoder_pc,
         l.decoder_fault_limit,
         l.system_fault_limit,
         l.launcher_fault_limit,
+        l.launcher_fault_period_ms,
         l.launcher_fault_pc
     )?;
     writeln!(
         out,
-        "  {:<10} {:>7} {:>7} {:>7} {:>10} {:>8} {:>12} {:>10} {:>10} {:>12}",
+        "  {:<10} {:>7} {:>7} {:>7} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>12}",
         "config",
         "frames",
         "misses",
         "miss %",
         "delay ms",
         "alone %",
+        "read ms",
         "launcher ms",
         "l. faults",
         "postponed",
@@ -340,13 +441,14 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         let d = &row.with_launcher;
         writeln!(
             out,
-            "  {:<10} {:>7} {:>7} {:>7.1} {:>10.2} {:>8.1} {:>12.0} {:>10} {:>10} {:>12}",
+            "  {:<10} {:>7} {:>7} {:>7.1} {:>10.2} {:>8.1} {:>9} {:>12.0} {:>10} {:>10} {:>12}",
             row.config,
             d.frames,
             d.misses,
             d.miss_pct,
             d.avg_delay_ms,
             row.alone.miss_pct,
+            format!("{:.1}/{:.1}", row.alone.read_ms, d.read_ms),
             row.launcher_ms,
             row.launcher_faults,
             row.launcher_postponed,
@@ -372,7 +474,8 @@ fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "frames: the decoder's periods released while the launcher ran; delay: mean lateness of \
-         the missed ones; l. faults: fault events (pagepilot), major faults (kernel)"
+         the missed ones; read ms: a frame's time reading its chunks, alone / with the launcher; \
+         l. faults: fault events (pagepilot), major faults (kernel)"
     )?;
     if let Some(why) = &r.kernel_skipped {
         writeln!(out, "no kernel row: {why}")?;

@@ -20,6 +20,8 @@ pub struct Deadlines {
     pub avg_delay_ms: f64,
     /// Mean lateness over all frames (on time counts 0), ms.
     pub mean_lateness_ms: f64,
+    /// Mean time a frame spent reading its chunks (its faults), ms.
+    pub read_ms: f64,
 }
 
 /// The deadlines of the frames released in `[from, to)` (deadline: release
@@ -30,10 +32,21 @@ pub fn deadlines(frames: &[Frame], from: u64, to: u64, period_ns: u64) -> Deadli
         .filter(|f| f.release_ns >= from && f.release_ns < to)
         .map(|f| f.finish_ns.saturating_sub(f.release_ns + period_ns))
         .collect();
+    let read: u64 = frames
+        .iter()
+        .filter(|f| f.release_ns >= from && f.release_ns < to)
+        .map(|f| f.read_ns)
+        .sum();
     let frames = late.len() as u64;
     let missed: Vec<u64> = late.iter().copied().filter(|&l| l > 0).collect();
     let misses = missed.len() as u64;
-    let ms = |ns: u64, n: u64| if n == 0 { 0.0 } else { ns as f64 / n as f64 / 1e6 };
+    let ms = |ns: u64, n: u64| {
+        if n == 0 {
+            0.0
+        } else {
+            ns as f64 / n as f64 / 1e6
+        }
+    };
     Deadlines {
         frames,
         misses,
@@ -44,6 +57,7 @@ pub fn deadlines(frames: &[Frame], from: u64, to: u64, period_ns: u64) -> Deadli
         },
         avg_delay_ms: ms(missed.iter().sum(), misses),
         mean_lateness_ms: ms(late.iter().sum(), frames),
+        read_ms: ms(read, frames),
     }
 }
 
@@ -79,8 +93,11 @@ pub struct Row {
     pub launcher_postponed: u64,
     /// Most faults in one sample interval, over all rounds.
     pub launcher_max_faults_per_sample: u64,
-    /// Its fault limit per 100 ms, if any.
-    pub launcher_fault_limit: Option<u64>,
+    /// Its fault limit, if any: faults per period (ms).
+    pub launcher_fault_limit: Option<(u64, u64)>,
+    /// What the limit allows in one sample interval: the limit times the
+    /// periods a sample can overlap (`ceil(sample / period) + 1`).
+    pub launcher_sample_bound: Option<u64>,
     /// The decoder's faults in its whole run, median.
     pub decoder_faults: u64,
     /// Each round's deadlines with the launcher, in order.
@@ -105,11 +122,17 @@ fn median_deadlines(ds: &[Deadlines]) -> Deadlines {
         miss_pct: median_f(ds.iter().map(|d| d.miss_pct).collect()),
         avg_delay_ms: median_f(ds.iter().map(|d| d.avg_delay_ms).collect()),
         mean_lateness_ms: median_f(ds.iter().map(|d| d.mean_lateness_ms).collect()),
+        read_ms: median_f(ds.iter().map(|d| d.read_ms).collect()),
     }
 }
 
 /// The row of one configuration's runs (one per round).
-pub fn row(runs: &[ConfigRun], period_ns: u64, limit: Option<u64>) -> Option<Row> {
+pub fn row(
+    runs: &[ConfigRun],
+    period_ns: u64,
+    limit: Option<(u64, u64)>,
+    sample_ms: u64,
+) -> Option<Row> {
     let first = runs.first()?;
     let with: Vec<Deadlines> = runs
         .iter()
@@ -137,6 +160,7 @@ pub fn row(runs: &[ConfigRun], period_ns: u64, limit: Option<u64>) -> Option<Row
             .max()
             .unwrap_or(0),
         launcher_fault_limit: limit,
+        launcher_sample_bound: limit.map(|(n, p)| n * (sample_ms.div_ceil(p.max(1)) + 1)),
         decoder_faults: median_u(runs.iter().map(|r| r.decoder.faults).collect()),
         rounds: with,
     })
@@ -158,6 +182,7 @@ mod tests {
         let f = |release: u64, finish: u64| Frame {
             release_ns: release * MS,
             finish_ns: finish * MS,
+            read_ns: MS,
         };
         // Period 10 ms: on time, 4 ms late, exactly at the deadline, 8 ms late.
         let frames = [f(0, 6), f(10, 24), f(20, 30), f(30, 48), f(40, 45)];
@@ -166,6 +191,10 @@ mod tests {
         assert_eq!(d.miss_pct, 50.0);
         assert_eq!(d.avg_delay_ms, 6.0);
         assert_eq!(d.mean_lateness_ms, 3.0);
-        assert_eq!(deadlines(&frames, 50 * MS, 60 * MS, 10 * MS), Deadlines::default());
+        assert_eq!(d.read_ms, 1.0);
+        assert_eq!(
+            deadlines(&frames, 50 * MS, 60 * MS, 10 * MS),
+            Deadlines::default()
+        );
     }
 }
