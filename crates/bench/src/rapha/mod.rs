@@ -20,14 +20,13 @@ mod launcher;
 mod limits;
 mod mapped;
 mod plot;
+mod report;
 mod round;
 mod summary;
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
-
-use serde::Serialize;
 
 use super::datafile::{self, DataFile};
 use super::kernel;
@@ -154,7 +153,7 @@ impl Args {
             65536,
             "between 4 and 65536",
         )?;
-        if self.chunk_kb % 4 != 0 {
+        if !self.chunk_kb.is_multiple_of(4) {
             return Err(ArgError::Range {
                 name: "chunk-kb",
                 want: "a multiple of 4 (whole pages)",
@@ -229,42 +228,6 @@ impl Args {
         )?;
         check("runs", self.runs as u64, 1, 100, "between 1 and 100")
     }
-}
-
-/// The benchmark's findings.
-#[derive(Serialize)]
-struct Report {
-    bench: &'static str,
-    period_ms: u64,
-    compute_ms: u64,
-    chunks: usize,
-    chunk_kb: usize,
-    decoder_mb: usize,
-    decoder_budget_mb: usize,
-    launcher_mb: usize,
-    launcher_budget_mb: usize,
-    launcher_threads: usize,
-    runs: usize,
-    /// The decoder's priority (its processor reserve).
-    decoder_priority: Priority,
-    /// Whether it could be set in every run (root).
-    decoder_priority_set: bool,
-    limits: limits::Limits,
-    rows: Vec<Row>,
-    /// RAPHA's miss ratio and average delay over the kernel's and
-    /// pagepilot-without-limits' (the target: at most 0.5 each).
-    miss_vs_kernel: Option<f64>,
-    delay_vs_kernel: Option<f64>,
-    miss_vs_pagepilot: Option<f64>,
-    delay_vs_pagepilot: Option<f64>,
-    /// The launcher's completion under RAPHA over the others'.
-    launcher_slowdown_vs_pagepilot: Option<f64>,
-    launcher_slowdown_vs_kernel: Option<f64>,
-    /// The launcher's samples of the last round, per configuration:
-    /// (seconds since its start, faults in the interval, resident pages).
-    timelines: Vec<(&'static str, Vec<(f64, u64, u64)>)>,
-    /// Why the kernel's row is missing.
-    kernel_skipped: Option<String>,
 }
 
 /// Runs `pagepilot bench rapha`.
@@ -348,9 +311,14 @@ pub fn run(args: Args) -> BenchResult {
     let timelines = configs
         .iter()
         .zip(&runs)
-        .filter_map(|(c, r)| Some((c.name(), summary::fault_rate(&r.last()?.launcher))))
+        .filter_map(|(c, r)| {
+            Some(summary::LauncherTimeline {
+                config: c.name(),
+                points: summary::fault_rate(&r.last()?.launcher),
+            })
+        })
         .collect();
-    let report = Report {
+    let report = report::Report {
         bench: "rapha",
         period_ms: args.period,
         compute_ms: args.compute_ms,
@@ -381,104 +349,7 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
-    Ok(())
-}
-
-fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    let l = &r.limits;
-    writeln!(
-        out,
-        "RAPHA (Figures 8-11): decoder period {} ms, {} ms of compute, {} chunks of {} KiB a \
-         period from {} MB (budget {} MB){}; launcher {} MB (budget {} MB), {} threads; median \
-         of {}",
-        r.period_ms,
-        r.compute_ms,
-        r.chunks,
-        r.chunk_kb,
-        r.decoder_mb,
-        r.decoder_budget_mb,
-        match (r.decoder_priority, r.decoder_priority_set) {
-            (Priority::Normal, _) => "",
-            (Priority::Nice, true) => ", nice -20",
-            (Priority::Fifo, true) => ", SCHED_FIFO",
-            (_, false) => ", priority NOT set (not root)",
-        },
-        r.launcher_mb,
-        r.launcher_budget_mb,
-        r.launcher_threads,
-        r.runs
-    )?;
-    writeln!(
-        out,
-        "limits: fault_unit {} us; decoder reserve {:.3} and {} faults/period; system limit {} \
-         faults/100 ms (Eq. 4); launcher {} faults/{} ms (Eq. 1: {:.3} of the fault service)",
-        l.fault_unit_us,
-        l.decoder_pc,
-        l.decoder_fault_limit,
-        l.system_fault_limit,
-        l.launcher_fault_limit,
-        l.launcher_fault_period_ms,
-        l.launcher_fault_pc
-    )?;
-    writeln!(
-        out,
-        "  {:<10} {:>7} {:>7} {:>7} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>12}",
-        "config",
-        "frames",
-        "misses",
-        "miss %",
-        "delay ms",
-        "alone %",
-        "read ms",
-        "launcher ms",
-        "l. faults",
-        "postponed",
-        "max/sample"
-    )?;
-    for row in &r.rows {
-        let d = &row.with_launcher;
-        writeln!(
-            out,
-            "  {:<10} {:>7} {:>7} {:>7.1} {:>10.2} {:>8.1} {:>9} {:>12.0} {:>10} {:>10} {:>12}",
-            row.config,
-            d.frames,
-            d.misses,
-            d.miss_pct,
-            d.avg_delay_ms,
-            row.alone.miss_pct,
-            format!("{:.1}/{:.1}", row.alone.read_ms, d.read_ms),
-            row.launcher_ms,
-            row.launcher_faults,
-            row.launcher_postponed,
-            row.launcher_max_faults_per_sample
-        )?;
-    }
-    let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
-    writeln!(
-        out,
-        "rapha / kernel: misses {}, delay {}; rapha / pagepilot: misses {}, delay {} \
-         (target: each at most 0.50x)",
-        x(r.miss_vs_kernel),
-        x(r.delay_vs_kernel),
-        x(r.miss_vs_pagepilot),
-        x(r.delay_vs_pagepilot)
-    )?;
-    writeln!(
-        out,
-        "launcher slowdown under rapha: {} of pagepilot's time, {} of the kernel's",
-        x(r.launcher_slowdown_vs_pagepilot),
-        x(r.launcher_slowdown_vs_kernel)
-    )?;
-    writeln!(
-        out,
-        "frames: the decoder's periods released while the launcher ran; delay: mean lateness of \
-         the missed ones; read ms: a frame's time reading its chunks, alone / with the launcher; \
-         l. faults: fault events (pagepilot), major faults (kernel)"
-    )?;
-    if let Some(why) = &r.kernel_skipped {
-        writeln!(out, "no kernel row: {why}")?;
+        Format::Text => report::print_text(&report, &mut out)?,
     }
     Ok(())
 }

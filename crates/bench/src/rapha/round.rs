@@ -116,8 +116,10 @@ pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::erro
     let mut dec = spawn(&Job::Decoder(decoder), true, "decoder")?;
     let result = beside(&mut dec, &launcher, setup.alone);
     if result.is_err() {
-        // Our own child: stop it rather than wait for it forever.
+        // Our own child: stop it rather than wait for it forever, and reap
+        // it so that its cgroup can be removed.
         let _ = dec.kill();
+        let _ = dec.wait();
     }
     let (launch_ns, launcher_out) = result?;
     drop(dec.stdin.take());

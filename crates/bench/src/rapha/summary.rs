@@ -61,17 +61,34 @@ pub fn deadlines(frames: &[Frame], from: u64, to: u64, period_ns: u64) -> Deadli
     }
 }
 
-/// The launcher's faults in each sample interval: `(seconds since its
-/// start, faults, resident pages)`.
-pub fn fault_rate(l: &LauncherOut) -> Vec<(f64, u64, u64)> {
+/// One sample interval of the launcher.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// Its end, seconds since the launcher started.
+    pub t_s: f64,
+    /// Faults in the interval.
+    pub faults: u64,
+    /// Pages resident at its end.
+    pub resident_pages: u64,
+}
+
+/// The launcher's samples in one configuration (Figures 8-10).
+#[derive(Clone, Debug, Serialize)]
+pub struct LauncherTimeline {
+    /// `kernel`, `pagepilot` or `rapha`.
+    pub config: &'static str,
+    /// Its sample intervals, in order.
+    pub points: Vec<Point>,
+}
+
+/// The launcher's faults in each sample interval.
+pub fn fault_rate(l: &LauncherOut) -> Vec<Point> {
     l.samples
         .windows(2)
-        .map(|w| {
-            (
-                w[1].at_ns.saturating_sub(l.start_ns) as f64 / 1e9,
-                w[1].faults.saturating_sub(w[0].faults),
-                w[1].resident_pages,
-            )
+        .map(|w| Point {
+            t_s: w[1].at_ns.saturating_sub(l.start_ns) as f64 / 1e9,
+            faults: w[1].faults.saturating_sub(w[0].faults),
+            resident_pages: w[1].resident_pages,
         })
         .collect()
 }
@@ -156,7 +173,7 @@ pub fn row(
         launcher_max_faults_per_sample: runs
             .iter()
             .flat_map(|r| fault_rate(&r.launcher))
-            .map(|(_, f, _)| f)
+            .map(|p| p.faults)
             .max()
             .unwrap_or(0),
         launcher_fault_limit: limit,
