@@ -18,6 +18,7 @@ mod live;
 mod measure;
 mod policy;
 mod probe;
+mod rapha;
 mod scale;
 mod scan;
 mod share;
@@ -47,6 +48,9 @@ pub enum Command {
     /// Two joins at once: one frame pool (MRU and CLOCK, each its minimum) against the
     /// kernel with both in one memory cgroup.
     Share(share::Args),
+    /// RAPHA's experiment: a periodic task with deadlines beside a launcher faulting through
+    /// a large file, under the kernel, pagepilot, and pagepilot with RAPHA's fault limits.
+    Rapha(rapha::Args),
 }
 
 /// Runs a benchmark.
@@ -60,5 +64,6 @@ pub fn run(command: Command) -> BenchResult {
         Command::Fork(a) => fork::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Share(a) => share::run(a),
+        Command::Rapha(a) => rapha::run(a),
     }
 }

@@ -14,6 +14,8 @@
 //!   (Figures 5-8).
 //! - [`frames_held`]: the frames each process of a pooled run held over
 //!   time.
+//! - [`timelines`]: values over time, one line per series, charts side by
+//!   side (RAPHA's faults per interval and resident set over time).
 //!
 //! Text is drawn with DejaVu Sans, embedded in the binary: no system font is
 //! looked up at run time.
@@ -30,12 +32,14 @@ use thiserror::Error;
 mod curves;
 mod held;
 mod spacetime;
+mod timeline;
 
 pub use curves::{
     curve_panels, fault_rate_curves, interfault_curves, parameter_curves, Metric, Panel, Series,
 };
 pub use held::frames_held;
 pub use spacetime::{spacetime, spacetime_grid, Extent, PageAxis, SpaceTimeGrid};
+pub use timeline::{timelines, TimeSeries, Timeline};
 
 /// DejaVu Sans (Bitstream Vera license, see `assets/DejaVuSans-LICENSE.txt`).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");

@@ -1,0 +1,203 @@
+//! One configuration of one round: the decoder starts alone, the launcher
+//! is launched beside it after a while, and when the launcher is done the
+//! decoder is stopped (once it has caught up with its releases). Both are
+//! children of the bench: this binary re-executed with a hidden flag.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use pagepilot_pager::sys;
+use serde::de::DeserializeOwned;
+
+use super::job::{now_ns, Config, DecoderJob, DecoderOut, Job, LauncherJob, LauncherOut, Mapping};
+use crate::cgroup::MemCgroup;
+
+/// Hidden flag of `pagepilot bench rapha` that runs a child.
+pub const CHILD_FLAG: &str = "--internal-rapha-child";
+
+/// A child that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundError {
+    /// It could not be started or talked to.
+    #[error("rapha {role}: {source}")]
+    Io {
+        /// `decoder` or `launcher`.
+        role: &'static str,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// It exited with a failure (its stderr was passed through).
+    #[error("rapha {role} failed ({status}); killed by its cgroup's OOM killer?")]
+    Failed {
+        /// `decoder` or `launcher`.
+        role: &'static str,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+    },
+    /// Its report was not understood.
+    #[error("rapha {role} printed no report: {source}")]
+    Report {
+        /// `decoder` or `launcher`.
+        role: &'static str,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// The decoder did not say it was ready.
+    #[error("rapha decoder exited before it was ready")]
+    NotReady,
+    /// Setting up the kernel side failed.
+    #[error(transparent)]
+    Cgroup(#[from] crate::cgroup::CgroupError),
+}
+
+/// The two tasks' setup for one configuration.
+pub struct Setup {
+    /// The decoder's job (its mapping is replaced per configuration).
+    pub decoder: DecoderJob,
+    /// The launcher's.
+    pub launcher: LauncherJob,
+    /// The launcher's fault limit per period, for [`Config::Rapha`].
+    pub launcher_limit: (u64, u64),
+    /// How long the decoder runs alone first.
+    pub alone: Duration,
+    /// Whether the kernel baseline can run here (root): caches are then dropped.
+    pub root: bool,
+}
+
+/// What one configuration measured.
+#[derive(Debug)]
+pub struct ConfigRun {
+    /// Which.
+    pub config: Config,
+    /// When the launcher was started, ns on the shared clock.
+    pub launch_ns: u64,
+    /// The decoder's report.
+    pub decoder: DecoderOut,
+    /// The launcher's.
+    pub launcher: LauncherOut,
+}
+
+/// Runs `config` once.
+pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::error::Error>> {
+    cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)?;
+    let mut decoder = setup.decoder.clone();
+    let mut launcher = setup.launcher.clone();
+    // The kernel's cgroups live until both children are gone.
+    let mut cgroups = Vec::new();
+    match config {
+        Config::Kernel => {
+            for (job_mapping, budget) in [
+                (&mut decoder.mapping, decoder.budget),
+                (&mut launcher.mapping, launcher.budget),
+            ] {
+                let cg = MemCgroup::create(budget as usize)?;
+                *job_mapping = Mapping::Kernel {
+                    cgroup: cg.dir().to_path_buf(),
+                };
+                cgroups.push(cg);
+            }
+        }
+        Config::Pagepilot | Config::Rapha => {
+            let limit = (config == Config::Rapha).then_some(setup.launcher_limit);
+            decoder.mapping = Mapping::Pagepilot {
+                limit: None,
+                handlers: 0,
+            };
+            // A handler per launcher thread: as many of its faults served
+            // at once as the kernel serves (each in its faulting thread).
+            launcher.mapping = Mapping::Pagepilot {
+                limit,
+                handlers: launcher.threads,
+            };
+        }
+    }
+    let mut dec = spawn(&Job::Decoder(decoder), true, "decoder")?;
+    let result = beside(&mut dec, &launcher, setup.alone);
+    if result.is_err() {
+        // Our own child: stop it rather than wait for it forever, and reap
+        // it so that its cgroup can be removed.
+        let _ = dec.kill();
+        let _ = dec.wait();
+    }
+    let (launch_ns, launcher_out) = result?;
+    drop(dec.stdin.take());
+    let decoder_out: DecoderOut = finish(dec, "decoder")?;
+    drop(cgroups);
+    Ok(ConfigRun {
+        config,
+        launch_ns,
+        decoder: decoder_out,
+        launcher: launcher_out,
+    })
+}
+
+/// Waits for the decoder to be ready, lets it run alone, then runs the
+/// launcher to its end.
+fn beside(
+    dec: &mut Child,
+    launcher: &LauncherJob,
+    alone: Duration,
+) -> Result<(u64, LauncherOut), Box<dyn std::error::Error>> {
+    let stdout = dec.stdout.as_mut().ok_or(RoundError::NotReady)?;
+    // One byte at a time: the rest of the stream is the decoder's report.
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while byte[0] != b'\n' {
+        let n = stdout.read(&mut byte).map_err(|source| RoundError::Io {
+            role: "decoder",
+            source,
+        })?;
+        if n == 0 {
+            return Err(RoundError::NotReady.into());
+        }
+        line.push(byte[0]);
+    }
+    if line != b"ready\n" {
+        return Err(RoundError::NotReady.into());
+    }
+    std::thread::sleep(alone);
+    let launch_ns = now_ns();
+    let child = spawn(&Job::Launcher(launcher.clone()), false, "launcher")?;
+    Ok((launch_ns, finish(child, "launcher")?))
+}
+
+fn spawn(job: &Job, stdin: bool, role: &'static str) -> Result<Child, Box<dyn std::error::Error>> {
+    let child = Command::new("/proc/self/exe")
+        .args(["bench", "rapha", CHILD_FLAG, &serde_json::to_string(job)?])
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|source| RoundError::Io { role, source })?;
+    Ok(child)
+}
+
+/// Waits for `child` and parses the last line it printed.
+fn finish<T: DeserializeOwned>(mut child: Child, role: &'static str) -> Result<T, RoundError> {
+    let io = |source| RoundError::Io { role, source };
+    let mut last = String::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            last = line.map_err(io)?;
+        }
+    }
+    let status = child.wait().map_err(io)?;
+    if !status.success() {
+        return Err(RoundError::Failed { role, status });
+    }
+    serde_json::from_str(&last).map_err(|source| RoundError::Report { role, source })
+}
+
+/// Makes both files' reads go to the disk: the whole page cache dropped
+/// (root), else the files' pages.
+fn cold(files: &[&Path], root: bool) -> std::io::Result<()> {
+    for f in files {
+        sys::fadvise_dontneed(&std::fs::File::open(f)?)?;
+    }
+    if root {
+        sys::drop_page_cache()?;
+    }
+    Ok(())
+}
