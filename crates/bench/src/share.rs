@@ -337,7 +337,10 @@ fn predict(
         sample_every: None,
     };
     let run = pooled::run(&traces, &processes, &config)?;
-    Ok([run.processes[0].faults, run.processes[1].faults])
+    Ok([
+        run.processes[0].counters.faults,
+        run.processes[1].counters.faults,
+    ])
 }
 
 /// Both joins at once over the kernel's mappings in one memory cgroup of

@@ -6,7 +6,7 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{compact, render, DrawResult, Figure, PlotError, FAMILY};
+use super::{compact, render, DrawResult, Figure, PlotError, COLOURS, FAMILY};
 use crate::Counters;
 
 /// One curve: a policy's values at several memory sizes.
@@ -164,18 +164,6 @@ fn draw_curves(
 const PANEL: (u32, u32) = (720, 500);
 const PER_ROW: usize = 3;
 const TITLE_HEIGHT: u32 = 40;
-
-/// Curve colours by series position: OPT, LRU, SEQ read well in this order too.
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(214, 39, 40),
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-    RGBColor(140, 86, 75),
-    RGBColor(0, 0, 0),
-];
 
 struct Curves<'a> {
     panels: &'a [Panel],

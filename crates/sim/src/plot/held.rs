@@ -6,22 +6,10 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{compact, render, DrawResult, Figure, PlotError, FAMILY};
+use super::{compact, render, DrawResult, Figure, PlotError, COLOURS, FAMILY};
 use crate::pooled::PooledRun;
 
 const SIZE: (u32, u32) = (960, 540);
-
-/// Step-line colours by process.
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(214, 39, 40),
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-    RGBColor(140, 86, 75),
-    RGBColor(0, 0, 0),
-];
 
 struct Held<'a> {
     run: &'a PooledRun,

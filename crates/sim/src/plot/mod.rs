@@ -47,6 +47,19 @@ static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 /// The font family every plot uses, registered from [`FONT`].
 const FAMILY: &str = "sans-serif";
 
+/// Line colours by series position, shared by every chart: OPT, LRU, SEQ
+/// (and processes, and timelines) read well in this order.
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(0, 0, 0),
+];
+
 /// Errors writing a plot.
 #[derive(Debug, Error)]
 pub enum PlotError {

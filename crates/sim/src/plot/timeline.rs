@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{compact, render, DrawResult, Figure, PlotError, FAMILY};
+use super::{compact, render, DrawResult, Figure, PlotError, COLOURS, FAMILY};
 
 /// One line over time.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,13 +48,6 @@ pub fn timelines(charts: &[Timeline], title: &str, out: &Path) -> Result<(), Plo
 const PANEL: (u32, u32) = (760, 480);
 const PER_ROW: usize = 2;
 const TITLE_HEIGHT: u32 = 40;
-const COLOURS: [RGBColor; 4] = [
-    RGBColor(214, 39, 40),
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-];
-
 struct Charts<'a> {
     charts: &'a [Timeline],
     title: &'a str,

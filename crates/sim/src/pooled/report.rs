@@ -5,6 +5,8 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::Counters;
+
 /// What one process did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ProcessReport {
@@ -16,18 +18,10 @@ pub struct ProcessReport {
     pub min_frames: usize,
     /// Of its frames, those set aside for read-ahead windows.
     pub readahead_frames: usize,
-    /// References executed.
-    pub references: u64,
-    /// Missing faults (page-ins), first touches included.
-    pub faults: u64,
-    /// First-touch faults.
-    pub cold_faults: u64,
-    /// Minor faults from reference-bit emulation.
-    pub minor_faults: u64,
-    /// Pages evicted.
-    pub evictions: u64,
-    /// Modified pages written back when they left (HiPEC's flusher).
-    pub writebacks: u64,
+    /// Its machine's counters: references, faults (page-ins, first
+    /// touches included), minor faults, evictions, write-backs.
+    #[serde(flatten)]
+    pub counters: Counters,
     /// Most frames it held at once.
     pub held_max: usize,
     /// Frames asked for with `Request`.
@@ -141,8 +135,8 @@ impl PooledRun {
                 clip(&p.name, 24),
                 clip(&p.policy, 12),
                 p.min_frames,
-                p.references,
-                p.faults,
+                p.counters.references,
+                p.counters.faults,
                 p.held_max,
                 p.granted,
                 p.released,

@@ -346,13 +346,7 @@ impl<'t> Pooled<'t> {
         for (p, mut proc) in self.procs.into_iter().enumerate() {
             let mut r = std::mem::take(&mut proc.report);
             r.incidents = proc.machine.incidents();
-            let c = proc.machine.finish();
-            r.references = c.references;
-            r.faults = c.faults;
-            r.cold_faults = c.cold_faults;
-            r.minor_faults = c.minor_faults;
-            r.evictions = c.evictions;
-            r.writebacks = c.writebacks;
+            r.counters = proc.machine.finish();
             if let Some(rate) = &self.rate {
                 r.max_faults_per_period = Some(rate.per_process[p].max);
             }

@@ -124,8 +124,8 @@ fn test_a_process_alone_in_the_pool_faults_as_a_single_run_with_its_minimum() {
             future: Some(&trace.refs),
         };
         let single = simulate(&trace, registry::build(policy, &setup).unwrap(), 30);
-        assert_eq!(r.processes[0].faults, single.faults, "{policy}");
-        assert_eq!(r.processes[0].references, 5_000);
+        assert_eq!(r.processes[0].counters.faults, single.faults, "{policy}");
+        assert_eq!(r.processes[0].counters.references, 5_000);
     }
 }
 
@@ -141,13 +141,13 @@ fn test_a_cyclic_scan_under_mru_pages_in_pf_m_and_read_ahead_frames_cost_one_eac
     // The live MRU (by faults) evicts the page before the faulting one:
     // one page-in per pass above HiPEC's PF_m.
     let pf_m = o + (o - m as u64) * (loops - 1);
-    assert_eq!(r.processes[0].faults, pf_m + (loops - 1));
-    assert_eq!(r.processes[1].faults, o * loops, "PF_l");
+    assert_eq!(r.processes[0].counters.faults, pf_m + (loops - 1));
+    assert_eq!(r.processes[1].counters.faults, o * loops, "PF_l");
     // 16 frames held by read-ahead windows come out of MRU's resident set:
     // 16 more page-ins per pass.
     mru.readahead_frames = 16;
     let r = run(&traces, &[mru, clock], &config(2 * m)).unwrap();
-    assert_eq!(r.processes[0].faults, pf_m + 17 * (loops - 1));
+    assert_eq!(r.processes[0].counters.faults, pf_m + 17 * (loops - 1));
 }
 
 #[test]
@@ -250,7 +250,7 @@ fn test_a_program_requesting_frames_in_a_loop_stays_within_the_pool() {
     }
     let p = &r.processes[0];
     assert!(p.granted > 0 && p.held_max <= 70, "{p:?}");
-    assert_eq!(r.processes[0].references, 4_000);
+    assert_eq!(r.processes[0].counters.references, 4_000);
     // The CLOCK process paged as with its minimum alone.
     let setup = Setup {
         slots: traces[1].distinct(),
@@ -258,7 +258,7 @@ fn test_a_program_requesting_frames_in_a_loop_stays_within_the_pool() {
         future: None,
     };
     let alone = simulate(&traces[1], registry::build("clock", &setup).unwrap(), 50);
-    assert_eq!(r.processes[1].faults, alone.faults);
+    assert_eq!(r.processes[1].counters.faults, alone.faults);
 }
 
 fn rate(period: u64, system_period: u64, fault_unit: u64) -> Option<RateConfig> {
@@ -284,7 +284,7 @@ fn test_a_process_never_takes_more_faults_per_period_than_its_limit() {
         assert!(p.postponed > 0 && p.postponed_delay > 0, "{p:?}");
         let mean = p.postponed_delay as f64 / p.postponed as f64;
         assert!((p.postponed_delay_mean - mean).abs() < 1e-9);
-        assert_eq!(p.references, 3_000);
+        assert_eq!(p.counters.references, 3_000);
     }
     // Unlimited, the same traces fault faster than that.
     let mut free = cfg.clone();
