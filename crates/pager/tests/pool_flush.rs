@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -112,20 +111,6 @@ fn test_reclaimed_dirty_pages_reach_the_file_written_by_the_pools_reclaimer_not_
     assert_eq!(dirty_in_file(&path, &data, 200), 94);
     a.unmap().unwrap();
     b.unmap().unwrap();
-}
-
-/// Pages among `0..n` whose byte 0 in the file at `path` (read with
-/// `pread` on a descriptor of its own) is `!data`'s.
-fn dirty_in_file(path: &std::path::Path, data: &[u8], n: usize) -> usize {
-    let file = std::fs::File::open(path).unwrap();
-    (0..n)
-        .filter(|&p| {
-            let mut byte = [0u8];
-            file.read_exact_at(&mut byte, (p * PAGE_SIZE) as u64)
-                .unwrap();
-            byte[0] == !data[p * PAGE_SIZE]
-        })
-        .count()
 }
 
 /// FIFO that flushes every page it holds at each fault (HiPEC's Flush).

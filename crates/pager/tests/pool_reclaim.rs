@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::time::Duration;
 
 use common::*;
@@ -163,20 +161,6 @@ fn dirty(region: &Region, data: &[u8], n: usize) {
                 .write_volatile(!data[p * PAGE_SIZE])
         };
     }
-}
-
-/// Pages among `0..n` whose byte 0 in the file at `path` (read with
-/// `pread` on a descriptor of its own) is the dirtied one.
-fn dirty_in_file(path: &Path, data: &[u8], n: usize) -> usize {
-    let file = std::fs::File::open(path).unwrap();
-    (0..n)
-        .filter(|&p| {
-            let mut byte = [0u8];
-            file.read_exact_at(&mut byte, (p * PAGE_SIZE) as u64)
-                .unwrap();
-            byte[0] == !data[p * PAGE_SIZE]
-        })
-        .count()
 }
 
 #[test]

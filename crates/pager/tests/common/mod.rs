@@ -381,3 +381,18 @@ pub fn succeeds_in_child_process(test: &str, timeout: std::time::Duration, body:
     let out = in_child_process(test, timeout, body);
     assert!(out.succeeded(), "{out:?}");
 }
+
+/// Pages among `0..n` whose byte 0 in the file at `path` (read with
+/// `pread` on a descriptor of its own, not through a region) is the
+/// complement of `data`'s: the dirtied ones.
+pub fn dirty_in_file(path: &Path, data: &[u8], n: usize) -> usize {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).unwrap();
+    (0..n)
+        .filter(|&p| {
+            let mut byte = [0u8];
+            file.read_exact_at(&mut byte, (p * 4096) as u64).unwrap();
+            byte[0] == !data[p * 4096]
+        })
+        .count()
+}
