@@ -1,0 +1,413 @@
+//! Several clients sharing the daemon's budget: minimums, requests, FAFR
+//! reclamation across clients, forced reclamation, and frames coming back
+//! when a client leaves or dies.
+
+mod common;
+
+use common::*;
+use pagepilot_frames::ManualClock;
+use pagepilot_protocol::{ErrorCode, Kind, Message, RegionId};
+
+const CONFIG: &str = "
+[machine]
+budget_frames = 1000
+partition_burst_frames = 1000
+deadline_ms = 50
+
+[default]
+pinned_frames = 64
+";
+
+#[test]
+fn test_several_clients_share_the_budget_each_with_its_min_frame() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b, c) = (
+        join(&mut core, 1, 1),
+        join(&mut core, 2, 2),
+        join(&mut core, 3, 3),
+    );
+    assert_eq!(granted(&send(&mut core, a, region(1, 200, 500))), 200);
+    assert_eq!(granted(&send(&mut core, b, region(1, 300, 500))), 300);
+    assert_eq!(granted(&send(&mut core, c, region(7, 400, 500))), 400);
+    assert_eq!(core.free_frames(), 100);
+    // Beyond the minimum, Request is granted from what is free, partially.
+    assert_eq!(
+        granted(&send(
+            &mut core,
+            a,
+            Message::RequestFrames {
+                region: RegionId(1),
+                frames: 150
+            }
+        )),
+        100
+    );
+    assert_eq!(
+        granted(&send(
+            &mut core,
+            b,
+            Message::RequestFrames {
+                region: RegionId(1),
+                frames: 10
+            }
+        )),
+        0
+    );
+    assert_eq!(
+        (core.frames_of(a), core.frames_of(b), core.frames_of(c)),
+        (Some(300), Some(300), Some(400))
+    );
+    assert_eq!(core.held_frames() + core.free_frames(), 1000);
+}
+
+#[test]
+fn test_a_min_frame_that_does_not_fit_beside_the_others_is_refused() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    send(&mut core, a, region(1, 600, 600));
+    let out = send(&mut core, b, region(1, 500, 500));
+    assert_eq!(
+        refusal(&out),
+        (ErrorCode::MinFrameDoesNotFit, Some(Kind::RegisterRegion))
+    );
+    let Message::Error(e) = &out[0].message else {
+        unreachable!()
+    };
+    assert_eq!(e.region, Some(RegionId(1)));
+    assert!(e.message.contains("minFrame of 500"), "{}", e.message);
+    // Nothing was kept of the refused region: the same id registers at a size that fits.
+    assert_eq!(granted(&send(&mut core, b, region(1, 400, 400))), 400);
+    assert_eq!(core.free_frames(), 0);
+}
+
+#[test]
+fn test_a_newcomer_short_of_its_minimum_gets_frames_as_others_return_them() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    send(&mut core, a, region(1, 100, 1000));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 800,
+        },
+    );
+    assert_eq!(core.free_frames(), 100);
+    // B's minimum of 300: 100 now, 200 asked back from A by the deadline.
+    let out = send(&mut core, b, region(5, 300, 300));
+    assert_eq!(granted(&out), 100);
+    assert_eq!(orders(&out, a), vec![(1, 200)]);
+    assert!(matches!(
+        to(&out, a)[0],
+        Message::ReclaimOrder {
+            deadline_ms: 50,
+            ..
+        }
+    ));
+    // A gives them back: B is granted them, unasked (no reply to A).
+    let out = send(
+        &mut core,
+        a,
+        Message::Returned {
+            region: RegionId(1),
+            frames: 200,
+        },
+    );
+    assert_eq!(to(&out, a), vec![]);
+    assert_eq!(
+        to(&out, b),
+        vec![Message::Granted {
+            region: RegionId(5),
+            frames: 200
+        }]
+    );
+    assert_eq!(
+        (core.frames_of(a), core.frames_of(b)),
+        (Some(700), Some(300))
+    );
+}
+
+#[test]
+fn test_fafr_reclaims_from_the_first_registered_client_first() {
+    let clock = ManualClock::at(0);
+    let mut core = core(
+        "[machine]\nbudget_frames = 1000\npartition_burst_frames = 100\n",
+        &clock,
+    );
+    let (a, b, c) = (
+        join(&mut core, 1, 1),
+        join(&mut core, 2, 2),
+        join(&mut core, 3, 3),
+    );
+    for id in [a, b, c] {
+        send(&mut core, id, region(1, 50, 500));
+    }
+    // 100 above minimums: at the watermark, nothing asked back.
+    let out = send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 100,
+        },
+    );
+    assert_eq!((granted(&out), out.len()), (100, 1));
+    // B's 80 more pass the watermark by 80: asked of A, who came first.
+    let out = send(
+        &mut core,
+        b,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 80,
+        },
+    );
+    assert_eq!(granted(&out), 80);
+    assert_eq!((orders(&out, a), orders(&out, b)), (vec![(1, 80)], vec![]));
+    // C's 60 more: A has 20 left to ask above its minimum, then B.
+    let out = send(
+        &mut core,
+        c,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 60,
+        },
+    );
+    assert_eq!(
+        (orders(&out, a), orders(&out, b), orders(&out, c)),
+        (vec![(1, 20)], vec![(1, 40)], vec![])
+    );
+}
+
+#[test]
+fn test_a_client_that_misses_its_deadline_is_forced() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    send(&mut core, a, region(1, 100, 1000));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 900,
+        },
+    );
+    let out = send(&mut core, b, region(2, 300, 300));
+    assert_eq!(orders(&out, a), vec![(1, 300)]);
+    assert_eq!(core.next_deadline_ns(), Some(50 * MS));
+    // A gives back 120 of 300 in time, then hangs.
+    send(
+        &mut core,
+        a,
+        Message::Returned {
+            region: RegionId(1),
+            frames: 120,
+        },
+    );
+    clock.advance(49 * MS);
+    assert_eq!(core.tick(), vec![]);
+    clock.advance(MS);
+    let out = core.tick();
+    assert_eq!(
+        to(&out, a),
+        vec![Message::Forced {
+            region: RegionId(1),
+            frames: 180
+        }]
+    );
+    assert_eq!(
+        to(&out, b),
+        vec![Message::Granted {
+            region: RegionId(2),
+            frames: 180
+        }]
+    );
+    assert_eq!(
+        (core.frames_of(a), core.frames_of(b)),
+        (Some(700), Some(300))
+    );
+    let status = core.status();
+    let ra = &status.clients[0].regions[0];
+    assert_eq!((ra.reclaimed_frames, ra.forced_frames), (120, 180));
+    assert_eq!(core.next_deadline_ns(), None);
+    assert_eq!(core.tick(), vec![], "forced once");
+}
+
+#[test]
+fn test_a_client_disconnecting_returns_every_frame_and_settles_newcomers() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    for r in 1..=3 {
+        send(&mut core, a, region(r, 100, 400));
+        send(
+            &mut core,
+            a,
+            Message::RequestFrames {
+                region: RegionId(r),
+                frames: 200,
+            },
+        );
+    }
+    send(
+        &mut core,
+        a,
+        Message::Pin {
+            region: RegionId(2),
+            offset: 0,
+            len: 40960,
+        },
+    );
+    assert_eq!(core.free_frames(), 100);
+    let out = send(&mut core, b, region(9, 400, 400));
+    assert_eq!(granted(&out), 100);
+    // A dies before giving anything back: everything returns, B is settled.
+    let out = core.disconnect(a).unwrap();
+    assert_eq!(
+        to(&out, b),
+        vec![Message::Granted {
+            region: RegionId(9),
+            frames: 300
+        }]
+    );
+    assert_eq!(core.free_frames(), 600);
+    assert_eq!(core.tick(), vec![], "A's orders went with it");
+    core.disconnect(b).unwrap();
+    assert_eq!(core.free_frames(), core.total_frames());
+    assert_eq!(core.held_frames(), 0);
+    assert_eq!(
+        core.disconnect(b),
+        Err(pagepilot_daemon::CoreError::UnknownClient(b))
+    );
+}
+
+#[test]
+fn test_goodbye_unloads_the_clients_regions_and_is_echoed_before_closing() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let a = join(&mut core, 1, 1);
+    send(&mut core, a, region(1, 500, 500));
+    let out = send(&mut core, a, Message::Goodbye);
+    assert_eq!(
+        (out.len(), &out[0].message, out[0].close),
+        (1, &Message::Goodbye, true)
+    );
+    assert_eq!(core.free_frames(), 1000);
+    assert_eq!(core.clients().count(), 0);
+}
+
+#[test]
+fn test_unregistering_a_region_returns_its_frames_and_the_id_can_be_reused() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let a = join(&mut core, 1, 1);
+    send(&mut core, a, region(1, 100, 500));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 150,
+        },
+    );
+    let out = send(
+        &mut core,
+        a,
+        Message::UnregisterRegion {
+            region: RegionId(1),
+        },
+    );
+    assert_eq!(
+        to(&out, a),
+        vec![Message::Unregistered {
+            region: RegionId(1),
+            frames: 250
+        }]
+    );
+    assert_eq!(core.free_frames(), 1000);
+    assert_eq!(granted(&send(&mut core, a, region(1, 10, 10))), 10);
+}
+
+#[test]
+fn test_release_gives_frames_back_but_never_pinned_ones() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let a = join(&mut core, 1, 1);
+    send(&mut core, a, region(1, 10, 100));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 50,
+        },
+    );
+    let out = send(
+        &mut core,
+        a,
+        Message::ReleaseFrames {
+            region: RegionId(1),
+            frames: 20,
+        },
+    );
+    assert_eq!(
+        out[0].message,
+        Message::Released {
+            region: RegionId(1),
+            held_frames: 40
+        }
+    );
+    send(
+        &mut core,
+        a,
+        Message::Pin {
+            region: RegionId(1),
+            offset: 0,
+            len: 10 * 4096,
+        },
+    );
+    let out = send(
+        &mut core,
+        a,
+        Message::ReleaseFrames {
+            region: RegionId(1),
+            frames: 1000,
+        },
+    );
+    assert_eq!(
+        out[0].message,
+        Message::Released {
+            region: RegionId(1),
+            held_frames: 10
+        }
+    );
+    send(
+        &mut core,
+        a,
+        Message::Unpin {
+            region: RegionId(1),
+            offset: 0,
+            len: 10 * 4096,
+        },
+    );
+    let out = send(
+        &mut core,
+        a,
+        Message::ReleaseFrames {
+            region: RegionId(1),
+            frames: 1000,
+        },
+    );
+    assert_eq!(
+        out[0].message,
+        Message::Released {
+            region: RegionId(1),
+            held_frames: 0
+        }
+    );
+    assert_eq!(core.free_frames(), 1000);
+}
