@@ -82,11 +82,6 @@ impl Client {
         self.regions.values().map(|r| r.pins.pages()).sum()
     }
 
-    /// `minFrame` over all its regions.
-    pub fn min_frames(&self) -> u64 {
-        self.regions.values().map(|r| r.min_frames).sum()
-    }
-
     /// Faults per second its regions' limits add up to.
     pub fn fault_rate(&self) -> u64 {
         self.regions.values().map(|r| r.fault_rate).sum()

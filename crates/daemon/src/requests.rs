@@ -75,6 +75,17 @@ impl<C: Clock + Clone> Core<C> {
         client.regions.values().map(|r| self.held(r)).sum()
     }
 
+    /// Frames a client's regions are committed to, counted against its
+    /// quota: what each holds, or its `minFrame` when it is still owed
+    /// frames to reach it.
+    fn client_committed(&self, client: &Client) -> u64 {
+        client
+            .regions
+            .values()
+            .map(|r| self.held(r).max(r.min_frames))
+            .fold(0, u64::saturating_add)
+    }
+
     fn register(&mut self, client: ClientId, r: RegisterRegion) -> Reply {
         let id = Some(r.region);
         let c = self.client(client)?;
@@ -94,10 +105,10 @@ impl<C: Clock + Clone> Core<C> {
         if c.regions.len() >= to_usize(u64::from(q.regions)) {
             return beyond(format!("the client's quota is {} regions", q.regions));
         }
-        let mins = c.min_frames().saturating_add(r.min_frames);
-        if mins > q.frames {
+        let committed = self.client_committed(c).saturating_add(r.min_frames);
+        if committed > q.frames {
             return beyond(format!(
-                "minFrame {} brings the client's minimums to {mins} frames, its quota is {}",
+                "minFrame {} brings the client's frames to {committed}, its quota is {}",
                 r.min_frames, q.frames
             ));
         }
@@ -201,10 +212,11 @@ impl<C: Clock + Clone> Core<C> {
         let r = self.region(client, region)?;
         let (holder, budget, held) = (r.holder, r.budget_frames, self.held(r));
         let c = self.client(client)?;
-        let (quota, client_held) = (c.quotas.frames, self.client_held(c));
-        let quota_room = quota.saturating_sub(client_held);
+        let (quota, committed) = (c.quotas.frames, self.client_committed(c));
+        let quota_room = quota.saturating_sub(committed);
         if quota_room == 0 {
-            let text = format!("the client holds {client_held} frames, its quota is {quota}");
+            let text =
+                format!("the client's regions hold {committed} frames, its quota is {quota}");
             return Err(Refusal::new(ErrorCode::BeyondQuota, Some(region), text));
         }
         let ask = frames.min(quota_room).min(budget.saturating_sub(held));

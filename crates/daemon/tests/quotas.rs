@@ -322,3 +322,79 @@ fn test_a_reserve_that_rapha_cannot_admit_is_refused_with_ebusy() {
     core.disconnect(a).unwrap();
     assert_eq!(granted(&send(&mut core, b, reserve(1, 400_000))), 1);
 }
+
+#[test]
+fn test_frames_held_above_minimums_count_against_the_quota_of_a_new_region() {
+    // Found by the accounting proptest: minimums alone fitted the quota.
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let a = join(&mut core, 1000, 1000);
+    send(&mut core, a, region(1, 100, 300));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 100,
+        },
+    );
+    // 200 held + a minimum of 150 > 300, though 100 + 150 minimums fit.
+    let out = send(&mut core, a, region(2, 150, 150));
+    assert_eq!(
+        refusal(&out),
+        (ErrorCode::BeyondQuota, Some(Kind::RegisterRegion))
+    );
+    // Released frames make room.
+    send(
+        &mut core,
+        a,
+        Message::ReleaseFrames {
+            region: RegionId(1),
+            frames: 50,
+        },
+    );
+    assert_eq!(granted(&send(&mut core, a, region(2, 150, 150))), 150);
+}
+
+#[test]
+fn test_a_newcomers_minimum_still_owed_counts_against_its_clients_requests() {
+    let clock = ManualClock::at(0);
+    let mut core = core(
+        "[machine]\nbudget_frames = 100\npartition_burst_frames = 100\n[uid.1]\nframes = 60\n",
+        &clock,
+    );
+    let (a, b) = (join(&mut core, 2, 2), join(&mut core, 1, 1));
+    send(&mut core, a, region(1, 0, 100));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 100,
+        },
+    );
+    // B's minimum of 50 is owed (nothing is free): its quota room is 10.
+    assert_eq!(granted(&send(&mut core, b, region(1, 50, 50))), 0);
+    send(&mut core, b, region(2, 0, 100));
+    send(
+        &mut core,
+        a,
+        Message::ReleaseFrames {
+            region: RegionId(1),
+            frames: 100,
+        },
+    );
+    assert_eq!(core.frames_of(b), Some(50), "the newcomer settled first");
+    assert_eq!(
+        granted(&send(
+            &mut core,
+            b,
+            Message::RequestFrames {
+                region: RegionId(2),
+                frames: 100
+            }
+        )),
+        10
+    );
+    assert_eq!(core.frames_of(b), Some(60));
+}

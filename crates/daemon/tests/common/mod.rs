@@ -72,7 +72,7 @@ pub fn to(out: &[Outgoing], to: ClientId) -> Vec<Message> {
 
 /// The error code of a single `Error` reply, with the request it names.
 pub fn refusal(out: &[Outgoing]) -> (ErrorCode, Option<Kind>) {
-    match &out[..] {
+    match out {
         [Outgoing {
             message: Message::Error(e),
             ..
