@@ -242,8 +242,19 @@ impl<C: Clock + Clone> Core<C> {
         let r = self.region(client, region)?;
         let (holder, n) = (r.holder, frames.min(self.unpinned_held(r)));
         let short = self.short_of_minimum();
+        // Frames released while an order is pending answer the order first,
+        // so that what is forced at its deadline never cuts below minFrame.
+        let owed: u64 = self
+            .frames
+            .pending()
+            .iter()
+            .filter(|o| o.holder == holder)
+            .map(|o| to_u64(o.frames))
+            .sum();
+        let answered = n.min(owed);
         self.frames
-            .release(holder, to_usize(n))
+            .returned(holder, to_usize(answered))
+            .and_then(|()| self.frames.release(holder, to_usize(n - answered)))
             .map_err(|e| Refusal::internal(region, e))?;
         let held_frames = self.frames.stats(holder).map_or(0, |s| to_u64(s.held));
         let reply = Message::Released {
@@ -271,11 +282,11 @@ impl<C: Clock + Clone> Core<C> {
         let (first, end) = pages(offset, len).map_err(|e| bad_range(region, e))?;
         let added = r.pins.unpinned_in(first, end);
         let region_pinned = r.pins.pages().saturating_add(added);
-        if region_pinned > r.min_frames {
+        let resident = r.min_frames.min(self.held(r));
+        if region_pinned > resident {
             let text = format!(
-                "{region_pinned} pinned frames would pass the region's minFrame of {}: \
-                 pinned pages are part of the guaranteed minimum",
-                r.min_frames
+                "{region_pinned} pinned frames would pass the {resident} the region holds of its \
+                 minFrame: pinned pages are resident and part of the guaranteed minimum"
             );
             return Err(Refusal::new(ErrorCode::PinQuota, id, text));
         }

@@ -168,7 +168,12 @@ impl World<'_> {
                 "{id:?} beyond its pin quota"
             );
         }
-        assert!(encode(&Message::StatusReply(c.status())).is_ok());
+        let status = c.status();
+        for r in status.clients.iter().flat_map(|c| &c.regions) {
+            // Pinned pages are resident and inside the guaranteed minimum.
+            assert!(r.pinned_frames <= r.held_frames.min(r.min_frames), "{r:?}");
+        }
+        assert!(encode(&Message::StatusReply(status)).is_ok());
     }
 
     fn send(&mut self, who: usize, message: Message) {

@@ -411,3 +411,84 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
     );
     assert_eq!(core.free_frames(), 1000);
 }
+
+#[test]
+fn test_frames_released_while_an_order_is_pending_answer_it_and_force_never_cuts_below_min_frame() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    send(&mut core, a, region(1, 100, 1000));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 300,
+        },
+    );
+    let out = send(&mut core, b, region(1, 800, 800));
+    assert_eq!((granted(&out), orders(&out, a)), (600, vec![(1, 200)]));
+    // A releases 300 unasked instead of returning 200: the order is answered.
+    let out = send(
+        &mut core,
+        a,
+        Message::ReleaseFrames {
+            region: RegionId(1),
+            frames: 300,
+        },
+    );
+    assert_eq!(
+        to(&out, a),
+        vec![Message::Released {
+            region: RegionId(1),
+            held_frames: 100
+        }]
+    );
+    assert_eq!(
+        to(&out, b),
+        vec![Message::Granted {
+            region: RegionId(1),
+            frames: 200
+        }]
+    );
+    assert_eq!(core.next_deadline_ns(), None);
+    clock.advance(1000 * MS);
+    assert_eq!(core.tick(), vec![]);
+    assert_eq!(
+        (core.frames_of(a), core.frames_of(b)),
+        (Some(100), Some(800))
+    );
+}
+
+#[test]
+fn test_a_newcomer_cannot_pin_frames_it_does_not_hold_yet() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    send(&mut core, a, region(1, 0, 1000));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 995,
+        },
+    );
+    assert_eq!(granted(&send(&mut core, b, region(1, 50, 50))), 5);
+    let pin = |pages: u64| Message::Pin {
+        region: RegionId(1),
+        offset: 0,
+        len: pages * 4096,
+    };
+    assert_eq!(
+        refusal(&send(&mut core, b, pin(6))).0,
+        pagepilot_protocol::ErrorCode::PinQuota
+    );
+    assert_eq!(
+        send(&mut core, b, pin(5))[0].message,
+        Message::Pinned {
+            region: RegionId(1),
+            pinned_frames: 5
+        }
+    );
+}
