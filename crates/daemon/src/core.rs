@@ -187,9 +187,14 @@ impl<C: Clock + Clone> Core<C> {
     }
 
     /// A message from `client`: every request is answered by exactly one
-    /// reply (its own, or an `Error` naming it), a refused `Returned` by an
-    /// `Error`; reclaim orders and grants that the request causes go to
-    /// whichever clients they concern.
+    /// reply, first in the list (its own, or an `Error` naming it); a
+    /// `Returned` only when refused. What the request causes follows, to
+    /// whichever clients it concerns: `ReclaimOrder`s (FAFR, with the
+    /// deadline), and `Granted` to regions still short of their `minFrame`
+    /// that frames coming free settle. Those `Granted` are unsolicited: the
+    /// protocol has no event kind of its own for them yet, so a client must
+    /// count every `Granted` for a region as frames added, whether or not
+    /// it answers a `RequestFrames`.
     pub fn on_message(
         &mut self,
         client: ClientId,
@@ -281,6 +286,29 @@ impl<C: Clock + Clone> Core<C> {
             return Err(CoreError::UnknownClient(client));
         }
         Ok(self.unload(client))
+    }
+
+    /// The daemon is stopping: every client is unloaded and told
+    /// (`Error` `ShuttingDown`, then its connection closed). Afterwards every
+    /// frame is free.
+    pub fn shutdown(&mut self) -> Vec<Outgoing> {
+        let clients: Vec<ClientId> = self.clients.keys().copied().collect();
+        let mut out = Vec::new();
+        for client in clients {
+            self.unload(client);
+            let error = Message::error(
+                ErrorCode::ShuttingDown,
+                None,
+                None,
+                "the daemon is stopping",
+            );
+            out.push(Outgoing {
+                to: client,
+                message: error,
+                close: true,
+            });
+        }
+        out
     }
 
     fn unload(&mut self, client: ClientId) -> Vec<Outgoing> {

@@ -3,7 +3,7 @@
 //! every request with exactly one reply, keep every message within the
 //! protocol's bounds, keep each client within its quotas, and keep the
 //! frame accounting exact: held + free == total always, free == total once
-//! everyone has left.
+//! everyone has left or the daemon has shut down.
 
 mod common;
 
@@ -224,7 +224,8 @@ proptest! {
 
     #[test]
     fn test_random_conversations_never_panic_and_keep_the_accounting_exact(
-        ops in prop::collection::vec(op(), 1..200)
+        ops in prop::collection::vec(op(), 1..200),
+        shutdown in any::<bool>(),
     ) {
         let clock = ManualClock::at(0);
         let config = Config::parse(CONFIG).unwrap();
@@ -256,6 +257,12 @@ proptest! {
                     w.check(&out, None);
                 }
             }
+        }
+        if shutdown {
+            let out = w.core.shutdown();
+            prop_assert_eq!(out.len(), w.live.len());
+            prop_assert!(out.iter().all(|o| o.close));
+            w.live.clear();
         }
         for (id, _) in std::mem::take(&mut w.live) {
             let out = w.core.disconnect(id).unwrap();

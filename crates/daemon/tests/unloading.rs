@@ -192,3 +192,31 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
     );
     assert_eq!(core.free_frames(), 1000);
 }
+
+#[test]
+fn test_shutdown_unloads_every_client_and_tells_each_before_closing() {
+    let clock = ManualClock::at(0);
+    let mut core = core(CONFIG, &clock);
+    let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
+    send(&mut core, a, region(1, 100, 1000));
+    send(
+        &mut core,
+        a,
+        Message::RequestFrames {
+            region: RegionId(1),
+            frames: 800,
+        },
+    );
+    // B is short of its minimum when the daemon stops: no grant is sent.
+    send(&mut core, b, region(1, 300, 300));
+    let out = core.shutdown();
+    assert_eq!(out.len(), 2);
+    for (o, id) in out.iter().zip([a, b]) {
+        assert_eq!((o.to, o.close), (id, true));
+        assert!(
+            matches!(&o.message, Message::Error(e) if e.code == pagepilot_protocol::ErrorCode::ShuttingDown)
+        );
+    }
+    assert_eq!((core.free_frames(), core.clients().count()), (1000, 0));
+    assert_eq!(core.next_deadline_ns(), None);
+}
