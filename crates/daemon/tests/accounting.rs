@@ -54,12 +54,12 @@ fn frames() -> impl Strategy<Value = u64> {
 
 fn register() -> impl Strategy<Value = Message> {
     (
-        0u32..4,
-        0u64..30,
+        0u32..2,
+        0u64..24,
         0u64..40,
-        0u64..300,
-        prop_oneof![Just(0u32), 0u32..400_000, any::<u32>()],
-        any::<bool>(),
+        0u64..30,
+        prop_oneof![12 => Just(0u32), 6 => 0u32..300_000, 1 => any::<u32>()],
+        prop::bool::weighted(0.1),
     )
         .prop_map(|(region, min, extra, limit, ppm, odd)| {
             let (fault_limit, fault_period_us) = match (limit % 3, odd) {
@@ -264,7 +264,7 @@ proptest! {
             prop_assert!(out.iter().all(|o| o.close));
             w.live.clear();
         }
-        for (id, _) in std::mem::take(&mut w.live) {
+        while let Some((id, _)) = w.live.pop() {
             let out = w.core.disconnect(id).unwrap();
             w.check(&out, None);
         }
