@@ -4,7 +4,7 @@
 //! Cache Kernel's locked mappings) and status. Each checks the client's
 //! quotas first; a refusal becomes an `Error` naming the request.
 
-use pagepilot_frames::{Clock, RateError};
+use pagepilot_frames::{Clock, RateError, TaskId};
 use pagepilot_protocol::{
     ClientId, ErrorCode, HolderId as WireHolder, Message, RegionId, RegisterRegion, PPM,
 };
@@ -86,21 +86,11 @@ impl<C: Clock + Clone> Core<C> {
             .fold(0, u64::saturating_add)
     }
 
-    fn register(&mut self, client: ClientId, r: RegisterRegion) -> Reply {
-        let id = Some(r.region);
-        let c = self.client(client)?;
-        let q = c.quotas;
-        if c.regions.contains_key(&r.region) {
-            let text = format!("region {} is already registered", r.region.0);
-            return Err(Refusal::new(ErrorCode::RegionExists, id, text));
-        }
-        if r.budget_frames < r.min_frames
-            || r.cpu_reserve_ppm > PPM
-            || (r.fault_limit == 0) != (r.fault_period_us == 0)
-        {
-            let text = "inconsistent registration (budget below minimum, reserve above 1, or a limit without a period)";
-            return Err(Refusal::new(ErrorCode::Malformed, id, text));
-        }
+    /// The client's quotas for a new region: its regions, its frames
+    /// (committed, with the new minimum), its fault rate. Returns the
+    /// region's fault rate.
+    fn check_quotas(&self, c: &Client, r: &RegisterRegion) -> Result<u64, Refusal> {
+        let (q, id) = (c.quotas, Some(r.region));
         let beyond = |text: String| Err(Refusal::new(ErrorCode::BeyondQuota, id, text));
         if c.regions.len() >= to_usize(u64::from(q.regions)) {
             return beyond(format!("the client's quota is {} regions", q.regions));
@@ -120,30 +110,53 @@ impl<C: Clock + Clone> Core<C> {
                 q.fault_rate
             ));
         }
-        let task = if r.fault_limit > 0 || r.cpu_reserve_ppm > 0 {
-            let pc = f64::from(r.cpu_reserve_ppm) / f64::from(PPM);
-            let period_ns = match r.fault_period_us {
-                0 => self
-                    .config
-                    .machine
-                    .fault_period_ms
-                    .saturating_mul(1_000_000),
-                us => us.saturating_mul(1_000),
-            };
-            match self.rate.admit(pc, r.fault_limit, period_ns) {
-                Ok(task) => Some(task),
-                Err(e @ RateError::ReserveDoesNotFit { .. }) => {
-                    return Err(Refusal::new(
-                        ErrorCode::ReserveDoesNotFit,
-                        id,
-                        e.to_string(),
-                    ))
-                }
-                Err(e) => return Err(Refusal::new(ErrorCode::Malformed, id, e.to_string())),
-            }
-        } else {
-            None
+        Ok(rate)
+    }
+
+    /// RAPHA's admission control (Eq. 2, across every client) for a region
+    /// with a fault limit or a processor reserve; `None` for one with
+    /// neither.
+    fn admit(&mut self, r: &RegisterRegion) -> Result<Option<TaskId>, Refusal> {
+        if r.fault_limit == 0 && r.cpu_reserve_ppm == 0 {
+            return Ok(None);
+        }
+        let pc = f64::from(r.cpu_reserve_ppm) / f64::from(PPM);
+        let period_ns = match r.fault_period_us {
+            0 => self
+                .config
+                .machine
+                .fault_period_ms
+                .saturating_mul(1_000_000),
+            us => us.saturating_mul(1_000),
         };
+        let code = |e: &RateError| match e {
+            RateError::ReserveDoesNotFit { .. } => ErrorCode::ReserveDoesNotFit,
+            _ => ErrorCode::Malformed,
+        };
+        self.rate
+            .admit(pc, r.fault_limit, period_ns)
+            .map(Some)
+            .map_err(|e| Refusal::new(code(&e), Some(r.region), e.to_string()))
+    }
+
+    fn register(&mut self, client: ClientId, r: RegisterRegion) -> Reply {
+        let id = Some(r.region);
+        let c = self.client(client)?;
+        if c.regions.contains_key(&r.region) {
+            let text = format!("region {} is already registered", r.region.0);
+            return Err(Refusal::new(ErrorCode::RegionExists, id, text));
+        }
+        if r.budget_frames < r.min_frames
+            || r.cpu_reserve_ppm > PPM
+            || (r.fault_limit == 0) != (r.fault_period_us == 0)
+        {
+            let text = "inconsistent registration (budget below minimum, reserve above 1, or a limit without a period)";
+            return Err(Refusal::new(ErrorCode::Malformed, id, text));
+        }
+        let rate = self.check_quotas(c, &r)?;
+        // RAPHA first: a refusal by the frame manager can be undone there,
+        // reclaim orders already asked of other holders could not.
+        let task = self.admit(&r)?;
         let (holder, orders) = match self.frames.register(to_usize(r.min_frames)) {
             Ok(done) => done,
             Err(e) => {
