@@ -11,15 +11,14 @@
 
 use std::collections::BTreeMap;
 
-use pagepilot_frames::{
-    Clock, FrameError, FrameManager, HolderId, RateControl, RateError, Reclaim,
-};
+use pagepilot_frames::{Clock, FrameManager, HolderId, RateControl, Reclaim};
 use pagepilot_protocol::{
     negotiate, ClientId, ErrorCode, Kind, Message, Peer, RegionId, SUPPORTED_VERSIONS,
 };
 
 use crate::client::{Client, Credentials, Session};
 use crate::config::Config;
+use crate::error::{CoreError, Refusal};
 
 /// A message for a client, and whether its connection ends once it is sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,48 +40,6 @@ impl Outgoing {
             message,
             close: false,
         }
-    }
-}
-
-/// Misuse of the core by its caller (never a client's fault: those are
-/// answered with protocol errors).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CoreError {
-    /// No such client: never connected, or already gone.
-    #[error("no client {0:?}")]
-    UnknownClient(ClientId),
-    /// The budget does not fit this machine's address size.
-    #[error("a budget of {0} frames does not fit in usize")]
-    BudgetTooLarge(u64),
-    /// The frame manager refused the configuration.
-    #[error("frame manager: {0}")]
-    Frames(#[from] FrameError),
-    /// RAPHA's controller refused the configuration.
-    #[error("rate control: {0}")]
-    Rate(#[from] RateError),
-}
-
-/// A request refused: becomes an `Error` reply naming the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    pub code: ErrorCode,
-    pub region: Option<RegionId>,
-    pub text: String,
-}
-
-impl Refusal {
-    pub fn new(code: ErrorCode, region: Option<RegionId>, text: impl Into<String>) -> Refusal {
-        Refusal {
-            code,
-            region,
-            text: text.into(),
-        }
-    }
-
-    /// The frame manager or the controller disagreeing with the core's
-    /// records: a bug, reported rather than panicked on.
-    pub fn internal(region: RegionId, e: impl std::fmt::Display) -> Refusal {
-        Refusal::new(ErrorCode::Internal, Some(region), e.to_string())
     }
 }
 

@@ -37,6 +37,7 @@
 mod client;
 mod config;
 mod core;
+mod error;
 mod pins;
 mod requests;
 mod status;
@@ -46,5 +47,6 @@ pub use crate::config::{
     Config, ConfigError, Machine, DEFAULT_DEADLINE_MS, DEFAULT_FAULT_PERIOD_MS,
     DEFAULT_FAULT_UNIT_US, DEFAULT_REGIONS, MAX_FAULT_PERIOD_MS, MAX_FAULT_UNIT_US,
 };
-pub use crate::core::{Core, CoreError, Outgoing};
+pub use crate::core::{Core, Outgoing};
+pub use crate::error::CoreError;
 pub use crate::pins::{pages, PinError, PinSet, MAX_PIN_RANGES, PAGE_SIZE};

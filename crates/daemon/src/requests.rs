@@ -10,7 +10,8 @@ use pagepilot_protocol::{
 };
 
 use crate::client::{faults_per_sec, Client, Region};
-use crate::core::{to_u64, to_usize, Core, Outgoing, Refusal};
+use crate::core::{to_u64, to_usize, Core, Outgoing};
+use crate::error::Refusal;
 use crate::pins::{pages, PinError, PinSet};
 
 type Reply = Result<Vec<Outgoing>, Refusal>;
