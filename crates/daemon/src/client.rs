@@ -1,0 +1,99 @@
+//! What the daemon keeps per client (an application kernel, in the Cache
+//! Kernel's words) and per region (a holder in the frame manager, a task in
+//! RAPHA's controller).
+
+use std::collections::BTreeMap;
+
+use pagepilot_frames::{HolderId, TaskId};
+use pagepilot_protocol::{Quotas, RegionFiles, RegionId};
+
+use crate::pins::PinSet;
+
+/// Who is at the other end of a connection, as the kernel reports it
+/// (`SO_PEERCRED`), never as the client claims.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Credentials {
+    /// Its process.
+    pub pid: u32,
+    /// Its user: the first key of the quota lookup.
+    pub uid: u32,
+    /// Its primary group: the second key.
+    pub gid: u32,
+}
+
+/// Where a client is in its conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Session {
+    /// Connected, `Hello` not received yet.
+    Connected,
+    /// `Welcome` sent: the version both speak.
+    Welcomed {
+        /// The version negotiated.
+        version: u16,
+    },
+}
+
+/// A region registered by a client.
+#[derive(Clone, Debug)]
+pub(crate) struct Region {
+    /// Its holder in the frame manager.
+    pub holder: HolderId,
+    /// Its task in RAPHA's controller, when it declared a fault limit or a
+    /// processor reserve.
+    pub task: Option<TaskId>,
+    /// Its `minFrame`.
+    pub min_frames: u64,
+    /// The most frames it asks for.
+    pub budget_frames: u64,
+    /// Faults per second its limit allows (0: no limit of its own),
+    /// counted against the client's fault-rate quota.
+    pub fault_rate: u64,
+    /// Its pinned pages.
+    pub pins: PinSet,
+    /// The descriptors that came with it (kept by the I/O loop).
+    pub files: RegionFiles,
+}
+
+/// A connected client.
+#[derive(Clone, Debug)]
+pub(crate) struct Client {
+    /// Who it is.
+    pub peer: Credentials,
+    /// What it may hold.
+    pub quotas: Quotas,
+    /// Hello received or not.
+    pub session: Session,
+    /// Its regions, by its own names.
+    pub regions: BTreeMap<RegionId, Region>,
+}
+
+impl Client {
+    pub fn new(peer: Credentials, quotas: Quotas) -> Client {
+        Client {
+            peer,
+            quotas,
+            session: Session::Connected,
+            regions: BTreeMap::new(),
+        }
+    }
+
+    /// Pages pinned over all its regions.
+    pub fn pinned(&self) -> u64 {
+        self.regions.values().map(|r| r.pins.pages()).sum()
+    }
+
+    /// Faults per second its regions' limits add up to.
+    pub fn fault_rate(&self) -> u64 {
+        self.regions.values().map(|r| r.fault_rate).sum()
+    }
+}
+
+/// Faults per second a limit of `limit` faults per `period_us` allows,
+/// rounded up.
+pub(crate) fn faults_per_sec(limit: u64, period_us: u64) -> u64 {
+    if limit == 0 || period_us == 0 {
+        return 0;
+    }
+    let rate = (u128::from(limit) * 1_000_000).div_ceil(u128::from(period_us));
+    u64::try_from(rate).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,331 @@
+//! The daemon's configuration: the machine's frame budget, how reclamation
+//! and RAPHA's system limit run, and the quotas the system resource manager
+//! hands out per user and per group (the Cache Kernel's SRM), from a TOML
+//! file:
+//!
+//! ```toml
+//! [machine]
+//! budget_frames = 65536          # the frames the daemon hands out (required)
+//! partition_burst_frames = 32768 # HiPEC's watermark (default: half the budget)
+//! deadline_ms = 100              # time to give frames back before force
+//! fault_unit_us = 10             # RAPHA's fault_unit: processor time of one fault
+//! fault_period_ms = 100          # RAPHA's system period
+//!
+//! [default]                      # whoever has no entry below
+//! frames = 16384                 # frames its regions may hold together
+//! pinned_frames = 0              # of those, frames it may pin (locked)
+//! fault_rate = 100000            # faults/s its regions' limits may add up to
+//! regions = 64                   # regions it may register
+//!
+//! [uid.1000]                     # a user; fields left out come from [default]
+//! frames = 4096
+//!
+//! [gid.100]                      # a group, for users with no entry of their own
+//! pinned_frames = 64
+//! ```
+//!
+//! Parsing is pure (the caller reads the file). Every refusal is a
+//! [`ConfigError`] naming the field and its line.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use pagepilot_protocol::{Quotas, MAX_DEADLINE_MS, MAX_FAULT_RATE, MAX_FRAMES, MAX_REGIONS};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Regions a client may register when the configuration says nothing.
+pub const DEFAULT_REGIONS: u32 = 64;
+/// Reclamation deadline when the configuration says nothing, milliseconds.
+pub const DEFAULT_DEADLINE_MS: u32 = 100;
+/// RAPHA's `fault_unit` when the configuration says nothing, microseconds.
+pub const DEFAULT_FAULT_UNIT_US: u64 = 10;
+/// RAPHA's system period when the configuration says nothing, milliseconds.
+pub const DEFAULT_FAULT_PERIOD_MS: u64 = 100;
+/// The longest system fault period: one hour, milliseconds.
+pub const MAX_FAULT_PERIOD_MS: u64 = 3_600_000;
+/// The largest `fault_unit`: one second, microseconds.
+pub const MAX_FAULT_UNIT_US: u64 = 1_000_000;
+
+/// Why a configuration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Not TOML, or not the shape described above (an unknown field, a
+    /// negative number, a missing `[machine]`).
+    #[error("config{}: {message}", at(*line))]
+    Syntax {
+        /// The line (from 1), when known.
+        line: Option<usize>,
+        /// The TOML parser's explanation.
+        message: String,
+    },
+    /// A number outside its bounds.
+    #[error("config{}: {field} = {value} is outside {min}..={max}", at(*line))]
+    OutOfRange {
+        /// The field, as a TOML path (`uid.1000.pinned_frames`).
+        field: String,
+        /// The line (from 1); `None` for a value inherited or defaulted.
+        line: Option<usize>,
+        /// The value.
+        value: u64,
+        /// The smallest value allowed.
+        min: u64,
+        /// The largest value allowed.
+        max: u64,
+    },
+    /// A `[uid.X]` or `[gid.X]` whose `X` is not a user or group number.
+    #[error("config{}: {table}.{key}: not a number in 0..=4294967295", at(*line))]
+    BadId {
+        /// `uid` or `gid`.
+        table: &'static str,
+        /// The key found.
+        key: String,
+        /// The line (from 1), when known.
+        line: Option<usize>,
+    },
+}
+
+fn at(line: Option<usize>) -> String {
+    line.map(|l| format!(" line {l}")).unwrap_or_default()
+}
+
+/// How the frame manager and RAPHA's controller run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    /// Frames the daemon hands out.
+    pub budget_frames: u64,
+    /// HiPEC's `partition_burst`: frames held above minimums before the
+    /// excess is reclaimed.
+    pub partition_burst_frames: u64,
+    /// Time a holder has to give frames back before they are forced.
+    pub deadline_ms: u32,
+    /// RAPHA's `fault_unit`: the processor time one fault takes.
+    pub fault_unit_us: u64,
+    /// RAPHA's system fault period.
+    pub fault_period_ms: u64,
+}
+
+/// The daemon's configuration, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The machine's budget and timing.
+    pub machine: Machine,
+    /// Quotas of clients with neither a uid nor a gid entry.
+    pub default_quotas: Quotas,
+    /// Quotas per user id.
+    pub uid: BTreeMap<u32, Quotas>,
+    /// Quotas per group id (a client's primary group, from `SO_PEERCRED`).
+    pub gid: BTreeMap<u32, Quotas>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    machine: MachineFile,
+    #[serde(default)]
+    default: QuotaFile,
+    #[serde(default)]
+    uid: BTreeMap<Spanned<String>, QuotaFile>,
+    #[serde(default)]
+    gid: BTreeMap<Spanned<String>, QuotaFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MachineFile {
+    budget_frames: Spanned<u64>,
+    partition_burst_frames: Option<Spanned<u64>>,
+    deadline_ms: Option<Spanned<u64>>,
+    fault_unit_us: Option<Spanned<u64>>,
+    fault_period_ms: Option<Spanned<u64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct QuotaFile {
+    frames: Option<Spanned<u64>>,
+    pinned_frames: Option<Spanned<u64>>,
+    fault_rate: Option<Spanned<u64>>,
+    regions: Option<Spanned<u64>>,
+}
+
+/// Checks numbers against bounds, naming fields with their lines.
+struct Checker<'a> {
+    text: &'a str,
+}
+
+impl Checker<'_> {
+    fn line(&self, span: Range<usize>) -> usize {
+        let end = span.start.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    /// The value of an optional field (else `default`), within `min..=max`.
+    fn field(
+        &self,
+        field: &str,
+        value: &Option<Spanned<u64>>,
+        default: u64,
+        (min, max): (u64, u64),
+    ) -> Result<u64, ConfigError> {
+        let (v, line) = match value {
+            Some(s) => (*s.get_ref(), Some(self.line(s.span()))),
+            None => (default, None),
+        };
+        if (min..=max).contains(&v) {
+            Ok(v)
+        } else {
+            Err(ConfigError::OutOfRange {
+                field: field.to_owned(),
+                line,
+                value: v,
+                min,
+                max,
+            })
+        }
+    }
+
+    fn quotas(
+        &self,
+        path: &str,
+        q: &QuotaFile,
+        base: &Quotas,
+        budget: u64,
+    ) -> Result<Quotas, ConfigError> {
+        let f = |name: &str| format!("{path}.{name}");
+        let frames = self.field(&f("frames"), &q.frames, base.frames, (0, budget))?;
+        let pinned_frames = self.field(
+            &f("pinned_frames"),
+            &q.pinned_frames,
+            base.pinned_frames.min(frames),
+            (0, frames),
+        )?;
+        let fault_rate = self.field(
+            &f("fault_rate"),
+            &q.fault_rate,
+            base.fault_rate,
+            (0, MAX_FAULT_RATE),
+        )?;
+        let regions = self.field(
+            &f("regions"),
+            &q.regions,
+            u64::from(base.regions),
+            (0, u64::from(MAX_REGIONS)),
+        )?;
+        Ok(Quotas {
+            frames,
+            pinned_frames,
+            fault_rate,
+            // Within MAX_REGIONS, checked above.
+            regions: u32::try_from(regions).unwrap_or(MAX_REGIONS),
+        })
+    }
+
+    fn table(
+        &self,
+        name: &'static str,
+        entries: &BTreeMap<Spanned<String>, QuotaFile>,
+        base: &Quotas,
+        budget: u64,
+    ) -> Result<BTreeMap<u32, Quotas>, ConfigError> {
+        let mut out = BTreeMap::new();
+        for (key, q) in entries {
+            let id: u32 = key.get_ref().parse().map_err(|_| ConfigError::BadId {
+                table: name,
+                key: key.get_ref().clone(),
+                line: Some(self.line(key.span())),
+            })?;
+            let path = format!("{name}.{id}");
+            out.insert(id, self.quotas(&path, q, base, budget)?);
+        }
+        Ok(out)
+    }
+}
+
+impl Config {
+    /// Parses and validates a configuration file's text.
+    ///
+    /// Bounds: `budget_frames` in 1..=2^40; `partition_burst_frames` at most
+    /// the budget; `deadline_ms` in 1..=600 000; `fault_unit_us` in
+    /// 1..=1 000 000; `fault_period_ms` in 1..=3 600 000; every quota's
+    /// `frames` at most the budget, `pinned_frames` at most its `frames`,
+    /// `fault_rate` at most 2^32, `regions` at most 2^20.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let file: File = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| Checker { text }.line(s));
+            ConfigError::Syntax {
+                line,
+                message: e.message().trim().to_owned(),
+            }
+        })?;
+        let c = Checker { text };
+        let m = &file.machine;
+        let budget = c.field(
+            "machine.budget_frames",
+            &Some(m.budget_frames.clone()),
+            0,
+            (1, MAX_FRAMES),
+        )?;
+        let machine = Machine {
+            budget_frames: budget,
+            partition_burst_frames: c.field(
+                "machine.partition_burst_frames",
+                &m.partition_burst_frames,
+                budget / 2,
+                (0, budget),
+            )?,
+            deadline_ms: u32::try_from(c.field(
+                "machine.deadline_ms",
+                &m.deadline_ms,
+                u64::from(DEFAULT_DEADLINE_MS),
+                (1, u64::from(MAX_DEADLINE_MS)),
+            )?)
+            .unwrap_or(MAX_DEADLINE_MS),
+            fault_unit_us: c.field(
+                "machine.fault_unit_us",
+                &m.fault_unit_us,
+                DEFAULT_FAULT_UNIT_US,
+                (1, MAX_FAULT_UNIT_US),
+            )?,
+            fault_period_ms: c.field(
+                "machine.fault_period_ms",
+                &m.fault_period_ms,
+                DEFAULT_FAULT_PERIOD_MS,
+                (1, MAX_FAULT_PERIOD_MS),
+            )?,
+        };
+        let unlimited = Quotas {
+            frames: budget,
+            pinned_frames: 0,
+            fault_rate: MAX_FAULT_RATE,
+            regions: DEFAULT_REGIONS,
+        };
+        let default_quotas = c.quotas("default", &file.default, &unlimited, budget)?;
+        Ok(Config {
+            uid: c.table("uid", &file.uid, &default_quotas, budget)?,
+            gid: c.table("gid", &file.gid, &default_quotas, budget)?,
+            default_quotas,
+            machine,
+        })
+    }
+
+    /// A configuration with a budget and nothing else: every client gets
+    /// the whole budget, no pins, no fault-rate bound, 64 regions.
+    pub fn with_budget(budget_frames: u64) -> Result<Config, ConfigError> {
+        Config::parse(&format!("[machine]\nbudget_frames = {budget_frames}\n"))
+    }
+
+    /// The quotas of a client: its user's entry, else its group's, else
+    /// the default.
+    pub fn quotas_for(&self, uid: u32, gid: u32) -> Quotas {
+        self.uid
+            .get(&uid)
+            .or_else(|| self.gid.get(&gid))
+            .copied()
+            .unwrap_or(self.default_quotas)
+    }
+}

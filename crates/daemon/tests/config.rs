@@ -1,0 +1,218 @@
+//! The daemon's TOML configuration: defaults, inheritance from `[default]`,
+//! and a refusal naming the field and its line for each bound.
+
+use pagepilot_daemon::{Config, ConfigError, DEFAULT_DEADLINE_MS, DEFAULT_REGIONS};
+use pagepilot_protocol::{Quotas, MAX_FAULT_RATE};
+
+#[test]
+fn test_a_budget_alone_gives_every_client_the_whole_budget_and_default_timing() {
+    let c = Config::parse("[machine]\nbudget_frames = 1000\n").unwrap();
+    assert_eq!(
+        c.machine.partition_burst_frames, 500,
+        "HiPEC: half the pool"
+    );
+    assert_eq!(c.machine.deadline_ms, DEFAULT_DEADLINE_MS);
+    let all = Quotas {
+        frames: 1000,
+        pinned_frames: 0,
+        fault_rate: MAX_FAULT_RATE,
+        regions: DEFAULT_REGIONS,
+    };
+    assert_eq!(c.quotas_for(1, 2), all);
+    assert_eq!(Config::with_budget(1000).unwrap(), c);
+}
+
+#[test]
+fn test_fields_left_out_of_an_entry_are_inherited_from_the_default() {
+    let c = Config::parse(
+        "[machine]
+budget_frames = 1000
+deadline_ms = 250
+partition_burst_frames = 100
+
+[default]
+frames = 400
+pinned_frames = 10
+fault_rate = 7
+regions = 3
+
+[uid.0]
+frames = 1000
+pinned_frames = 1000
+
+[gid.50]
+regions = 9
+",
+    )
+    .unwrap();
+    assert_eq!(
+        (c.machine.deadline_ms, c.machine.partition_burst_frames),
+        (250, 100)
+    );
+    assert_eq!(
+        c.quotas_for(0, 50),
+        Quotas {
+            frames: 1000,
+            pinned_frames: 1000,
+            fault_rate: 7,
+            regions: 3
+        }
+    );
+    assert_eq!(
+        c.quotas_for(5, 50),
+        Quotas {
+            frames: 400,
+            pinned_frames: 10,
+            fault_rate: 7,
+            regions: 9
+        }
+    );
+    assert_eq!(c.quotas_for(5, 51), c.default_quotas);
+}
+
+#[test]
+fn test_an_inherited_pin_quota_above_an_entrys_frames_is_cut_to_them() {
+    let c = Config::parse(
+        "[machine]\nbudget_frames = 1000\n[default]\npinned_frames = 100\n[uid.1]\nframes = 10\n",
+    )
+    .unwrap();
+    assert_eq!(c.quotas_for(1, 1).pinned_frames, 10);
+}
+
+fn refusal(text: &str) -> ConfigError {
+    Config::parse(text).unwrap_err()
+}
+
+#[test]
+fn test_a_quota_beyond_the_budget_is_refused_naming_the_field_and_its_line() {
+    let e = refusal("[machine]\nbudget_frames = 1000\n\n[uid.1000]\nframes = 1001\n");
+    assert_eq!(
+        e,
+        ConfigError::OutOfRange {
+            field: "uid.1000.frames".into(),
+            line: Some(5),
+            value: 1001,
+            min: 0,
+            max: 1000
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "config line 5: uid.1000.frames = 1001 is outside 0..=1000"
+    );
+}
+
+#[test]
+fn test_pinned_frames_beyond_the_entrys_frames_are_refused() {
+    let e =
+        refusal("[machine]\nbudget_frames = 1000\n[default]\nframes = 10\npinned_frames = 11\n");
+    assert!(
+        matches!(&e, ConfigError::OutOfRange { field, line: Some(5), value: 11, max: 10, .. } if field == "default.pinned_frames"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn test_machine_bounds_are_checked() {
+    let cases = [
+        ("budget_frames = 0", "machine.budget_frames"),
+        ("budget_frames = 1099511627777", "machine.budget_frames"),
+        (
+            "budget_frames = 10\npartition_burst_frames = 11",
+            "machine.partition_burst_frames",
+        ),
+        ("budget_frames = 10\ndeadline_ms = 0", "machine.deadline_ms"),
+        (
+            "budget_frames = 10\ndeadline_ms = 600001",
+            "machine.deadline_ms",
+        ),
+        (
+            "budget_frames = 10\nfault_unit_us = 0",
+            "machine.fault_unit_us",
+        ),
+        (
+            "budget_frames = 10\nfault_period_ms = 0",
+            "machine.fault_period_ms",
+        ),
+    ];
+    for (body, name) in cases {
+        match refusal(&format!("[machine]\n{body}\n")) {
+            ConfigError::OutOfRange {
+                field,
+                line: Some(_),
+                ..
+            } => assert_eq!(field, name, "{body}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn test_quota_bounds_are_checked() {
+    for (body, name) in [
+        ("regions = 1048577", "default.regions"),
+        ("fault_rate = 4294967297", "default.fault_rate"),
+    ] {
+        match refusal(&format!(
+            "[machine]\nbudget_frames = 10\n[default]\n{body}\n"
+        )) {
+            ConfigError::OutOfRange {
+                field,
+                line: Some(4),
+                ..
+            } => assert_eq!(field, name),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn test_a_uid_that_is_not_a_number_is_refused_with_its_line() {
+    let e = refusal("[machine]\nbudget_frames = 10\n[uid.alice]\nframes = 1\n");
+    assert_eq!(
+        e,
+        ConfigError::BadId {
+            table: "uid",
+            key: "alice".into(),
+            line: Some(3)
+        }
+    );
+    let e = refusal("[machine]\nbudget_frames = 10\n[gid.-1]\nframes = 1\n");
+    assert!(
+        matches!(e, ConfigError::BadId { table: "gid", .. }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn test_syntax_errors_unknown_fields_and_negative_numbers_name_their_line() {
+    for (text, line, word) in [
+        (
+            "[machine]\nbudget_frames = 10\n[default]\nframes = -1\n",
+            4,
+            "",
+        ),
+        (
+            "[machine]\nbudget_frames = 10\n[default]\nfarmes = 1\n",
+            4,
+            "farmes",
+        ),
+        ("[machine]\nbudget_frames = 10\n\n[bogus]\n", 4, "bogus"),
+        ("[machine]\nbudget_frames = = 10\n", 2, ""),
+    ] {
+        match refusal(text) {
+            ConfigError::Syntax {
+                line: Some(l),
+                message,
+            } => {
+                assert_eq!(l, line, "{text}: {message}");
+                assert!(message.contains(word), "{message}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert!(
+        matches!(refusal(""), ConfigError::Syntax { .. }),
+        "[machine] is required"
+    );
+}
