@@ -4,7 +4,7 @@
 //! Cache Kernel's locked mappings) and status. Each checks the client's
 //! quotas first; a refusal becomes an `Error` naming the request.
 
-use pagepilot_frames::{Clock, RateError, TaskId};
+use pagepilot_frames::{Clock, FrameError, RateError, TaskId};
 use pagepilot_protocol::{
     ClientId, ErrorCode, HolderId as WireHolder, Message, RegionId, RegisterRegion, PPM,
 };
@@ -132,6 +132,7 @@ impl<C: Clock + Clone> Core<C> {
         };
         let code = |e: &RateError| match e {
             RateError::ReserveDoesNotFit { .. } => ErrorCode::ReserveDoesNotFit,
+            RateError::IdsExhausted => ErrorCode::Internal,
             _ => ErrorCode::Malformed,
         };
         self.rate
@@ -164,11 +165,11 @@ impl<C: Clock + Clone> Core<C> {
                 if let Some(task) = task {
                     let _ = self.rate.leave(task);
                 }
-                return Err(Refusal::new(
-                    ErrorCode::MinFrameDoesNotFit,
-                    id,
-                    e.to_string(),
-                ));
+                let code = match e {
+                    FrameError::MinDoesNotFit { .. } => ErrorCode::MinFrameDoesNotFit,
+                    _ => ErrorCode::Internal,
+                };
+                return Err(Refusal::new(code, id, e.to_string()));
             }
         };
         let region = Region {

@@ -18,6 +18,8 @@
 //! The manager only counts frames; which pages leave, and their write-back,
 //! are the engine's (HiPEC's flusher).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::Clock;
@@ -45,6 +47,9 @@ pub enum FrameError {
         /// The other holders' minimums.
         reserved: usize,
     },
+    /// Every holder id was given out (ids are never reused).
+    #[error("this frame pool has registered 2^32 holders: no id is left")]
+    IdsExhausted,
     /// No such holder (never registered, or gone).
     #[error("no holder {0:?} in this frame pool")]
     UnknownHolder(HolderId),
@@ -97,8 +102,12 @@ pub struct FrameManager<C: Clock> {
     free: usize,
     burst: usize,
     deadline_ns: u64,
-    /// In registration order: the container list FAFR follows.
-    holders: Vec<Option<Holder>>,
+    /// The live holders by id, ids given in registration order and never
+    /// reused: the container list FAFR follows, its size that of the live
+    /// holders however many came and went.
+    holders: BTreeMap<u32, Holder>,
+    /// The next holder's id.
+    next_id: u32,
     pending: Vec<Reclaim>,
 }
 
@@ -118,7 +127,8 @@ impl<C: Clock> FrameManager<C> {
             free: total,
             burst: total / 2,
             deadline_ns: DEADLINE_NS,
-            holders: Vec::new(),
+            holders: BTreeMap::new(),
+            next_id: 0,
             pending: Vec::new(),
         })
     }
@@ -172,24 +182,17 @@ impl<C: Clock> FrameManager<C> {
     }
 
     fn holder(&self, id: HolderId) -> Result<&Holder, FrameError> {
-        self.holders
-            .get(id.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or(FrameError::UnknownHolder(id))
+        self.holders.get(&id.0).ok_or(FrameError::UnknownHolder(id))
     }
 
     fn holder_mut(&mut self, id: HolderId) -> Result<&mut Holder, FrameError> {
         self.holders
-            .get_mut(id.0 as usize)
-            .and_then(Option::as_mut)
+            .get_mut(&id.0)
             .ok_or(FrameError::UnknownHolder(id))
     }
 
     fn live(&self) -> impl Iterator<Item = (HolderId, &Holder)> {
-        self.holders
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| Some((HolderId(i as u32), h.as_ref()?)))
+        self.holders.iter().map(|(&i, h)| (HolderId(i), h))
     }
 
     /// Registers a holder guaranteed `min` frames (HiPEC's Allocation). What
@@ -205,17 +208,24 @@ impl<C: Clock> FrameManager<C> {
                 reserved,
             });
         }
+        let id = HolderId(self.next_id);
+        self.next_id = self
+            .next_id
+            .checked_add(1)
+            .ok_or(FrameError::IdsExhausted)?;
         let grant = min.min(self.free);
         self.free -= grant;
-        let id = HolderId(self.holders.len() as u32);
-        self.holders.push(Some(Holder {
-            stats: HolderStats {
-                min,
-                held: grant,
-                ..HolderStats::default()
+        self.holders.insert(
+            id.0,
+            Holder {
+                stats: HolderStats {
+                    min,
+                    held: grant,
+                    ..HolderStats::default()
+                },
+                owed: min - grant,
             },
-            owed: min - grant,
-        }));
+        );
         let orders = self.ask_back((min - grant).saturating_sub(self.asked_back()));
         Ok((id, orders))
     }
@@ -228,7 +238,7 @@ impl<C: Clock> FrameManager<C> {
     /// Removes holder `id`; its frames return to the pool. Returns how many.
     pub fn unregister(&mut self, id: HolderId) -> Result<usize, FrameError> {
         let held = self.holder(id)?.stats.held;
-        self.holders[id.0 as usize] = None;
+        self.holders.remove(&id.0);
         self.pending.retain(|r| r.holder != id);
         self.free += held;
         self.settle();
@@ -330,7 +340,7 @@ impl<C: Clock> FrameManager<C> {
             .partition(|r| r.deadline_ns <= now);
         self.pending = on_time;
         for r in &late {
-            if let Some(Some(h)) = self.holders.get_mut(r.holder.0 as usize) {
+            if let Some(h) = self.holders.get_mut(&r.holder.0) {
                 let n = r.frames.min(h.stats.held);
                 h.stats.held -= n;
                 h.stats.forced += n as u64;
@@ -345,7 +355,7 @@ impl<C: Clock> FrameManager<C> {
     /// Gives free frames to the holders still below their minimum, in
     /// registration order.
     fn settle(&mut self) {
-        for h in self.holders.iter_mut().flatten() {
+        for h in self.holders.values_mut() {
             let give = h.owed.min(self.free);
             h.owed -= give;
             h.stats.held += give;
@@ -383,6 +393,25 @@ mod tests {
             FrameManager::new(0, ManualClock::at(0)).unwrap_err(),
             FrameError::EmptyPool
         );
+    }
+
+    #[test]
+    fn test_holders_that_come_and_go_leave_nothing_behind_and_ids_are_not_reused() {
+        let mut m = pool(100, 50);
+        let (first, _) = m.register(10).unwrap();
+        for _ in 0..10_000 {
+            let (id, _) = m.register(5).unwrap();
+            assert_eq!(m.unregister(id).unwrap(), 5);
+        }
+        assert_eq!(m.holders.len(), 1, "only the live holder is kept");
+        assert_eq!(m.free(), 90);
+        // A newcomer gets a fresh id, after the first in FAFR order.
+        let (late, _) = m.register(10).unwrap();
+        assert!(late > first && late.0 >= 10_001, "{late:?}");
+        m.request(first, 40).unwrap();
+        let (granted, orders) = m.request(late, 40).unwrap();
+        assert_eq!(granted, 40);
+        assert_eq!(orders.first().map(|r| r.holder), Some(first), "{orders:?}");
     }
 
     #[test]

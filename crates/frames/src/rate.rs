@@ -7,6 +7,8 @@
 //! Notation as in the paper: `fault_unit` is the processor time one fault
 //! takes; a task's `pc` its processor capacity (a share of one processor).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::Clock;
@@ -42,6 +44,9 @@ pub enum RateError {
         /// What handling every task's fault limit would take (Eq. 1).
         fault_pc: f64,
     },
+    /// Every task id was given out (ids are never reused).
+    #[error("this rate controller has admitted 2^32 tasks: no id is left")]
+    IdsExhausted,
     /// No such task.
     #[error("no task {0:?} in this rate controller")]
     UnknownTask(TaskId),
@@ -113,7 +118,11 @@ pub struct RateControl<C: Clock> {
     clock: C,
     fault_unit_ns: u64,
     system: Window,
-    tasks: Vec<Option<Task>>,
+    /// The admitted tasks by id; ids are never reused, so the map's size
+    /// is that of the live tasks however many came and went.
+    tasks: BTreeMap<u32, Task>,
+    /// The next task's id.
+    next_id: u32,
 }
 
 impl<C: Clock> RateControl<C> {
@@ -137,14 +146,15 @@ impl<C: Clock> RateControl<C> {
                 count: 0,
                 limit: 0,
             },
-            tasks: Vec::new(),
+            tasks: BTreeMap::new(),
+            next_id: 0,
         };
         rc.system.limit = rc.system_fault_limit();
         Ok(rc)
     }
 
     fn live(&self) -> impl Iterator<Item = &Task> {
-        self.tasks.iter().flatten()
+        self.tasks.values()
     }
 
     /// The admitted tasks' processor capacity, `sum task_i.pc`.
@@ -203,29 +213,28 @@ impl<C: Clock> RateControl<C> {
                 fault_pc,
             });
         }
-        let id = TaskId(self.tasks.len() as u32);
-        self.tasks.push(Some(Task {
-            pc,
-            window: Window {
-                period_ns,
-                start_ns: self.clock.now_ns(),
-                count: 0,
-                limit: fault_limit,
+        let id = TaskId(self.next_id);
+        self.next_id = self.next_id.checked_add(1).ok_or(RateError::IdsExhausted)?;
+        self.tasks.insert(
+            id.0,
+            Task {
+                pc,
+                window: Window {
+                    period_ns,
+                    start_ns: self.clock.now_ns(),
+                    count: 0,
+                    limit: fault_limit,
+                },
+                stats: TaskStats::default(),
             },
-            stats: TaskStats::default(),
-        }));
+        );
         self.system.limit = self.system_fault_limit();
         Ok(id)
     }
 
     /// Removes task `id`; the system limit grows back (Eq. 4).
     pub fn leave(&mut self, id: TaskId) -> Result<(), RateError> {
-        let slot = self
-            .tasks
-            .get_mut(id.0 as usize)
-            .filter(|t| t.is_some())
-            .ok_or(RateError::UnknownTask(id))?;
-        *slot = None;
+        self.tasks.remove(&id.0).ok_or(RateError::UnknownTask(id))?;
         self.system.limit = self.system_fault_limit();
         Ok(())
     }
@@ -237,8 +246,7 @@ impl<C: Clock> RateControl<C> {
         let now = self.clock.now_ns();
         let task = self
             .tasks
-            .get_mut(id.0 as usize)
-            .and_then(Option::as_mut)
+            .get_mut(&id.0)
             .ok_or(RateError::UnknownTask(id))?;
         let admit = match (self.system.take(now), task.window.take(now)) {
             (Ok(()), Ok(())) => Admit::Now,
@@ -271,8 +279,7 @@ impl<C: Clock> RateControl<C> {
     /// Task `id`'s faults and postponements.
     pub fn stats(&self, id: TaskId) -> Result<&TaskStats, RateError> {
         self.tasks
-            .get(id.0 as usize)
-            .and_then(Option::as_ref)
+            .get(&id.0)
             .map(|t| &t.stats)
             .ok_or(RateError::UnknownTask(id))
     }
