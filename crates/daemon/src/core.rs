@@ -7,7 +7,7 @@
 //! Dependency order (the Cache Kernel's unloading): a client's regions are
 //! unloaded before the client; a region's frames return to the pool when it
 //! is unloaded, and may then settle newcomers still short of their
-//! `minFrame`, who are sent `Granted`.
+//! `minFrame`, who are sent `Settled`.
 
 use std::collections::BTreeMap;
 
@@ -147,11 +147,8 @@ impl<C: Clock + Clone> Core<C> {
     /// reply, first in the list (its own, or an `Error` naming it); a
     /// `Returned` only when refused. What the request causes follows, to
     /// whichever clients it concerns: `ReclaimOrder`s (FAFR, with the
-    /// deadline), and `Granted` to regions still short of their `minFrame`
-    /// that frames coming free settle. Those `Granted` are unsolicited: the
-    /// protocol has no event kind of its own for them yet, so a client must
-    /// count every `Granted` for a region as frames added, whether or not
-    /// it answers a `RequestFrames`.
+    /// deadline), and `Settled` to regions still short of their `minFrame`
+    /// that frames coming free reach.
     pub fn on_message(
         &mut self,
         client: ClientId,
@@ -343,7 +340,7 @@ impl<C: Clock + Clone> Core<C> {
             .collect()
     }
 
-    /// `Granted` to each holder of `short` that received frames since
+    /// `Settled` to each holder of `short` that received frames since
     /// (HiPEC: frames coming free go to newcomers short of their minimum),
     /// except `acting`, whose own reply says what it holds.
     pub(crate) fn grants_since(
@@ -358,7 +355,7 @@ impl<C: Clock + Clone> Core<C> {
                 let held = self.frames.stats(h).ok()?.held;
                 let &(to, region) = self.holders.get(&h)?;
                 let frames = to_u64(held.checked_sub(before).filter(|&n| n > 0)?);
-                Some(Outgoing::send(to, Message::Granted { region, frames }))
+                Some(Outgoing::send(to, Message::Settled { region, frames }))
             })
             .collect()
     }

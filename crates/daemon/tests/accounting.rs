@@ -136,7 +136,7 @@ fn reply_kind(kind: Kind) -> Option<Kind> {
 fn is_event(m: &Message) -> bool {
     matches!(
         m,
-        Message::ReclaimOrder { .. } | Message::Forced { .. } | Message::Granted { .. }
+        Message::ReclaimOrder { .. } | Message::Forced { .. } | Message::Settled { .. }
     )
 }
 
@@ -246,7 +246,7 @@ proptest! {
                     if !w.live.is_empty() {
                         let (id, _) = w.live.remove(who % w.live.len());
                         let out = w.core.disconnect(id).unwrap();
-                        assert!(out.iter().all(|o| matches!(o.message, Message::Granted { .. })));
+                        assert!(out.iter().all(|o| matches!(o.message, Message::Settled { .. })));
                         w.check(&out, None);
                     }
                 }

@@ -120,7 +120,7 @@ fn test_a_newcomer_short_of_its_minimum_gets_frames_as_others_return_them() {
     assert_eq!(to(&out, a), vec![]);
     assert_eq!(
         to(&out, b),
-        vec![Message::Granted {
+        vec![Message::Settled {
             region: RegionId(5),
             frames: 200
         }]
@@ -221,7 +221,7 @@ fn test_a_client_that_misses_its_deadline_is_forced() {
     );
     assert_eq!(
         to(&out, b),
-        vec![Message::Granted {
+        vec![Message::Settled {
             region: RegionId(2),
             frames: 180
         }]
@@ -271,7 +271,7 @@ fn test_frames_released_while_an_order_is_pending_answer_it_and_force_never_cuts
     );
     assert_eq!(
         to(&out, b),
-        vec![Message::Granted {
+        vec![Message::Settled {
             region: RegionId(1),
             frames: 200
         }]

@@ -50,7 +50,7 @@ fn test_a_client_disconnecting_returns_every_frame_and_settles_newcomers() {
     let out = core.disconnect(a).unwrap();
     assert_eq!(
         to(&out, b),
-        vec![Message::Granted {
+        vec![Message::Settled {
             region: RegionId(9),
             frames: 300
         }]

@@ -235,6 +235,7 @@ fn write_body(m: &Message, w: &mut Writer) {
         | Message::ReleaseFrames { region, frames }
         | Message::Returned { region, frames }
         | Message::Forced { region, frames }
+        | Message::Settled { region, frames }
         | Message::Released {
             region,
             held_frames: frames,
@@ -482,6 +483,10 @@ fn read_body(kind: Kind, r: &mut Reader<'_>) -> Result<Message, DecodeError> {
         Kind::Forced => Message::Forced {
             region: region(r, "Forced.region")?,
             frames: frames(r, "Forced.frames", 1)?,
+        },
+        Kind::Settled => Message::Settled {
+            region: region(r, "Settled.region")?,
+            frames: frames(r, "Settled.frames", 1)?,
         },
         Kind::Pin => {
             let (region, offset, len) = range(r, ["Pin.region", "Pin.offset", "Pin.len"])?;

@@ -109,6 +109,9 @@ kinds! {
     Returned = 49, C;
     /// Daemon → client (event): frames taken by force after a deadline.
     Forced = 50, D;
+    /// Daemon → client (event): frames given to a region still short of
+    /// its minimum as they came free (HiPEC's Allocation, completed late).
+    Settled = 51, D;
     /// Client → daemon: lock a range of a region (never a victim).
     Pin = 64, C;
     /// Client → daemon: unlock a range.
@@ -446,6 +449,14 @@ pub enum Message {
         /// How many (1..=`MAX_FRAMES`).
         frames: u64,
     },
+    /// Frames given to a region short of its minimum as others gave them
+    /// back: unasked, unlike `Granted`, which answers a `RequestFrames`.
+    Settled {
+        /// The region.
+        region: RegionId,
+        /// How many (1..=`MAX_FRAMES`).
+        frames: u64,
+    },
     /// Lock `len` bytes at `offset` of a region: never victims, counted
     /// against the pin quota.
     Pin {
@@ -497,6 +508,7 @@ impl Message {
             Message::ReclaimOrder { .. } => Kind::ReclaimOrder,
             Message::Returned { .. } => Kind::Returned,
             Message::Forced { .. } => Kind::Forced,
+            Message::Settled { .. } => Kind::Settled,
             Message::Pin { .. } => Kind::Pin,
             Message::Unpin { .. } => Kind::Unpin,
             Message::Pinned { .. } => Kind::Pinned,

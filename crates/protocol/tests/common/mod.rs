@@ -182,6 +182,7 @@ pub fn message() -> impl Strategy<Value = Message> {
         }),
         (region(), frames(1)).prop_map(|(region, frames)| Message::Returned { region, frames }),
         (region(), frames(1)).prop_map(|(region, frames)| Message::Forced { region, frames }),
+        (region(), frames(1)).prop_map(|(region, frames)| Message::Settled { region, frames }),
         range().prop_map(|(region, offset, len)| Message::Pin {
             region,
             offset,
