@@ -27,6 +27,8 @@ fn test_rapha_bench_reports_every_configuration_and_holds_the_launcher_to_its_li
         "2",
         "--alone-ms",
         "200",
+        "--launcher-fault-period-ms",
+        "10",
         "--runs",
         "1",
         "--plot",

@@ -75,8 +75,10 @@ pub struct Args {
     #[arg(long, default_value_t = 100)]
     fault_unit_us: u64,
     /// The launcher's fault period under RAPHA, ms (at most 100, the
-    /// system's): its limit is counted per this period.
-    #[arg(long, default_value_t = 10)]
+    /// system's): its limit is counted per this period. The default
+    /// disperses its faults finest (RAPHA's fault dispersion): a few each
+    /// millisecond, never a burst that holds both processors.
+    #[arg(long, default_value_t = 1)]
     launcher_fault_period_ms: u64,
     /// Interval of the launcher's samples (faults, resident set), ms.
     #[arg(long, default_value_t = 100)]
