@@ -327,15 +327,15 @@ impl StreamSeries {
         StreamRow {
             per_page_ns: per_page(&self.wall),
             kernel_per_page_ns: per_page(&self.kernel_wall),
-            ratio_wall: median_f(
+            ratio_wall: median(
                 self.wall
                     .iter()
                     .zip(&self.kernel_wall)
                     .map(|(&x, &y)| ratio(x as f64, y as f64))
                     .collect(),
             ),
-            fault_events_per_page: median_f(self.events.clone()),
-            zero_around_per_page: median_f(self.ahead.clone()),
+            fault_events_per_page: median(self.events.clone()),
+            zero_around_per_page: median(self.ahead.clone()),
             service_p50_ns: median(self.service.clone()),
         }
     }
@@ -362,7 +362,7 @@ impl Series {
 
     fn vs(&self, k: &Series) -> VsKernel {
         let per_round = |a: &[u64], b: &[u64]| {
-            median_f(
+            median(
                 a.iter()
                     .zip(b)
                     .map(|(&x, &y)| ratio(x as f64, y as f64))
@@ -384,11 +384,6 @@ impl Series {
 
 fn mean(xs: &[u64]) -> u64 {
     xs.iter().sum::<u64>() / xs.len().max(1) as u64
-}
-
-fn median_f(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The handler-thread probe's splits of one kind, pooled.
@@ -561,7 +556,7 @@ fn rounds(
             probe: probe_vs,
             delivery_ns: probe_vs.cost.p50_ns.saturating_sub(ioctl),
             zeropage_ioctl_ns: ioctl,
-            bookkeeping_ns: median_i(bookkeeping),
+            bookkeeping_ns: median(bookkeeping),
         },
         probe_missing_zero: zero.breakdown(&k_missing),
         probe_missing_copy: copy.breakdown(&k_missing),
@@ -573,11 +568,6 @@ fn rounds(
             random_handler_thread: streams[1][1].row(pages),
         },
     })
-}
-
-fn median_i(mut xs: Vec<i64>) -> i64 {
-    xs.sort_unstable();
-    xs.get(xs.len() / 2).copied().unwrap_or(0)
 }
 
 /// Steal time of all CPUs so far, ms (`/proc/stat`, ticks of 10 ms).

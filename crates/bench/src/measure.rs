@@ -1,6 +1,8 @@
 //! What one run of a workload measured, for pagepilot and the kernel alike, and medians.
 
+use std::cmp::Ordering;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,10 +36,41 @@ pub struct Measured {
     pub cgroup_baseline_bytes: u64,
 }
 
-/// Median of `xs` (upper median for even counts); 0 for none.
-pub fn median(mut xs: Vec<u64>) -> u64 {
-    xs.sort_unstable();
-    xs.get(xs.len() / 2).copied().unwrap_or(0)
+/// A measurement a median is taken of: totally ordered (floats by
+/// `total_cmp`), with a zero for no measurement at all.
+pub trait Ranked: Copy + Default {
+    /// The order medians sort by.
+    fn rank(&self, other: &Self) -> Ordering;
+}
+
+impl Ranked for u64 {
+    fn rank(&self, other: &Self) -> Ordering {
+        self.cmp(other)
+    }
+}
+
+impl Ranked for i64 {
+    fn rank(&self, other: &Self) -> Ordering {
+        self.cmp(other)
+    }
+}
+
+impl Ranked for f64 {
+    fn rank(&self, other: &Self) -> Ordering {
+        self.total_cmp(other)
+    }
+}
+
+impl Ranked for Duration {
+    fn rank(&self, other: &Self) -> Ordering {
+        self.cmp(other)
+    }
+}
+
+/// Median of `xs` (upper median for even counts); zero for none.
+pub fn median<T: Ranked>(mut xs: Vec<T>) -> T {
+    xs.sort_unstable_by(T::rank);
+    xs.get(xs.len() / 2).copied().unwrap_or_default()
 }
 
 /// Field-wise median of several runs (each field separately, as the runs are noisy).

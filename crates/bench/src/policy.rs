@@ -26,6 +26,7 @@ use pagepilot_sim::{simulate, Counters, Trace};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
 
+use crate::measure::median;
 use crate::BenchResult;
 
 const FIFO2: &str = include_str!("../../../policies/fifo2.hp");
@@ -247,11 +248,6 @@ const VARIANTS: [&str; 6] = [
     "replay-clearing",
     "replay-reading",
 ];
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 /// Runs `pagepilot bench policy`.
 pub fn run(args: Args) -> BenchResult {

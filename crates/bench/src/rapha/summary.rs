@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::job::{Frame, LauncherOut};
 use super::round::ConfigRun;
+use crate::measure::median;
 
 /// The decoder's deadlines over some of its periods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -121,25 +122,15 @@ pub struct Row {
     pub rounds: Vec<Deadlines>,
 }
 
-fn median_f(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn median_u(mut xs: Vec<u64>) -> u64 {
-    xs.sort_unstable();
-    xs.get(xs.len() / 2).copied().unwrap_or(0)
-}
-
 /// Field-wise medians.
 fn median_deadlines(ds: &[Deadlines]) -> Deadlines {
     Deadlines {
-        frames: median_u(ds.iter().map(|d| d.frames).collect()),
-        misses: median_u(ds.iter().map(|d| d.misses).collect()),
-        miss_pct: median_f(ds.iter().map(|d| d.miss_pct).collect()),
-        avg_delay_ms: median_f(ds.iter().map(|d| d.avg_delay_ms).collect()),
-        mean_lateness_ms: median_f(ds.iter().map(|d| d.mean_lateness_ms).collect()),
-        read_ms: median_f(ds.iter().map(|d| d.read_ms).collect()),
+        frames: median(ds.iter().map(|d| d.frames).collect()),
+        misses: median(ds.iter().map(|d| d.misses).collect()),
+        miss_pct: median(ds.iter().map(|d| d.miss_pct).collect()),
+        avg_delay_ms: median(ds.iter().map(|d| d.avg_delay_ms).collect()),
+        mean_lateness_ms: median(ds.iter().map(|d| d.mean_lateness_ms).collect()),
+        read_ms: median(ds.iter().map(|d| d.read_ms).collect()),
     }
 }
 
@@ -167,9 +158,9 @@ pub fn row(
         config: first.config.name(),
         with_launcher: median_deadlines(&with),
         alone: median_deadlines(&alone),
-        launcher_ms: median_f(launcher_ms),
-        launcher_faults: median_u(runs.iter().map(|r| r.launcher.faults).collect()),
-        launcher_postponed: median_u(runs.iter().map(|r| r.launcher.postponed).collect()),
+        launcher_ms: median(launcher_ms),
+        launcher_faults: median(runs.iter().map(|r| r.launcher.faults).collect()),
+        launcher_postponed: median(runs.iter().map(|r| r.launcher.postponed).collect()),
         launcher_max_faults_per_sample: runs
             .iter()
             .flat_map(|r| fault_rate(&r.launcher))
@@ -178,7 +169,7 @@ pub fn row(
             .unwrap_or(0),
         launcher_fault_limit: limit,
         launcher_sample_bound: limit.map(|(n, p)| n * (sample_ms.div_ceil(p.max(1)) + 1)),
-        decoder_faults: median_u(runs.iter().map(|r| r.decoder.faults).collect()),
+        decoder_faults: median(runs.iter().map(|r| r.decoder.faults).collect()),
         rounds: with,
     })
 }

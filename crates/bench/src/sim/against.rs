@@ -24,7 +24,8 @@ use pagepilot_sim::{simulate, Trace};
 use serde::Serialize;
 
 use super::lcs::{Driver, Run};
-use super::{median, timed};
+use super::{median_s, timed};
+use crate::measure::median;
 use crate::BenchResult;
 
 /// pagepilot's policy, libCacheSim's class and its keyword arguments; the
@@ -230,8 +231,8 @@ pub fn run(s: Setting) -> BenchResult {
             .all(|(m, &f)| m.misses == curves[k].faults(f));
         let sampled: f64 = measured.iter().map(|m| m.seconds).sum();
         let separate = sampled * points.len() as f64 / sample.len() as f64;
-        let single = median(&mut ours_t[if k == 0 { 0 } else { PAIRS.len() - 1 }]);
-        let curve = median(&mut curve_t[k]);
+        let single = median_s(&ours_t[if k == 0 { 0 } else { PAIRS.len() - 1 }]);
+        let curve = median_s(&curve_t[k]);
         curve_rows.push(CurveRow {
             policy: name,
             points: points.len(),
@@ -254,7 +255,7 @@ pub fn run(s: Setting) -> BenchResult {
 
     let mut policies = Vec::new();
     for (k, &(name, cls, _)) in PAIRS.iter().enumerate() {
-        let (ours_s, theirs_s) = (median(&mut ours_t[k]), median_f(&mut theirs_t[k]));
+        let (ours_s, theirs_s) = (median_s(&ours_t[k]), median(theirs_t[k].clone()));
         policies.push(PolicyRow {
             policy: name,
             libcachesim: cls.to_string(),
@@ -297,13 +298,13 @@ pub fn run(s: Setting) -> BenchResult {
         runs: s.runs,
         libcachesim_version: driver.version.clone(),
         python: driver.python().display().to_string(),
-        pagepilot_load_s: median(&mut load_t),
+        pagepilot_load_s: median_s(&load_t),
         policies,
         variants,
         curves: curve_rows,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        one_core_mreq_per_s: concurrent / median(&mut one_core_t),
-        all_cores_mreq_per_s: concurrent / median(&mut all_cores_t),
+        one_core_mreq_per_s: concurrent / median_s(&one_core_t),
+        all_cores_mreq_per_s: concurrent / median_s(&all_cores_t),
         exact_counts_equal,
     };
     if s.json {
@@ -418,11 +419,6 @@ fn run_loaded(trace: &Trace, name: &str, frames: usize) -> Result<u64, Box<dyn s
     };
     let policy = registry::build(name, &setup)?;
     Ok(simulate(trace, policy, frames).faults)
-}
-
-fn median_f(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// A scratch directory for the two trace files, removed at the end.

@@ -20,6 +20,8 @@ use pagepilot_sim::sweep::auto_frames;
 use pagepilot_sim::{simulate, Trace};
 use serde::Serialize;
 
+use crate::measure::median;
+
 use crate::BenchResult;
 
 mod against;
@@ -223,7 +225,7 @@ pub fn run(args: Args) -> BenchResult {
             }
         }
     }
-    let med: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    let med: Vec<f64> = times.iter().map(|t| median_s(t)).collect();
     let rate = |n: usize, s: f64| n as f64 / s / 1e6;
     let scale = points.len() as f64 / sample.len() as f64;
     let separate = [
@@ -358,7 +360,6 @@ pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
 }
 
 /// The median of `times`, in seconds.
-pub(crate) fn median(times: &mut [Duration]) -> f64 {
-    times.sort();
-    times[times.len() / 2].as_secs_f64()
+pub(crate) fn median_s(times: &[Duration]) -> f64 {
+    median(times.to_vec()).as_secs_f64()
 }
