@@ -113,6 +113,7 @@ fn draw_chart<DB: DrawingBackend>(t: &Timeline, area: &DrawingArea<DB, Shift>) -
         .y_desc(t.y_desc.as_str())
         .label_style((FAMILY, 14))
         .axis_desc_style((FAMILY, 15))
+        .x_label_formatter(&|v| compact(*v))
         .y_label_formatter(&|v| compact(*v))
         .light_line_style(WHITE.mix(0.0))
         .draw()
