@@ -48,9 +48,6 @@ impl Shared {
     /// fault does not wait for the disk); a region alone writes them here.
     /// A page whose write-back fails stays dirty in memory.
     pub fn flush_asked(&self, asked: Flushes) {
-        if asked.pages.is_empty() {
-            return;
-        }
         match asked.pool {
             Some((pool, holder)) => pool.flush_later(holder, asked.pages),
             None => {

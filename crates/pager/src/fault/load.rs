@@ -201,7 +201,9 @@ pub(super) fn zero_fill(
     g.table.zap_cleared();
     let queued = take_flushes(&mut g);
     drop(g);
-    sh.flush_asked(queued);
+    if let Some(queued) = queued {
+        sh.flush_asked(queued);
+    }
 }
 
 /// Reads pages `first..first + n` (all Absent) into frames, evicting what
@@ -350,17 +352,23 @@ pub(super) fn fill(
     let queued = take_flushes(&mut g);
     drop(g);
     sh.notify();
-    sh.flush_asked(queued);
+    if let Some(queued) = queued {
+        sh.flush_asked(queued);
+    }
     outcome
 }
 
 /// The pages the policy asked to flush, and the pool that writes them back
-/// if the region is in one.
-fn take_flushes(g: &mut Inner) -> crate::evict::Flushes {
-    crate::evict::Flushes {
+/// if the region is in one; none (the usual case, kept cheap on the fault
+/// path) if it asked for none.
+fn take_flushes(g: &mut Inner) -> Option<crate::evict::Flushes> {
+    if g.table.flush_queue.is_empty() {
+        return None;
+    }
+    Some(crate::evict::Flushes {
         pages: std::mem::take(&mut g.table.flush_queue),
         pool: g.table.pool.as_ref().map(|m| (m.pool().clone(), m.holder)),
-    }
+    })
 }
 
 /// Maps a missing fault's cluster `first..end` read from the store: the
