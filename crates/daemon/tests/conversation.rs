@@ -173,17 +173,7 @@ fn test_a_message_a_client_may_not_send_is_refused_and_others_are_still_served()
         "no frame granted by a forged message"
     );
     // B, and A itself, are served as before.
-    assert_eq!(
-        granted(&send(
-            &mut core,
-            b,
-            Message::RequestFrames {
-                region: RegionId(1),
-                frames: 5
-            }
-        )),
-        5
-    );
+    assert_eq!(granted(&send(&mut core, b, request(1, 5))), 5);
     assert_eq!(granted(&send(&mut core, a, region(1, 10, 10))), 10);
 }
 
@@ -252,14 +242,7 @@ fn test_returned_is_a_notification_answered_only_when_refused() {
     let mut core = core(CONFIG, &clock);
     let a = join(&mut core, 1, 1);
     send(&mut core, a, region(1, 10, 50));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 20,
-        },
-    );
+    send(&mut core, a, request(1, 20));
     assert_eq!(
         send(
             &mut core,

@@ -88,23 +88,9 @@ fn test_a_users_frames_quota_bounds_its_minimums_and_its_requests() {
         (ErrorCode::BeyondQuota, Some(Kind::RegisterRegion))
     );
     // Requests are granted up to the quota, then refused.
-    let out = send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 500,
-        },
-    );
+    let out = send(&mut core, a, request(1, 500));
     assert_eq!(granted(&out), 100);
-    let out = send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 1,
-        },
-    );
+    let out = send(&mut core, a, request(1, 1));
     assert_eq!(
         refusal(&out),
         (ErrorCode::BeyondQuota, Some(Kind::RequestFrames))
@@ -122,28 +108,8 @@ fn test_a_request_is_granted_no_more_than_the_regions_budget() {
     let mut core = core(CONFIG, &clock);
     let a = join(&mut core, 3000, 3000);
     send(&mut core, a, region(1, 10, 50));
-    assert_eq!(
-        granted(&send(
-            &mut core,
-            a,
-            Message::RequestFrames {
-                region: RegionId(1),
-                frames: 100
-            }
-        )),
-        40
-    );
-    assert_eq!(
-        granted(&send(
-            &mut core,
-            a,
-            Message::RequestFrames {
-                region: RegionId(1),
-                frames: 1
-            }
-        )),
-        0
-    );
+    assert_eq!(granted(&send(&mut core, a, request(1, 100))), 40);
+    assert_eq!(granted(&send(&mut core, a, request(1, 1))), 0);
 }
 
 #[test]
@@ -330,14 +296,7 @@ fn test_frames_held_above_minimums_count_against_the_quota_of_a_new_region() {
     let mut core = core(CONFIG, &clock);
     let a = join(&mut core, 1000, 1000);
     send(&mut core, a, region(1, 100, 300));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 100,
-        },
-    );
+    send(&mut core, a, request(1, 100));
     // 200 held + a minimum of 150 > 300, though 100 + 150 minimums fit.
     let out = send(&mut core, a, region(2, 150, 150));
     assert_eq!(
@@ -365,14 +324,7 @@ fn test_a_newcomers_minimum_still_owed_counts_against_its_clients_requests() {
     );
     let (a, b) = (join(&mut core, 2, 2), join(&mut core, 1, 1));
     send(&mut core, a, region(1, 0, 100));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 100,
-        },
-    );
+    send(&mut core, a, request(1, 100));
     // B's minimum of 50 is owed (nothing is free): its quota room is 10.
     assert_eq!(granted(&send(&mut core, b, region(1, 50, 50))), 0);
     send(&mut core, b, region(2, 0, 100));
@@ -385,16 +337,6 @@ fn test_a_newcomers_minimum_still_owed_counts_against_its_clients_requests() {
         },
     );
     assert_eq!(core.frames_of(b), Some(50), "the newcomer settled first");
-    assert_eq!(
-        granted(&send(
-            &mut core,
-            b,
-            Message::RequestFrames {
-                region: RegionId(2),
-                frames: 100
-            }
-        )),
-        10
-    );
+    assert_eq!(granted(&send(&mut core, b, request(2, 100))), 10);
     assert_eq!(core.frames_of(b), Some(60));
 }

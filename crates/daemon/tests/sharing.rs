@@ -32,28 +32,8 @@ fn test_several_clients_share_the_budget_each_with_its_min_frame() {
     assert_eq!(granted(&send(&mut core, c, region(7, 400, 500))), 400);
     assert_eq!(core.free_frames(), 100);
     // Beyond the minimum, Request is granted from what is free, partially.
-    assert_eq!(
-        granted(&send(
-            &mut core,
-            a,
-            Message::RequestFrames {
-                region: RegionId(1),
-                frames: 150
-            }
-        )),
-        100
-    );
-    assert_eq!(
-        granted(&send(
-            &mut core,
-            b,
-            Message::RequestFrames {
-                region: RegionId(1),
-                frames: 10
-            }
-        )),
-        0
-    );
+    assert_eq!(granted(&send(&mut core, a, request(1, 150))), 100);
+    assert_eq!(granted(&send(&mut core, b, request(1, 10))), 0);
     assert_eq!(
         (core.frames_of(a), core.frames_of(b), core.frames_of(c)),
         (Some(300), Some(300), Some(400))
@@ -88,14 +68,7 @@ fn test_a_newcomer_short_of_its_minimum_gets_frames_as_others_return_them() {
     let mut core = core(CONFIG, &clock);
     let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
     send(&mut core, a, region(1, 100, 1000));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 800,
-        },
-    );
+    send(&mut core, a, request(1, 800));
     assert_eq!(core.free_frames(), 100);
     // B's minimum of 300: 100 now, 200 asked back from A by the deadline.
     let out = send(&mut core, b, region(5, 300, 300));
@@ -147,35 +120,14 @@ fn test_fafr_reclaims_from_the_first_registered_client_first() {
         send(&mut core, id, region(1, 50, 500));
     }
     // 100 above minimums: at the watermark, nothing asked back.
-    let out = send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 100,
-        },
-    );
+    let out = send(&mut core, a, request(1, 100));
     assert_eq!((granted(&out), out.len()), (100, 1));
     // B's 80 more pass the watermark by 80: asked of A, who came first.
-    let out = send(
-        &mut core,
-        b,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 80,
-        },
-    );
+    let out = send(&mut core, b, request(1, 80));
     assert_eq!(granted(&out), 80);
     assert_eq!((orders(&out, a), orders(&out, b)), (vec![(1, 80)], vec![]));
     // C's 60 more: A has 20 left to ask above its minimum, then B.
-    let out = send(
-        &mut core,
-        c,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 60,
-        },
-    );
+    let out = send(&mut core, c, request(1, 60));
     assert_eq!(
         (orders(&out, a), orders(&out, b), orders(&out, c)),
         (vec![(1, 20)], vec![(1, 40)], vec![])
@@ -188,14 +140,7 @@ fn test_a_client_that_misses_its_deadline_is_forced() {
     let mut core = core(CONFIG, &clock);
     let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
     send(&mut core, a, region(1, 100, 1000));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 900,
-        },
-    );
+    send(&mut core, a, request(1, 900));
     let out = send(&mut core, b, region(2, 300, 300));
     assert_eq!(orders(&out, a), vec![(1, 300)]);
     assert_eq!(core.next_deadline_ns(), Some(50 * MS));
@@ -243,14 +188,7 @@ fn test_frames_released_while_an_order_is_pending_answer_it_and_force_never_cuts
     let mut core = core(CONFIG, &clock);
     let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
     send(&mut core, a, region(1, 100, 1000));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 300,
-        },
-    );
+    send(&mut core, a, request(1, 300));
     let out = send(&mut core, b, region(1, 800, 800));
     assert_eq!((granted(&out), orders(&out, a)), (600, vec![(1, 200)]));
     // A releases 300 unasked instead of returning 200: the order is answered.
@@ -291,14 +229,7 @@ fn test_a_newcomer_cannot_pin_frames_it_does_not_hold_yet() {
     let mut core = core(CONFIG, &clock);
     let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
     send(&mut core, a, region(1, 0, 1000));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 995,
-        },
-    );
+    send(&mut core, a, request(1, 995));
     assert_eq!(granted(&send(&mut core, b, region(1, 50, 50))), 5);
     let pin = |pages: u64| Message::Pin {
         region: RegionId(1),

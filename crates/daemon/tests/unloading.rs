@@ -87,14 +87,7 @@ fn test_unregistering_a_region_returns_its_frames_and_the_id_can_be_reused() {
     let mut core = core(CONFIG, &clock);
     let a = join(&mut core, 1, 1);
     send(&mut core, a, region(1, 100, 500));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 150,
-        },
-    );
+    send(&mut core, a, request(1, 150));
     let out = send(
         &mut core,
         a,
@@ -119,14 +112,7 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
     let mut core = core(CONFIG, &clock);
     let a = join(&mut core, 1, 1);
     send(&mut core, a, region(1, 10, 100));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 50,
-        },
-    );
+    send(&mut core, a, request(1, 50));
     let out = send(
         &mut core,
         a,
@@ -199,14 +185,7 @@ fn test_shutdown_unloads_every_client_and_tells_each_before_closing() {
     let mut core = core(CONFIG, &clock);
     let (a, b) = (join(&mut core, 1, 1), join(&mut core, 2, 2));
     send(&mut core, a, region(1, 100, 1000));
-    send(
-        &mut core,
-        a,
-        Message::RequestFrames {
-            region: RegionId(1),
-            frames: 800,
-        },
-    );
+    send(&mut core, a, request(1, 800));
     // B is short of its minimum when the daemon stops: no grant is sent.
     send(&mut core, b, region(1, 300, 300));
     let out = core.shutdown();

@@ -53,6 +53,14 @@ pub fn region(region: u32, min: u64, budget: u64) -> Message {
     })
 }
 
+/// `RequestFrames` of `frames` for region `region`.
+pub fn request(region: u32, frames: u64) -> Message {
+    Message::RequestFrames {
+        region: RegionId(region),
+        frames,
+    }
+}
+
 /// Sends `m` from `client`; every message the core returns must encode.
 pub fn send(core: &mut Core<&ManualClock>, client: ClientId, m: Message) -> Vec<Outgoing> {
     let out = core.on_message(client, m).unwrap();
