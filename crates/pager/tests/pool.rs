@@ -123,15 +123,6 @@ impl Policy for Greedy {
     }
 }
 
-/// Waits up to 10 s for `done`: the pool's reclaimer works beside the test.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(start.elapsed().as_secs() < 10, "never: {what}");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn test_a_request_is_granted_partially_and_a_newcomer_is_paid_by_the_first_allocated() {
     let pages = 1024;

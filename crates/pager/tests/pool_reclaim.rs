@@ -12,15 +12,6 @@ use std::time::Duration;
 use common::*;
 use pagepilot_pager::{Backing, MapError, Pool, Region, RegionOptions, PAGE_SIZE};
 
-/// Waits up to 10 s for `done`: the pool's reclaimer works beside the test.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(start.elapsed().as_secs() < 10, "never: {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn anon(pages: usize, budget: usize, pool: &Pool) -> RegionOptions {
     let backing = Backing::Anonymous {
         len: pages * PAGE_SIZE,
@@ -43,7 +34,10 @@ fn test_a_region_is_guaranteed_its_min_frames_and_starts_with_its_budget_while_f
     // above its minimum.
     let b = Region::map(anon(512, 100, &pool)).unwrap();
     eventually("B holds its minimum", || b.stats().budget_frames == 100);
-    eventually("A gave 44 back", || a.stats().budget_frames == 156);
+    eventually("A gave 44 back", || {
+        let s = a.stats();
+        s.budget_frames == 156 && s.pool_reclaimed_frames >= 44
+    });
     assert_eq!(a.stats().pool_reclaimed_frames, 44);
     // C: minimum 6 of a budget of 50, no frame free: it starts with its
     // minimum only (taken from A), its request above it granted nothing.
@@ -80,7 +74,11 @@ fn test_a_region_starting_above_partition_burst_gives_the_excess_back_as_soon_as
     // (the only region above its minimum) while it is being mapped.
     let pool = Pool::new(256 * PAGE_SIZE).unwrap();
     let a = Region::map(anon(512, 200, &pool).with_min_frames(50)).unwrap();
-    eventually("A back at the watermark", || a.stats().budget_frames == 178);
+    eventually("A back at the watermark, the pool told", || {
+        a.stats().budget_frames == 178
+            && a.stats().pool_reclaimed_frames >= 22
+            && pool.stats().holders[0].reclaimed >= 22
+    });
     let s = a.stats();
     assert_eq!(
         (s.pool_reclaimed_frames, s.forced_reclaims),
@@ -193,7 +191,10 @@ fn test_a_program_that_gives_nothing_back_is_reclaimed_by_force_reported_and_los
     // none: at the deadline they are taken by force.
     let b = Region::map(anon(256, 150, &pool)).unwrap();
     eventually("B holds its minimum", || b.stats().budget_frames == 150);
-    eventually("A down to 106", || a.stats().budget_frames == 106);
+    eventually("A down to 106, its victims written", || {
+        let s = a.stats();
+        s.budget_frames == 106 && s.writebacks >= 94 && s.forced_reclaims >= 1
+    });
     let s = a.stats();
     assert_eq!(
         (

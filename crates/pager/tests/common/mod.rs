@@ -396,3 +396,15 @@ pub fn dirty_in_file(path: &Path, data: &[u8], n: usize) -> usize {
         })
         .count()
 }
+
+/// Waits up to 10 s for `done`, failing the test naming `what` if it never
+/// holds: a pool's reclaimer works beside the test (it shrinks a region's
+/// budget, writes its victims back, then tells the pool, so wait for the
+/// last thing a test reads).
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed().as_secs() < 10, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
