@@ -229,6 +229,15 @@ fn write_body(m: &Message, w: &mut Writer) {
             w.u64(*granted_frames);
         }
         Message::UnregisterRegion { region } => w.u32(region.0),
+        Message::Report {
+            region,
+            faults,
+            postponed_faults,
+        } => {
+            w.u32(region.0);
+            w.u64(*faults);
+            w.u64(*postponed_faults);
+        }
         Message::Unregistered { region, frames }
         | Message::RequestFrames { region, frames }
         | Message::Granted { region, frames }
@@ -488,6 +497,16 @@ fn read_body(kind: Kind, r: &mut Reader<'_>) -> Result<Message, DecodeError> {
             region: region(r, "Settled.region")?,
             frames: frames(r, "Settled.frames", 1)?,
         },
+        Kind::Report => {
+            let region = region(r, "Report.region")?;
+            let faults = r.u64_in("Report.faults", 0, MAX_FAULT_COUNT)?;
+            let postponed_faults = r.u64_in("Report.postponed_faults", 0, faults)?;
+            Message::Report {
+                region,
+                faults,
+                postponed_faults,
+            }
+        }
         Kind::Pin => {
             let (region, offset, len) = range(r, ["Pin.region", "Pin.offset", "Pin.len"])?;
             Message::Pin {

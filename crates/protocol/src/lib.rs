@@ -47,12 +47,14 @@
 
 mod codec;
 mod decoder;
+mod dirty;
 mod error;
 mod message;
 mod wire;
 
 pub use codec::{decode, decode_from, encode, negotiate, Frame, Header};
 pub use decoder::Decoder;
+pub use dirty::{DirtyMap, DirtyMapError, DIRTY_MAGIC};
 pub use error::{DecodeError, EncodeError};
 pub use message::{
     ClientId, ClientStatus, ErrorCode, ErrorReply, HolderId, Kind, Message, Peer, Quotas,
@@ -82,6 +84,8 @@ pub const MAX_FRAMES: u64 = 1 << 40;
 pub const MAX_REGION_BYTES: u64 = 1 << 52;
 /// The most faults a region's limit may allow per period.
 pub const MAX_FAULT_LIMIT: u64 = 1 << 32;
+/// The most faults a `Report` may count (2^62).
+pub const MAX_FAULT_COUNT: u64 = 1 << 62;
 /// The longest fault period: one hour, in microseconds.
 pub const MAX_FAULT_PERIOD_US: u64 = 3_600_000_000;
 /// The largest fault-rate quota, faults per second.

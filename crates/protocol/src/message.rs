@@ -112,6 +112,8 @@ kinds! {
     /// Daemon → client (event): frames given to a region still short of
     /// its minimum as they came free (HiPEC's Allocation, completed late).
     Settled = 51, D;
+    /// Client → daemon (notification): a region's fault counts, for status.
+    Report = 52, C;
     /// Client → daemon: lock a range of a region (never a victim).
     Pin = 64, C;
     /// Client → daemon: unlock a range.
@@ -457,6 +459,17 @@ pub enum Message {
         /// How many (1..=`MAX_FRAMES`).
         frames: u64,
     },
+    /// A region's fault counts since it registered (cumulative), sent now
+    /// and then by the client so that `pagepilot status` can show them;
+    /// faults themselves never cross the socket.
+    Report {
+        /// The region.
+        region: RegionId,
+        /// Faults served (at most `MAX_FAULT_COUNT`).
+        faults: u64,
+        /// Of those, faults postponed by RAPHA's limits (at most `faults`).
+        postponed_faults: u64,
+    },
     /// Lock `len` bytes at `offset` of a region: never victims, counted
     /// against the pin quota.
     Pin {
@@ -509,6 +522,7 @@ impl Message {
             Message::Returned { .. } => Kind::Returned,
             Message::Forced { .. } => Kind::Forced,
             Message::Settled { .. } => Kind::Settled,
+            Message::Report { .. } => Kind::Report,
             Message::Pin { .. } => Kind::Pin,
             Message::Unpin { .. } => Kind::Unpin,
             Message::Pinned { .. } => Kind::Pinned,

@@ -182,6 +182,13 @@ pub fn message() -> impl Strategy<Value = Message> {
         }),
         (region(), frames(1)).prop_map(|(region, frames)| Message::Returned { region, frames }),
         (region(), frames(1)).prop_map(|(region, frames)| Message::Forced { region, frames }),
+        (region(), 0..=MAX_FAULT_COUNT)
+            .prop_flat_map(|(region, faults)| (Just(region), Just(faults), 0..=faults))
+            .prop_map(|(region, faults, postponed_faults)| Message::Report {
+                region,
+                faults,
+                postponed_faults,
+            }),
         (region(), frames(1)).prop_map(|(region, frames)| Message::Settled { region, frames }),
         range().prop_map(|(region, offset, len)| Message::Pin {
             region,
