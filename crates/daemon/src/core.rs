@@ -299,7 +299,15 @@ impl<C: Clock + Clone> Core<C> {
             let after = self.frames.stats(holder).map_or(before, |s| s.forced);
             if let (Some(&(to, region)), true) = (self.holders.get(&holder), after > before) {
                 let frames = after - before;
-                out.push(Outgoing::send(to, Message::Forced { region, frames }));
+                let held_frames = self.frames.stats(holder).map_or(0, |s| to_u64(s.held));
+                out.push(Outgoing::send(
+                    to,
+                    Message::Forced {
+                        region,
+                        frames,
+                        held_frames,
+                    },
+                ));
             }
         }
         out.extend(self.grants_since(&short, None));
@@ -355,7 +363,15 @@ impl<C: Clock + Clone> Core<C> {
                 let held = self.frames.stats(h).ok()?.held;
                 let &(to, region) = self.holders.get(&h)?;
                 let frames = to_u64(held.checked_sub(before).filter(|&n| n > 0)?);
-                Some(Outgoing::send(to, Message::Settled { region, frames }))
+                let held_frames = to_u64(held);
+                Some(Outgoing::send(
+                    to,
+                    Message::Settled {
+                        region,
+                        frames,
+                        held_frames,
+                    },
+                ))
             })
             .collect()
     }

@@ -242,6 +242,7 @@ impl<C: Clock + Clone> Core<C> {
         let reply = Message::Granted {
             region,
             frames: to_u64(granted),
+            held_frames: self.frames.stats(holder).map_or(0, |s| to_u64(s.held)),
         };
         let mut out = vec![Outgoing::send(client, reply)];
         out.extend(self.orders(&orders));

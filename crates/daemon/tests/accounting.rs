@@ -102,7 +102,7 @@ fn message() -> impl Strategy<Value = Message> {
         2 => (region(), range()).prop_map(|(region, (page, len))| Message::Unpin { region, offset: page * 4096, len }),
         1 => Just(Message::Status),
         1 => Just(Message::Goodbye),
-        1 => (region(), frames()).prop_map(|(region, frames)| Message::Granted { region, frames }),
+        1 => (region(), frames()).prop_map(|(region, frames)| Message::Granted { region, frames, held_frames: frames }),
         1 => (region(), frames()).prop_map(|(region, frames)| Message::ReclaimOrder { region, frames, deadline_ms: 1 }),
     ]
 }

@@ -140,6 +140,7 @@ fn test_a_message_a_client_may_not_send_is_refused_and_others_are_still_served()
         Message::Granted {
             region: RegionId(1),
             frames: 100,
+            held_frames: 100,
         },
         Message::Released {
             region: RegionId(1),
@@ -153,6 +154,7 @@ fn test_a_message_a_client_may_not_send_is_refused_and_others_are_still_served()
         Message::Forced {
             region: RegionId(1),
             frames: 1,
+            held_frames: 0,
         },
         Message::Pinned {
             region: RegionId(1),

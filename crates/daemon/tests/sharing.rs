@@ -95,7 +95,8 @@ fn test_a_newcomer_short_of_its_minimum_gets_frames_as_others_return_them() {
         to(&out, b),
         vec![Message::Settled {
             region: RegionId(5),
-            frames: 200
+            frames: 200,
+            held_frames: 300
         }]
     );
     assert_eq!(
@@ -161,14 +162,16 @@ fn test_a_client_that_misses_its_deadline_is_forced() {
         to(&out, a),
         vec![Message::Forced {
             region: RegionId(1),
-            frames: 180
+            frames: 180,
+            held_frames: 700
         }]
     );
     assert_eq!(
         to(&out, b),
         vec![Message::Settled {
             region: RegionId(2),
-            frames: 180
+            frames: 180,
+            held_frames: 300
         }]
     );
     assert_eq!(
@@ -211,7 +214,8 @@ fn test_frames_released_while_an_order_is_pending_answer_it_and_force_never_cuts
         to(&out, b),
         vec![Message::Settled {
             region: RegionId(1),
-            frames: 200
+            frames: 200,
+            held_frames: 800
         }]
     );
     assert_eq!(core.next_deadline_ns(), None);

@@ -52,7 +52,8 @@ fn test_a_client_disconnecting_returns_every_frame_and_settles_newcomers() {
         to(&out, b),
         vec![Message::Settled {
             region: RegionId(9),
-            frames: 300
+            frames: 300,
+            held_frames: 400
         }]
     );
     assert_eq!(core.free_frames(), 600);

@@ -240,11 +240,8 @@ fn write_body(m: &Message, w: &mut Writer) {
         }
         Message::Unregistered { region, frames }
         | Message::RequestFrames { region, frames }
-        | Message::Granted { region, frames }
         | Message::ReleaseFrames { region, frames }
         | Message::Returned { region, frames }
-        | Message::Forced { region, frames }
-        | Message::Settled { region, frames }
         | Message::Released {
             region,
             held_frames: frames,
@@ -255,6 +252,25 @@ fn write_body(m: &Message, w: &mut Writer) {
         } => {
             w.u32(region.0);
             w.u64(*frames);
+        }
+        Message::Granted {
+            region,
+            frames,
+            held_frames,
+        }
+        | Message::Forced {
+            region,
+            frames,
+            held_frames,
+        }
+        | Message::Settled {
+            region,
+            frames,
+            held_frames,
+        } => {
+            w.u32(region.0);
+            w.u64(*frames);
+            w.u64(*held_frames);
         }
         Message::ReclaimOrder {
             region,
@@ -471,6 +487,7 @@ fn read_body(kind: Kind, r: &mut Reader<'_>) -> Result<Message, DecodeError> {
         Kind::Granted => Message::Granted {
             region: region(r, "Granted.region")?,
             frames: frames(r, "Granted.frames", 0)?,
+            held_frames: frames(r, "Granted.held_frames", 0)?,
         },
         Kind::ReleaseFrames => Message::ReleaseFrames {
             region: region(r, "ReleaseFrames.region")?,
@@ -492,10 +509,12 @@ fn read_body(kind: Kind, r: &mut Reader<'_>) -> Result<Message, DecodeError> {
         Kind::Forced => Message::Forced {
             region: region(r, "Forced.region")?,
             frames: frames(r, "Forced.frames", 1)?,
+            held_frames: frames(r, "Forced.held_frames", 0)?,
         },
         Kind::Settled => Message::Settled {
             region: region(r, "Settled.region")?,
             frames: frames(r, "Settled.frames", 1)?,
+            held_frames: frames(r, "Settled.held_frames", 0)?,
         },
         Kind::Report => {
             let region = region(r, "Report.region")?;

@@ -412,6 +412,10 @@ pub enum Message {
         region: RegionId,
         /// How many (0 when none are free).
         frames: u64,
+        /// Frames the region holds now, as the daemon counts them: the
+        /// client sets its budget to this (messages crossing in flight
+        /// converge on the last one).
+        held_frames: u64,
     },
     /// Frames given back unasked.
     ReleaseFrames {
@@ -450,6 +454,10 @@ pub enum Message {
         region: RegionId,
         /// How many (1..=`MAX_FRAMES`).
         frames: u64,
+        /// Frames the region holds now, as the daemon counts them: the
+        /// client sets its budget to this (messages crossing in flight
+        /// converge on the last one).
+        held_frames: u64,
     },
     /// Frames given to a region short of its minimum as others gave them
     /// back: unasked, unlike `Granted`, which answers a `RequestFrames`.
@@ -458,6 +466,10 @@ pub enum Message {
         region: RegionId,
         /// How many (1..=`MAX_FRAMES`).
         frames: u64,
+        /// Frames the region holds now, as the daemon counts them: the
+        /// client sets its budget to this (messages crossing in flight
+        /// converge on the last one).
+        held_frames: u64,
     },
     /// A region's fault counts since it registered (cumulative), sent now
     /// and then by the client so that `pagepilot status` can show them;

@@ -186,6 +186,7 @@ fn test_a_message_from_the_wrong_side_is_refused() {
     let b = encode(&Message::Granted {
         region: RegionId(1),
         frames: 1,
+        held_frames: 1,
     })
     .unwrap();
     assert_eq!(

@@ -166,7 +166,13 @@ pub fn message() -> impl Strategy<Value = Message> {
         (region(), frames(0)).prop_map(|(region, frames)| Message::Unregistered { region, frames }),
         (region(), frames(1))
             .prop_map(|(region, frames)| Message::RequestFrames { region, frames }),
-        (region(), frames(0)).prop_map(|(region, frames)| Message::Granted { region, frames }),
+        (region(), frames(0), frames(0)).prop_map(|(region, frames, held_frames)| {
+            Message::Granted {
+                region,
+                frames,
+                held_frames,
+            }
+        }),
         (region(), frames(1))
             .prop_map(|(region, frames)| Message::ReleaseFrames { region, frames }),
         (region(), frames(0)).prop_map(|(region, held_frames)| Message::Released {
@@ -181,7 +187,13 @@ pub fn message() -> impl Strategy<Value = Message> {
             }
         }),
         (region(), frames(1)).prop_map(|(region, frames)| Message::Returned { region, frames }),
-        (region(), frames(1)).prop_map(|(region, frames)| Message::Forced { region, frames }),
+        (region(), frames(1), frames(0)).prop_map(|(region, frames, held_frames)| {
+            Message::Forced {
+                region,
+                frames,
+                held_frames,
+            }
+        }),
         (region(), 0..=MAX_FAULT_COUNT)
             .prop_flat_map(|(region, faults)| (Just(region), Just(faults), 0..=faults))
             .prop_map(|(region, faults, postponed_faults)| Message::Report {
@@ -189,7 +201,13 @@ pub fn message() -> impl Strategy<Value = Message> {
                 faults,
                 postponed_faults,
             }),
-        (region(), frames(1)).prop_map(|(region, frames)| Message::Settled { region, frames }),
+        (region(), frames(1), frames(0)).prop_map(|(region, frames, held_frames)| {
+            Message::Settled {
+                region,
+                frames,
+                held_frames,
+            }
+        }),
         range().prop_map(|(region, offset, len)| Message::Pin {
             region,
             offset,
