@@ -20,6 +20,18 @@ extern "C" {
 
 typedef struct pp_region pp_region;
 
+/* Joins the pagepilot daemon listening at path (pagepilot daemon --socket PATH): the
+   regions this process maps from now on, outside a pool, draw their frames from the
+   daemon, which shares the machine's memory among processes (each region registers
+   its minFrame, min_frames or its budget, and is granted frames, asked to give them
+   back by a deadline, or has them taken by force; faults stay served in this process).
+   PAGEPILOT_DAEMON=PATH in the environment does the same at the first pp_map. 0, or
+   -errno and a message in err: -ECONNREFUSED/-ENOENT (no daemon there),
+   -EPROTONOSUPPORT (no common protocol version), -EINVAL (path NULL). A pp_map the
+   daemon refuses fails with its reason in err (beyond the user's quota, a minFrame
+   that does not fit beside the other regions'). */
+int pp_connect(const char *path, char *err, size_t errlen);
+
 /* A pool of frames shared by the regions mapped with pp_options.pool set to it (HiPEC's
    global frame manager): each region is guaranteed pp_options.min_frames there (its
    minFrame; 0: its whole budget) and starts with up to budget_bytes, what is above its

@@ -15,9 +15,11 @@ use std::path::PathBuf;
 
 use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, RegionOptions};
 
+mod daemon;
 mod message;
 mod pool;
 
+pub use daemon::pp_connect;
 pub use pool::{pp_pool, pp_pool_create, pp_pool_destroy, pp_pool_stats_json};
 
 use message::{write_message, CallError};

@@ -16,6 +16,9 @@ pub enum MapError {
     /// its budget).
     #[error("the region's minimum in the pool: {0}")]
     Pool(#[from] pagepilot_frames::FrameError),
+    /// The pagepilot daemon refused the region, or could not be reached.
+    #[error("{0}")]
+    Daemon(#[from] crate::DaemonError),
     /// The guaranteed minimum is above the budget.
     #[error(
         "min_frames of {min_frames} frames exceeds the budget of {budget_frames} frames: \

@@ -27,6 +27,7 @@
 mod around;
 mod auto;
 mod backing;
+mod daemon;
 pub mod doctor;
 mod engine;
 mod error;
@@ -41,13 +42,16 @@ mod region;
 mod resident;
 mod ring;
 mod sigbus;
+mod source;
 mod stats;
 mod stored;
 pub mod sys;
 mod threads;
 
 pub use backing::Backing;
+pub use daemon::{Client, DaemonError, DAEMON_ENV};
 pub use error::{FailedPage, FlushError, MapError, PrefaultError};
+pub use options::JoinDaemon;
 pub use pool::{Pool, PoolError, PoolStats};
 pub use region::{FaultService, Region, RegionOptions};
 pub use stats::{LatencySummary, RegionStats};

@@ -129,6 +129,43 @@ pub struct RegionOptions {
     /// those beyond wait for the next period. In a pool, the pool's system
     /// limit bounds its limited regions together. `None`: no limit.
     pub fault_limit: Option<(u64, std::time::Duration)>,
+    /// Whether the region draws its frames from the pagepilot daemon
+    /// (outside a pool): the process's client by default.
+    pub daemon: JoinDaemon,
+}
+
+/// Whether a region joins the pagepilot daemon.
+#[derive(Clone, Debug, Default)]
+pub enum JoinDaemon {
+    /// The process's: the client [`crate::Client::connect`] made, or one
+    /// connected to `$PAGEPILOT_DAEMON`; none without either.
+    #[default]
+    Process,
+    /// This client's daemon.
+    Client(crate::Client),
+    /// Never: the budget is the region's own.
+    Never,
+}
+
+impl JoinDaemon {
+    /// The client the region joins through, connecting to
+    /// `$PAGEPILOT_DAEMON` if the process has not yet.
+    pub(crate) fn client(&self) -> Result<Option<crate::Client>, crate::DaemonError> {
+        match self {
+            JoinDaemon::Process => crate::daemon::default_client(),
+            JoinDaemon::Client(c) => Ok(Some(c.clone())),
+            JoinDaemon::Never => Ok(None),
+        }
+    }
+
+    /// Whether the region would join a daemon (without connecting).
+    fn likely(&self) -> bool {
+        match self {
+            JoinDaemon::Process => crate::daemon::joining(),
+            JoinDaemon::Client(_) => true,
+            JoinDaemon::Never => false,
+        }
+    }
 }
 
 impl Default for RegionOptions {
@@ -147,6 +184,7 @@ impl Default for RegionOptions {
             min_frames: 0,
             reserve: 0.0,
             fault_limit: None,
+            daemon: JoinDaemon::Process,
             handler_spin_us: 0,
             fault_service: FaultService::HandlerPerCpu,
             async_readahead: true,
@@ -189,10 +227,10 @@ impl RegionOptions {
                 budget_frames: budget,
             });
         }
-        if self.min_frames > 0 && self.pool.is_none() {
+        if self.min_frames > 0 && self.pool.is_none() && !self.daemon.likely() {
             return Err(MapError::BadOption {
                 name: "min_frames",
-                why: "a guaranteed minimum needs a pool to draw frames from".into(),
+                why: "a guaranteed minimum needs a pool or the daemon to draw frames from".into(),
             });
         }
         if !(0.0..=1.0).contains(&self.reserve) {
@@ -256,7 +294,22 @@ impl RegionOptions {
         self.pool = Some(pool.clone());
         self
     }
-    /// Sets [`RegionOptions::min_frames`]: the frames guaranteed in the pool.
+    /// Draws the region's frames from `client`'s daemon
+    /// ([`RegionOptions::daemon`]).
+    pub fn with_daemon(mut self, client: &crate::Client) -> Self {
+        self.daemon = JoinDaemon::Client(client.clone());
+        self
+    }
+
+    /// Keeps the region out of the daemon, whatever the process joined:
+    /// its budget is its own.
+    pub fn without_daemon(mut self) -> Self {
+        self.daemon = JoinDaemon::Never;
+        self
+    }
+
+    /// Sets [`RegionOptions::min_frames`]: the frames guaranteed in the
+    /// pool, or by the daemon.
     pub fn with_min_frames(mut self, frames: usize) -> Self {
         self.min_frames = frames;
         self

@@ -198,7 +198,17 @@ impl Region {
             }
             None => None,
         };
-        let capacity = membership.as_ref().map_or(budget_frames, |m| m.held.max(1));
+        // Outside a pool, the daemon's, if the process joined one: the
+        // budget is what it grants (set as the region registers).
+        let daemon = match opts.pool {
+            Some(_) => None,
+            None => opts.daemon.client()?,
+        };
+        let capacity = match (&membership, &daemon) {
+            (Some(m), _) => m.held.max(1),
+            (None, Some(_)) => 1,
+            (None, None) => budget_frames,
+        };
         let fault_limit = match opts.fault_limit {
             Some((faults, period)) => {
                 let control = opts
@@ -212,7 +222,7 @@ impl Region {
         };
         let pool_link = membership.as_ref().map(|m| (m.pool().clone(), m.holder));
         let mut table = Table::new(pages, capacity, app);
-        table.pool = membership;
+        table.source = membership.map(crate::source::Source::Pool);
         let shared = Arc::new(Shared {
             fault_limit,
             uffd,
@@ -268,6 +278,18 @@ impl Region {
         });
         if let Some((pool, holder)) = pool_link {
             pool.attach(holder, &shared);
+        }
+        if let Some(client) = &daemon {
+            let terms = crate::daemon::Terms {
+                min_frames: match opts.min_frames {
+                    0 => budget_frames,
+                    n => n.min(budget_frames),
+                },
+                budget_frames,
+                fault_limit: opts.fault_limit,
+                reserve: opts.reserve,
+            };
+            crate::daemon::join(client, &shared, &terms)?;
         }
         lifecycle::adopt(&shared)?;
         let mut region = Region {
@@ -455,7 +477,7 @@ impl Region {
             s.pinned_pages = g.table.pinned as u64;
             s.incidents = g.policy.incidents();
             s.budget_frames = g.table.capacity as u64;
-            if let Some(h) = g.table.pool.as_ref().and_then(|m| m.held_stats()) {
+            if let Some(h) = g.table.source.as_ref().and_then(|m| m.holder_stats()) {
                 s.pool_reclaimed_frames = h.reclaimed;
                 s.forced_reclaim_frames = h.forced;
                 s.forced_reclaims = h.forced_incidents;
@@ -555,6 +577,11 @@ impl Region {
         if let Some(r) = &self.shared.ring {
             r.lock().unwrap_or_else(|p| p.into_inner()).drain();
         }
+        // Dependency order: written back (by the caller), then the frames
+        // return to their pool or the daemon, then the views go (when the
+        // last reference drops).
+        let source = self.shared.lock().table.source.take();
+        drop(source);
     }
 }
 

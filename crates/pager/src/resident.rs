@@ -90,8 +90,9 @@ pub struct Table {
     hand: usize,
     /// Pages the policy asked to flush ([`Memory::flush`]); drained by a handler.
     pub flush_queue: Vec<u32>,
-    /// The pool the budget is drawn from, if any: `Request`/`Release` go there.
-    pub pool: Option<crate::pool::Membership>,
+    /// Where the budget is drawn from, if anywhere (a pool, the daemon):
+    /// `Request`/`Release` go there.
+    pub source: Option<crate::source::Source>,
     /// Pages whose referenced bit was cleared and whose PTE is still to be
     /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
     /// lock is released.
@@ -125,7 +126,7 @@ impl Table {
             hand: 0,
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
-            pool: None,
+            source: None,
         }
     }
 
@@ -396,22 +397,22 @@ impl Memory for Table {
     }
     fn request_frames(&mut self, count: usize) -> usize {
         // Without a pool the budget is fixed at map time.
-        let Some(m) = &self.pool else {
+        let Some(source) = &self.source else {
             return 0;
         };
         // No more frames than the region has pages.
         let count = count.min(self.pages.saturating_sub(self.capacity));
-        let granted = m.pool().request(m.holder, count);
+        let granted = source.request(count);
         self.capacity += granted;
         granted
     }
     fn release_frames(&mut self, count: usize) -> usize {
-        let Some(m) = &self.pool else {
+        let Some(source) = &self.source else {
             return 0;
         };
         // Only free frames go back, and the region keeps one.
         let n = count.min(self.room()).min(self.capacity.saturating_sub(1));
-        let released = m.pool().release(m.holder, n);
+        let released = source.release(n);
         self.capacity -= released;
         released
     }

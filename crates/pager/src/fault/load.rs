@@ -367,7 +367,7 @@ fn take_flushes(g: &mut Inner) -> Option<crate::evict::Flushes> {
     }
     Some(crate::evict::Flushes {
         pages: std::mem::take(&mut g.table.flush_queue),
-        pool: g.table.pool.as_ref().map(|m| (m.pool().clone(), m.holder)),
+        pool: g.table.source.as_ref().and_then(|s| s.flusher()),
     })
 }
 

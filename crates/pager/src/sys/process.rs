@@ -158,3 +158,20 @@ pub fn fork_and_reap() -> io::Result<()> {
     restarting(|| unsafe { libc::waitpid(pid, &mut status, 0) })?;
     Ok(())
 }
+
+/// Makes descriptor `fd` name `/dev/null` (close-on-exec), dropping what it
+/// named: for a child after fork, in which `fd` is a copy of a parent's
+/// connection. Async-signal-safe (open, dup3, close); failures leave `fd`
+/// as it was.
+pub fn replace_with_null(fd: RawFd) {
+    // SAFETY: a NUL-terminated path; the descriptor opened is closed below.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if null < 0 {
+        return;
+    }
+    // SAFETY: dup3 atomically closes `fd` and makes it a copy of `null`;
+    // both are descriptors of this process.
+    unsafe { libc::dup3(null, fd, libc::O_CLOEXEC) };
+    // SAFETY: `null` was opened above and is not used after.
+    unsafe { libc::close(null) };
+}
