@@ -99,11 +99,17 @@ pub(crate) fn join(
     // A `Settled` read meanwhile may have grown it already.
     let granted = usize::try_from(granted).unwrap_or(usize::MAX);
     g.table.capacity = g.table.capacity.max(granted).max(1);
-    g.table.source = Some(Source::Daemon(Membership {
+    let membership = Membership {
         inner: inner.clone(),
         region,
         link,
-    }));
+    };
+    // The rest of the budget is asked for as in a pool: granted from free
+    // frames, the budget growing when the answer comes.
+    if terms.budget_frames > granted {
+        membership.request(terms.budget_frames - granted);
+    }
+    g.table.source = Some(Source::Daemon(membership));
     Ok(())
 }
 

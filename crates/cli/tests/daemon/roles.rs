@@ -1,0 +1,206 @@
+//! What a client process does, chosen by `PP_TEST_ROLE`. Each prints
+//! `ready ...` once its region is mapped, then reports on stdout, one line
+//! at a time; `error ...` and exit code 1 when something is wrong.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use pagepilot_pager::{Backing, Region, RegionOptions, PAGE_SIZE};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+/// The environment variable naming the role.
+pub const ROLE_ENV: &str = "PP_TEST_ROLE";
+
+/// Runs `role`: the process's exit code.
+pub fn run(role: &str, args: &[String]) -> i32 {
+    let outcome = match role {
+        "hold" => hold(args),
+        "writer" => writer(args),
+        "churn" => churn(args),
+        other => Err(format!("unknown role {other}")),
+    };
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("error {e}");
+            1
+        }
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str) -> Result<T, String> {
+    args.get(i)
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| format!("argument {i} ({name}) missing or malformed: {args:?}"))
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// The value a page holds in the `hold` and `churn` roles.
+fn stamp(salt: u64, page: usize) -> u64 {
+    salt.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (page as u64 + 1)
+}
+
+fn fill(region: &Region, salt: u64) {
+    for p in 0..region.len() / PAGE_SIZE {
+        // SAFETY: page `p` is inside the region.
+        unsafe { (region.as_ptr().add(p * PAGE_SIZE) as *mut u64).write_volatile(stamp(salt, p)) };
+    }
+}
+
+fn check(region: &Region, salt: u64) -> Result<(), String> {
+    for p in 0..region.len() / PAGE_SIZE {
+        // SAFETY: page `p` is inside the region.
+        let got = unsafe { (region.as_ptr().add(p * PAGE_SIZE) as *const u64).read_volatile() };
+        if got != stamp(salt, p) {
+            return Err(format!(
+                "page {p} holds {got:#x}, expected {:#x}",
+                stamp(salt, p)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn stats_line(region: &Region) -> String {
+    let s = region.stats();
+    format!(
+        "{} {} {} {}",
+        s.budget_frames, s.pool_reclaimed_frames, s.forced_reclaim_frames, s.frames_in_use
+    )
+}
+
+/// `hold PAGES MIN BUDGET`: an anonymous region of PAGES pages, its
+/// `minFrame` MIN and budget BUDGET frames, every page written. Then on
+/// stdin: `check` (every page read back; prints `checked BUDGET RECLAIMED
+/// FORCED IN_USE`), `stats` (`stats ...` the same), `exit` (unmaps).
+fn hold(args: &[String]) -> Result<(), String> {
+    let pages: usize = arg(args, 0, "pages")?;
+    let min: usize = arg(args, 1, "min")?;
+    let budget: usize = arg(args, 2, "budget")?;
+    let opts = RegionOptions::new(
+        Backing::Anonymous {
+            len: pages * PAGE_SIZE,
+        },
+        budget * PAGE_SIZE,
+        "lru",
+    )
+    .with_min_frames(min);
+    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let salt = u64::from(std::process::id());
+    fill(&region, salt);
+    say(&format!("ready {}", stats_line(&region)));
+    for line in std::io::stdin().lock().lines() {
+        match line.map_err(|e| e.to_string())?.trim() {
+            "check" => {
+                check(&region, salt)?;
+                say(&format!("checked {}", stats_line(&region)));
+            }
+            "stats" => say(&format!("stats {}", stats_line(&region))),
+            "exit" => break,
+            other => return Err(format!("unknown command {other}")),
+        }
+    }
+    region.unmap().map_err(|e| e.to_string())?;
+    say("bye");
+    Ok(())
+}
+
+/// `writer FILE PAGES BUDGET SEED`: the file mapped writable under a
+/// budget of BUDGET frames; 8-byte slots (four per page) written once
+/// each in random order, each store logged as `w OFFSET VALUE` after it
+/// is done, until killed.
+fn writer(args: &[String]) -> Result<(), String> {
+    let path: PathBuf = arg(args, 0, "file")?;
+    let pages: usize = arg(args, 1, "pages")?;
+    let budget: usize = arg(args, 2, "budget")?;
+    let seed: u64 = arg(args, 3, "seed")?;
+    let opts = RegionOptions::new(
+        Backing::File {
+            path,
+            writable: true,
+        },
+        budget * PAGE_SIZE,
+        "lru",
+    );
+    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let mut slots: Vec<usize> = (0..pages * 4)
+        .map(|i| (i / 4) * PAGE_SIZE + (i % 4) * 1000)
+        .collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    slots.shuffle(&mut rng);
+    say("ready");
+    for (n, offset) in slots.into_iter().enumerate() {
+        let value = rng.gen::<u64>() | 1 << 63 | n as u64;
+        // SAFETY: the slot is inside the region (offset + 8 <= pages * PAGE_SIZE).
+        unsafe { (region.as_ptr().add(offset) as *mut u64).write_volatile(value) };
+        say(&format!("w {offset} {value}"));
+    }
+    say("done");
+    std::thread::sleep(Duration::from_secs(600));
+    Ok(())
+}
+
+/// `churn SECONDS SEED DIR`: for SECONDS, map a region (anonymous, or a
+/// file in DIR every other time) of a random size under a random budget,
+/// write every page, read every page back, unmap; then exit. Prints
+/// `done ROUNDS`.
+fn churn(args: &[String]) -> Result<(), String> {
+    let seconds: f64 = arg(args, 0, "seconds")?;
+    let seed: u64 = arg(args, 1, "seed")?;
+    let dir: PathBuf = arg(args, 2, "dir")?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    let mut rounds = 0;
+    while rounds == 0 || Instant::now() < until {
+        let pages = rng.gen_range(32..256);
+        let budget = rng.gen_range(4..32);
+        let salt = rng.gen::<u64>();
+        let backing = if rounds % 2 == 1 {
+            let path = dir.join(format!("churn-{}-{rounds}", std::process::id()));
+            let f = std::fs::File::create(&path).map_err(|e| e.to_string())?;
+            f.set_len((pages * PAGE_SIZE) as u64)
+                .map_err(|e| e.to_string())?;
+            Backing::File {
+                path,
+                writable: true,
+            }
+        } else {
+            Backing::Anonymous {
+                len: pages * PAGE_SIZE,
+            }
+        };
+        let file = match &backing {
+            Backing::File { path, .. } => Some(path.clone()),
+            Backing::Anonymous { .. } => None,
+        };
+        // A small minimum, the rest of the budget asked for: the clients
+        // take frames from each other as they come and go.
+        let opts = RegionOptions::new(backing, budget * PAGE_SIZE, "clock").with_min_frames(4);
+        let region = Region::map(opts).map_err(|e| format!("round {rounds}: {e}"))?;
+        fill(&region, salt);
+        check(&region, salt).map_err(|e| format!("round {rounds}: {e}"))?;
+        region.unmap().map_err(|e| format!("round {rounds}: {e}"))?;
+        if let Some(path) = file {
+            // What was written reached the file.
+            let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+            for p in 0..pages {
+                let got =
+                    u64::from_ne_bytes(bytes[p * PAGE_SIZE..p * PAGE_SIZE + 8].try_into().unwrap());
+                if got != stamp(salt, p) {
+                    return Err(format!("round {rounds}: file page {p} holds {got:#x}"));
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        rounds += 1;
+    }
+    say(&format!("done {rounds}"));
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! The tests, each with a daemon of its own.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::harness::{eventually, Daemon, Process};
+
+/// Every test, by name.
+pub const ALL: &[(&str, fn())] = &[
+    (
+        "clients_share_the_budget_each_with_its_min_frame_and_fafr_reclaims_across_processes",
+        clients_share_the_budget_each_with_its_min_frame_and_fafr_reclaims_across_processes,
+    ),
+    (
+        "a_stopped_client_is_reclaimed_by_force_and_resumes_with_its_data",
+        a_stopped_client_is_reclaimed_by_force_and_resumes_with_its_data,
+    ),
+    (
+        "a_client_killed_in_the_middle_of_writes_loses_no_write_it_logged",
+        a_client_killed_in_the_middle_of_writes_loses_no_write_it_logged,
+    ),
+    (
+        "thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks",
+        thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks,
+    ),
+];
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn args(a: &[&dyn ToString]) -> Vec<String> {
+    a.iter().map(|x| x.to_string()).collect()
+}
+
+/// `(budget, reclaimed, forced, in_use)` from a `stats`/`checked` line.
+fn numbers(line: &str) -> (u64, u64, u64, u64) {
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (v[0], v[1], v[2], v[3])
+}
+
+/// Asks `p` for its stats until `ok` holds for them.
+fn stats_until(
+    p: &mut Process,
+    what: &str,
+    ok: impl Fn((u64, u64, u64, u64)) -> bool,
+) -> (u64, u64, u64, u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        p.say("stats");
+        let s = numbers(&p.expect("stats", WAIT));
+        if ok(s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "{what}: last stats {s:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn checked(p: &mut Process) -> (u64, u64, u64, u64) {
+    p.say("check");
+    numbers(&p.expect("checked", WAIT))
+}
+
+fn leave(mut p: Process) {
+    p.say("exit");
+    p.expect("bye", WAIT);
+    assert_eq!(p.wait(WAIT), Some(0));
+}
+
+fn clients_share_the_budget_each_with_its_min_frame_and_fafr_reclaims_across_processes() {
+    let daemon = Daemon::start(
+        "share",
+        "[machine]\nbudget_frames = 300\npartition_burst_frames = 300\ndeadline_ms = 500\n",
+    );
+    // A: minFrame 50, budget 200: granted 50, then the rest from free frames.
+    let mut a = Process::spawn(&daemon, "hold", &args(&[&200, &50, &200]));
+    a.expect("ready", WAIT);
+    stats_until(&mut a, "A grows to its budget", |s| s.0 == 200);
+    // B: minFrame 100 = budget, from the last free frames.
+    let mut b = Process::spawn(&daemon, "hold", &args(&[&200, &100, &100]));
+    b.expect("ready", WAIT);
+    stats_until(&mut b, "B holds its minimum", |s| s.0 == 100);
+    // C: minFrame 100 with none free: asked of A (first registered, above
+    // its minimum), which gives back as its policy chooses.
+    let mut c = Process::spawn(&daemon, "hold", &args(&[&200, &100, &100]));
+    c.expect("ready", WAIT);
+    stats_until(&mut c, "C settled at its minimum", |s| s.0 == 100);
+    let (a_budget, a_reclaimed, a_forced, _) = stats_until(&mut a, "A gave back", |s| s.0 == 100);
+    assert_eq!(a_budget, 100);
+    assert!(
+        a_reclaimed + a_forced >= 100,
+        "A gave back {a_reclaimed} and lost {a_forced}"
+    );
+    let status = daemon.status();
+    assert_eq!((status.total_frames, status.free_frames), (300, 0));
+    let held: HashMap<u32, (u64, u64)> = status
+        .clients
+        .iter()
+        .map(|c| (c.pid, (c.regions[0].min_frames, c.regions[0].held_frames)))
+        .collect();
+    assert_eq!(held[&a.pid()], (50, 100));
+    assert_eq!(held[&b.pid()], (100, 100));
+    assert_eq!(held[&c.pid()], (100, 100));
+    // D's minimum does not fit beside theirs: refused, the others served.
+    let mut d = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
+    let refusal = d.expect("error", WAIT);
+    assert!(refusal.contains("RegisterRegion"), "{refusal}");
+    assert_eq!(d.wait(WAIT), Some(1));
+    for p in [&mut a, &mut b, &mut c] {
+        checked(p);
+    }
+    for p in [a, b, c] {
+        leave(p);
+    }
+    eventually(WAIT, "every frame back", || {
+        let s = daemon.status();
+        s.free_frames == s.total_frames && s.clients.is_empty()
+    });
+}
+
+fn a_stopped_client_is_reclaimed_by_force_and_resumes_with_its_data() {
+    let daemon = Daemon::start(
+        "stopped",
+        "[machine]\nbudget_frames = 300\npartition_burst_frames = 300\ndeadline_ms = 200\n",
+    );
+    let mut a = Process::spawn(&daemon, "hold", &args(&[&300, &50, &300]));
+    a.expect("ready", WAIT);
+    stats_until(&mut a, "A grows to its budget", |s| s.0 == 300);
+    a.signal(libc::SIGSTOP);
+    let stopped = Instant::now();
+    let mut b = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
+    b.expect("ready", WAIT);
+    // A cannot answer: after the deadline its frames are taken by force
+    // and given to B.
+    stats_until(&mut b, "B settled while A is stopped", |s| s.0 == 100);
+    let waited = stopped.elapsed();
+    let a_status = daemon.client_of(a.pid()).expect("A still a client");
+    assert_eq!(a_status.regions[0].held_frames, 200);
+    assert_eq!(a_status.regions[0].forced_frames, 100);
+    assert!(
+        waited >= Duration::from_millis(200),
+        "B settled before the deadline: {waited:?}"
+    );
+    a.signal(libc::SIGCONT);
+    // A reads the order and the force, shrinks to what the daemon left it,
+    // and every page it wrote is still there.
+    let (budget, _, forced, in_use) = stats_until(&mut a, "A follows the force", |s| s.0 == 200);
+    assert_eq!((budget, forced), (200, 100));
+    assert!(in_use <= 200, "A uses {in_use} frames of 200");
+    checked(&mut a);
+    checked(&mut b);
+    leave(a);
+    leave(b);
+}
+
+fn a_client_killed_in_the_middle_of_writes_loses_no_write_it_logged() {
+    let daemon = Daemon::start("killed", "[machine]\nbudget_frames = 1000\n");
+    let pages = 2048;
+    let file = daemon.dir.join("data");
+    std::fs::File::create(&file)
+        .unwrap()
+        .set_len((pages * 4096) as u64)
+        .unwrap();
+    let mut writer = Process::spawn(
+        &daemon,
+        "writer",
+        &args(&[&file.display(), &pages, &64, &7]),
+    );
+    writer.expect("ready", WAIT);
+    let mut logged = Vec::new();
+    while logged.len() < 3000 {
+        let line = writer.line(WAIT);
+        if let Some(w) = line.strip_prefix("w ") {
+            logged.push(w.to_string());
+        }
+    }
+    writer.signal(libc::SIGKILL);
+    assert_eq!(writer.wait(WAIT), None, "killed by a signal");
+    logged.extend(
+        writer
+            .drain(Duration::from_millis(200))
+            .into_iter()
+            .filter_map(|l| l.strip_prefix("w ").map(str::to_string)),
+    );
+    // The daemon sees the client gone, writes back its dirty pages, then
+    // returns its frames.
+    eventually(WAIT, "the killed client gone from the daemon", || {
+        let s = daemon.status();
+        s.clients.is_empty() && s.free_frames == s.total_frames
+    });
+    let bytes = std::fs::read(&file).unwrap();
+    let mut lost = Vec::new();
+    for w in &logged {
+        let (offset, value) = w.split_once(' ').unwrap();
+        let (offset, value): (usize, u64) = (offset.parse().unwrap(), value.parse().unwrap());
+        let got = u64::from_ne_bytes(bytes[offset..offset + 8].try_into().unwrap());
+        if got != value {
+            lost.push((offset, value, got));
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "{} of {} logged writes lost, first {:?}; daemon log:\n{}",
+        lost.len(),
+        logged.len(),
+        &lost[..lost.len().min(5)],
+        daemon.log()
+    );
+}
+
+fn thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks() {
+    let mut daemon = Daemon::start(
+        "load",
+        "[machine]\nbudget_frames = 600\ndeadline_ms = 100\n",
+    );
+    let dir = daemon.dir.join("files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run_for = Duration::from_secs(60);
+    let started = Instant::now();
+    let mut running: Vec<Process> = Vec::new();
+    let (mut spawned, mut finished, mut rounds) = (0u64, 0u64, 0u64);
+    let mut rss_early = 0;
+    while started.elapsed() < run_for || !running.is_empty() {
+        while started.elapsed() < run_for && running.len() < 32 {
+            let seconds = 0.5 + (spawned % 5) as f64 * 0.5;
+            running.push(Process::spawn(
+                &daemon,
+                "churn",
+                &args(&[&seconds, &spawned, &dir.display()]),
+            ));
+            spawned += 1;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let mut still = Vec::new();
+        for mut p in running.drain(..) {
+            match p.try_exit() {
+                None => still.push(p),
+                Some(code) => {
+                    let lines = p.drain(Duration::from_millis(100));
+                    let done = lines.iter().find_map(|l| l.strip_prefix("done "));
+                    assert_eq!(code, 0, "client {} failed: {lines:?}", p.pid());
+                    rounds += done.expect("done line").parse::<u64>().unwrap();
+                    finished += 1;
+                }
+            }
+        }
+        running = still;
+        if rss_early == 0 && started.elapsed() > Duration::from_secs(10) {
+            rss_early = daemon.rss_kib();
+        }
+        assert!(
+            started.elapsed() < run_for + Duration::from_secs(120),
+            "clients do not finish"
+        );
+    }
+    assert!(daemon.is_running(), "the daemon died");
+    eventually(WAIT, "every frame back after the last client", || {
+        let s = daemon.status();
+        s.clients.is_empty() && s.free_frames == s.total_frames
+    });
+    let rss_end = daemon.rss_kib();
+    eprintln!(
+        "  {finished} clients, {rounds} map-fault-unmap rounds; daemon RSS {rss_early} KiB at 10 s, {rss_end} KiB at the end"
+    );
+    assert!(finished >= 64, "only {finished} clients finished");
+    assert!(
+        rss_end <= rss_early + 16 * 1024,
+        "the daemon's memory grew from {rss_early} to {rss_end} KiB"
+    );
+}
