@@ -16,8 +16,12 @@ use std::path::PathBuf;
 use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, RegionOptions};
 
 mod message;
+mod pins;
 mod pool;
 
+pub use pins::{
+    pp_drain_evictions, pp_eviction, pp_evictions_lost, pp_pin, pp_subscribe_evictions, pp_unpin,
+};
 pub use pool::{pp_pool, pp_pool_create, pp_pool_destroy, pp_pool_stats_json};
 
 use message::{write_message, CallError};
