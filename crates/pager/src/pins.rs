@@ -66,6 +66,16 @@ impl Shared {
             match g.table.state(p) {
                 State::Locked => return Ok(false),
                 State::Resident | State::Unwritten => {
+                    // The budget may have shrunk since the check (a pool
+                    // reclaimed frames): still one frame left for faults.
+                    let (pinned, budget_frames) = (g.table.locked, g.table.capacity);
+                    if pinned + 1 > budget_frames.saturating_sub(1) {
+                        return Err(PinError::OverBudget {
+                            new: 1,
+                            pinned,
+                            budget_frames,
+                        });
+                    }
                     self.lock_page(&mut g, p);
                     return Ok(true);
                 }
