@@ -80,6 +80,20 @@ impl DirtyMirror {
         ))
     }
 
+    /// The dirty memfd and its mirror for a region of `pages` pages if
+    /// `shared` (a writable file region), so that the daemon can write back
+    /// for a client that was killed; none otherwise.
+    pub fn for_region(
+        shared: bool,
+        pages: usize,
+    ) -> io::Result<(Option<OwnedFd>, Option<DirtyMirror>)> {
+        if !shared {
+            return Ok((None, None));
+        }
+        let (fd, mirror) = DirtyMirror::create(pages)?;
+        Ok((Some(fd), Some(mirror)))
+    }
+
     /// Mirrors page `page`'s change from table bits `old` to `new` (state
     /// and flags, [`crate::resident::Table`]'s byte): one atomic operation
     /// when its bit changes, nothing otherwise.

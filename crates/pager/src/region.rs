@@ -134,15 +134,10 @@ impl Region {
         let sys_err = |call| move |source| MapError::Sys { call, source };
 
         let memfd = sys::memfd("pagepilot-region", map_len).map_err(sys_err("memfd_create"))?;
-        // A writable file region shares its dirty state with the daemon
-        // (`dirty`), so that it can write back for a client that was killed.
-        let (dirty_memfd, dirty) = if writable && matches!(opts.backing, Backing::File { .. }) {
-            let (fd, mirror) =
-                crate::dirty::DirtyMirror::create(pages).map_err(sys_err("dirty map"))?;
-            (Some(fd), Some(mirror))
-        } else {
-            (None, None)
-        };
+        // A writable file region shares its dirty state with the daemon.
+        let file = matches!(opts.backing, Backing::File { .. });
+        let (dirty_memfd, dirty) = crate::dirty::DirtyMirror::for_region(writable && file, pages)
+            .map_err(sys_err("dirty map"))?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
         let app = sys::map_shared(fd, map_len, writable).map_err(sys_err("mmap"))?;
         let pager = match sys::map_shared(fd, map_len, true) {
