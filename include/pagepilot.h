@@ -13,6 +13,7 @@
 #define PAGEPILOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,6 +126,52 @@ int    pp_stats_json(pp_region *r, char *buf, size_t len); /* bytes written or -
 int    pp_unmap(pp_region *r);                       /* flushes; 0 or -errno. On failure the
                                                         region stays mapped with its dirty
                                                         data and r stays valid. */
+
+/* Pinned (locked) pages, the Cache Kernel's locked mappings. pp_pin pins every page
+   [offset, offset+len) touches: each is brought in now if it is not in memory, mapped,
+   and never evicted until pp_unpin: not by the policy, a smaller budget, a pool's
+   reclamation (normal or forced) nor pp_invalidate. Pinned pages count in the budget;
+   dirty ones are written back by pp_flush and pp_unmap and stay pinned. Pins do not nest:
+   pinning a pinned page changes nothing, one unpin unpins it. "pinned_pages" in the
+   stats counts them. Nothing changes on failure. */
+int    pp_pin(pp_region *r, size_t offset, size_t len);
+                                                     /* 0; -EINVAL for a NULL handle or a
+                                                        range outside the region; -ENOMEM
+                                                        if the pins would pass the budget
+                                                        less one frame (kept to serve
+                                                        faults); -EIO if a page cannot be
+                                                        read (beyond the file's end) */
+int    pp_unpin(pp_region *r, size_t offset, size_t len);
+                                                     /* 0; -EINVAL for a NULL handle, a range
+                                                        outside the region, or a page in it
+                                                        that is not pinned */
+
+/* Eviction notifications (the Cache Kernel's write-back of mappings with their
+   referenced and modified bits): once subscribed, every page the region evicts is
+   queued with its bits: policy victims, pages a pool reclaims (normally or by force),
+   pages a smaller budget evicts, clean pages pp_invalidate drops, pages whose failed
+   write-back a flush completed. Pages still in memory at pp_unmap are not reported. The
+   queue holds `capacity` events; when it is full the oldest is dropped and counted
+   (pp_evictions_lost, "evictions_lost" in the stats): a subscriber that falls behind
+   learns how many it missed. Off by default (costs one branch per eviction). */
+typedef struct pp_eviction {
+    uint64_t offset;            /* the page's byte offset in the region */
+    uint8_t referenced;         /* 1: mapped since the policy last cleared its referenced
+                                   bit (pages mapped by a cluster read around a fault count) */
+    uint8_t modified;           /* 1: written since its last write-back (written back
+                                   before its frame was freed) */
+    uint8_t reserved[6];        /* zero */
+} pp_eviction;
+
+int      pp_subscribe_evictions(pp_region *r, size_t capacity);
+                                                     /* 0 (capacity 0: off, queue dropped;
+                                                        again: the newest that fit are kept),
+                                                        -EINVAL for a NULL handle */
+int      pp_drain_evictions(pp_region *r, pp_eviction *out, size_t max);
+                                                     /* moves up to max events, oldest first,
+                                                        into out: the count, or -EINVAL (NULL
+                                                        handle, NULL out with max > 0) */
+uint64_t pp_evictions_lost(pp_region *r);            /* events dropped in total (0 for NULL) */
 
 /* Lifecycle (docs/lifecycle.md): at a normal exit (return from main, exit(),
    the last thread's pthread_exit) every dirty page of every region still

@@ -17,9 +17,13 @@ use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, 
 
 mod daemon;
 mod message;
+mod pins;
 mod pool;
 
 pub use daemon::pp_connect;
+pub use pins::{
+    pp_drain_evictions, pp_eviction, pp_evictions_lost, pp_pin, pp_subscribe_evictions, pp_unpin,
+};
 pub use pool::{pp_pool, pp_pool_create, pp_pool_destroy, pp_pool_stats_json};
 
 use message::{write_message, CallError};

@@ -57,6 +57,7 @@ fn test_c_program_maps_touches_and_refuses_bad_input() {
             "no refusal of {what}:\n{stdout}"
         );
     }
+    assert!(stdout.contains("pins and evictions: ok"), "{stdout}");
     // read(2) and pread(2) into regions mapped with defaults worked without pp_prefault.
     assert!(
         stdout.contains("read(2) into defaults regions: ok"),

@@ -81,6 +81,13 @@ pub trait Dataspace: Send + Sync {
         None
     }
 
+    /// A buffered (not O_DIRECT) descriptor of the backing file open for
+    /// writing, for the daemon to write pages back with if the client dies
+    /// (`None`: no writable file).
+    fn writable_file(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+
     /// Bytes read from the kernel's page cache rather than the device (the
     /// store's data was there already).
     /// Bytes the store's own records hold (what it remembers per page).
@@ -312,6 +319,11 @@ impl Dataspace for FileDataspace {
 
     fn file(&self) -> Option<std::os::fd::RawFd> {
         Some(self.direct.as_raw_fd())
+    }
+
+    fn writable_file(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        self.tail.as_ref().map(|f| f.as_fd())
     }
 
     fn readaround_pages(&self) -> Option<usize> {

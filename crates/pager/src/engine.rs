@@ -157,6 +157,8 @@ pub struct Inner {
     /// Prefetched windows accounted so far: windows are handed to the
     /// policy in ticket order, whichever read finishes first.
     pub prefetch_done: u64,
+    /// Eviction notifications, if a subscriber turned them on (`evictions`).
+    pub evictions: Option<crate::evictions::EvictionQueue>,
 }
 
 impl Inner {
@@ -179,6 +181,12 @@ pub struct Shared {
     pub uffd: Uffd,
     /// The region's frames.
     pub memfd: OwnedFd,
+    /// The memfd of the dirty map shared with the daemon (writable file
+    /// regions; the table keeps the map, `dirty`).
+    pub dirty_memfd: Option<OwnedFd>,
+    /// Serialises pin and unpin calls (`pins`): their check of the limit
+    /// and their pages' pinning are one step.
+    pub pins: Mutex<()>,
     /// The application's view.
     pub app: usize,
     /// The pager's view of the same memfd.

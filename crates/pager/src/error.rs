@@ -135,6 +135,51 @@ pub enum PrefaultError {
     },
 }
 
+/// Why [`crate::Region::pin`] or [`crate::Region::unpin`] refused a range.
+/// Nothing was pinned or unpinned when this is returned.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PinError {
+    /// The range does not lie inside the region.
+    #[error("pin of {len} bytes at offset {offset} is outside the region of {region_len} bytes")]
+    OutOfRange {
+        /// Offset asked for.
+        offset: usize,
+        /// Length asked for.
+        len: usize,
+        /// The region's length.
+        region_len: usize,
+    },
+    /// Pinning the range would leave no frame of the budget to serve a
+    /// fault in.
+    #[error(
+        "pinning {new} more page(s) beside the {pinned} pinned would pass the budget of \
+         {budget_frames} frames less one (a frame stays free to serve faults)"
+    )]
+    OverBudget {
+        /// Pages of the range not pinned yet.
+        new: usize,
+        /// Pages pinned already.
+        pinned: usize,
+        /// The region's budget, frames.
+        budget_frames: usize,
+    },
+    /// A page of the range cannot be brought in: it lies beyond the file's
+    /// current end, or its read failed.
+    #[error(
+        "page {page} cannot be brought in to be pinned (beyond the file's end, or its read failed)"
+    )]
+    Unreadable {
+        /// Page index in the region.
+        page: usize,
+    },
+    /// A page of the range to unpin is not pinned.
+    #[error("page {page} is not pinned")]
+    NotPinned {
+        /// Page index in the region.
+        page: usize,
+    },
+}
+
 /// One page whose write-back failed; its data is still in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedPage {

@@ -8,7 +8,7 @@
 use std::os::fd::AsRawFd;
 
 use crate::engine::{Inner, Shared, RECENT_FAULTS};
-use crate::error::{FailedPage, FlushError};
+use crate::error::FailedPage;
 use crate::resident::{State, FLUSHING, MODIFIED, PENDING};
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
@@ -20,7 +20,7 @@ fn errno(e: &std::io::Error) -> i32 {
 /// Takes resident page `s` from the policy to be evicted: it becomes
 /// `Evicting` and the policy forgets it. Returns the victim and whether it
 /// must be written back.
-fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
+pub(crate) fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
     let flags = g.table.flags(s);
     g.table.set(s, State::Evicting, flags);
     g.settle_forgotten();
@@ -154,7 +154,7 @@ impl Shared {
     /// # Safety
     /// Nobody may write the pages' frames during the call (they are
     /// write-protected or zapped) and the frames stay allocated.
-    unsafe fn write_runs(
+    pub(crate) unsafe fn write_runs(
         &self,
         pages: &[u32],
         written: &mut Vec<u32>,
@@ -208,7 +208,8 @@ impl Shared {
         failed
     }
 
-    fn stamp_eviction(&self, g: &mut Inner, page: u32) {
+    /// Gives page `page` the next number of the region's eviction sequence.
+    pub(crate) fn stamp_eviction(&self, g: &mut Inner, page: u32) {
         let seq = self
             .evict_seq
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
@@ -217,15 +218,17 @@ impl Shared {
     }
 
     /// Ends the eviction of `victims` under the lock: freed pages become
-    /// Absent, pages whose write-back failed are Pinned and stay dirty.
+    /// Absent (written back and punched: their dirty bits clear) and are
+    /// reported ([`Shared::evicted`]); pages whose write-back failed are
+    /// Unwritten and stay dirty.
     pub fn finish_evictions(&self, g: &mut Inner, victims: &[(u32, bool)], failed: &[FailedPage]) {
-        for &(v, _) in victims {
+        for &(v, dirty) in victims {
             if failed.iter().any(|f| f.page == v) {
-                g.table.set(v, State::Pinned, MODIFIED);
+                g.table.set(v, State::Unwritten, MODIFIED);
             } else {
+                let flags = g.table.flags(v);
                 g.table.set(v, State::Absent, 0);
-                self.stamp_eviction(g, v);
-                Counters::add(&self.stats.evictions, 1);
+                self.evicted(g, v, flags, dirty);
             }
         }
     }
@@ -248,7 +251,8 @@ impl Shared {
     /// back (a page whose write-back fails is kept, its frame with it).
     pub fn give_back(&self, frames: usize) -> usize {
         let mut g = self.lock();
-        let frames = frames.min(g.table.capacity.saturating_sub(1));
+        // Pinned pages are never given back: the region keeps them and a frame.
+        let frames = frames.min(g.table.capacity.saturating_sub(g.table.min_capacity()));
         let free = frames.min(g.table.room());
         let count = frames - free;
         let mut victims = if count > 0 {
@@ -275,7 +279,8 @@ impl Shared {
     /// is kept (the region is over its budget until a flush writes it).
     pub fn take_back(&self, frames: usize) {
         let mut g = self.lock();
-        let frames = frames.min(g.table.capacity.saturating_sub(1));
+        // Not even by force: the region keeps its pinned pages and a frame.
+        let frames = frames.min(g.table.capacity.saturating_sub(g.table.min_capacity()));
         g.table.capacity -= frames;
         let count = g.table.excess();
         let mut victims = Vec::new();
@@ -315,7 +320,10 @@ impl Shared {
     /// the old budget and the pages whose write-back failed.
     fn change_budget(&self, to: impl FnOnce(usize) -> usize) -> (usize, Vec<FailedPage>) {
         let mut g = self.lock();
-        let frames = to(g.table.capacity).clamp(1, g.table.pages().max(1));
+        // Never below the pinned pages and a frame to serve a fault in.
+        let frames = to(g.table.capacity)
+            .min(g.table.pages().max(1))
+            .max(g.table.min_capacity());
         let old = g.table.capacity;
         g.table.capacity = frames;
         let count = g.table.excess();
@@ -332,108 +340,6 @@ impl Shared {
         }
         drop(g);
         (old, self.evict(&mut victims))
-    }
-
-    /// [`Shared::write_back`], then syncs the backing store.
-    pub fn flush(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
-        self.write_back(only)?;
-        self.store.sync().map_err(FlushError::Sync)
-    }
-
-    /// Drops every clean resident page (msync's MS_INVALIDATE): the next
-    /// access reads the backing store again, and sees what other processes
-    /// wrote to it. Dirty pages and pages in a transition are left alone.
-    pub fn drop_clean(&self) {
-        let mut g = self.lock();
-        let mut victims = Vec::new();
-        for s in g.table.held_pages() {
-            let f = g.table.flags(s);
-            if g.table.state(s) != State::Resident || f & (MODIFIED | FLUSHING | PENDING) != 0 {
-                continue;
-            }
-            victims.push(give_up(&mut g, s));
-        }
-        drop(g);
-        self.evict(&mut victims);
-    }
-
-    /// Writes back every dirty page (resident or pinned). Pinned pages that
-    /// are written are freed. Reports the pages that could not be written;
-    /// they stay in memory and dirty.
-    pub fn write_back(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
-        if !self.store.persistent() {
-            return Ok(());
-        }
-        let mut resident = Vec::new();
-        let mut pinned = Vec::new();
-        {
-            let mut g = self.lock();
-            let pick: Vec<u32> = match only {
-                Some(list) => list.to_vec(),
-                None => g.table.held_pages(),
-            };
-            for s in pick {
-                let f = g.table.flags(s);
-                match g.table.state(s) {
-                    State::Resident if f & MODIFIED != 0 => {
-                        // Write-protect first: a write during the I/O faults
-                        // and sets MODIFIED again.
-                        let _ = self.uffd.writeprotect(self.app_addr(s), PAGE, true);
-                        g.table.set_flags(s, (f & !MODIFIED) | FLUSHING);
-                        resident.push(s);
-                    }
-                    State::Pinned => {
-                        g.table.set(s, State::Evicting, f);
-                        pinned.push(s);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        for (first, n) in runs(pinned.iter().copied()) {
-            let _ = sys::zap(self.app_addr(first), n * PAGE);
-        }
-        let mut failed = Vec::new();
-        let mut written_pinned = Vec::new();
-        // SAFETY: resident pages are write-protected (a racing write faults
-        // and re-dirties the page); pinned ones are Evicting and zapped. The
-        // frames stay allocated during the write.
-        unsafe {
-            self.write_runs(&resident, &mut Vec::new(), &mut failed);
-            self.write_runs(&pinned, &mut written_pinned, &mut failed);
-        }
-        for (first, n) in runs(written_pinned.iter().copied()) {
-            let _ = sys::punch_hole(self.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
-        }
-        {
-            let mut g = self.lock();
-            for &s in &resident {
-                let f = g.table.flags(s) & !FLUSHING;
-                let f = if failed.iter().any(|x| x.page == s) {
-                    f | MODIFIED
-                } else {
-                    f
-                };
-                if g.table.state(s) != State::Absent {
-                    g.table.set_flags(s, f);
-                }
-            }
-            for &s in &pinned {
-                if written_pinned.contains(&s) {
-                    g.table.set(s, State::Absent, 0);
-                    self.stamp_eviction(&mut g, s);
-                    Counters::add(&self.stats.evictions, 1);
-                } else {
-                    g.table.set(s, State::Pinned, MODIFIED);
-                }
-            }
-        }
-        self.notify();
-        if !failed.is_empty() {
-            failed.sort_by_key(|f| f.page);
-            return Err(FlushError::WriteBack { pages: failed });
-        }
-        Ok(())
     }
 }
 

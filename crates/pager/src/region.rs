@@ -29,7 +29,7 @@ use crate::{auto, fault, lifecycle, sigbus, threads};
 /// the file (an anonymous one is absent); an access beyond the file's
 /// current end, or whose read fails, raises SIGBUS.
 pub struct Region {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
     /// The only handler thread, reading the userfaultfd with blocking reads,
     /// and its doorbell page (see `fault::run_blocking`).
@@ -134,6 +134,10 @@ impl Region {
         let sys_err = |call| move |source| MapError::Sys { call, source };
 
         let memfd = sys::memfd("pagepilot-region", map_len).map_err(sys_err("memfd_create"))?;
+        // A writable file region shares its dirty state with the daemon.
+        let file = matches!(opts.backing, Backing::File { .. });
+        let (dirty_memfd, dirty) = crate::dirty::DirtyMirror::for_region(writable && file, pages)
+            .map_err(sys_err("dirty map"))?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
         let app = sys::map_shared(fd, map_len, writable).map_err(sys_err("mmap"))?;
         let pager = match sys::map_shared(fd, map_len, true) {
@@ -223,10 +227,13 @@ impl Region {
         let pool_link = membership.as_ref().map(|m| (m.pool().clone(), m.holder));
         let mut table = Table::new(pages, capacity, app);
         table.source = membership.map(crate::source::Source::Pool);
+        table.dirty = dirty;
         let shared = Arc::new(Shared {
             fault_limit,
             uffd,
             memfd,
+            dirty_memfd,
+            pins: Mutex::new(()),
             app,
             pager,
             map_len,
@@ -254,6 +261,7 @@ impl Region {
                 readers: None,
                 prefetch_issued: 0,
                 prefetch_done: 0,
+                evictions: None,
             }),
             cv: Condvar::new(),
             stats: Counters::default(),
@@ -474,7 +482,8 @@ impl Region {
         if !self.shared.forked() {
             let g = self.shared.lock();
             s.frames_in_use = (g.table.held - g.table.evicting) as u64;
-            s.pinned_pages = g.table.pinned as u64;
+            s.pinned_pages = g.table.locked as u64;
+            s.unwritten_pages = g.table.unwritten as u64;
             s.incidents = g.policy.incidents();
             s.budget_frames = g.table.capacity as u64;
             if let Some(h) = g.table.source.as_ref().and_then(|m| m.holder_stats()) {

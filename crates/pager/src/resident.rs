@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use pagepilot_policy::hash::BuildVpnHasher;
-use pagepilot_policy::{Memory, Page};
+use pagepilot_policy::Page;
 
 use crate::sys::{self, PAGE};
 
@@ -21,8 +21,13 @@ pub enum State {
     /// Being written back and freed by a handler.
     Evicting,
     /// In memory and dirty, its write-back failed: held outside the policy
-    /// (like a locked page) until a flush writes it.
-    Pinned,
+    /// until a flush writes it.
+    Unwritten,
+    /// Pinned by the application (`Region::pin`, the Cache Kernel's locked
+    /// mappings): in memory, held outside the policy, never a victim of any
+    /// path until unpinned. Dirty tracking and flushes work as for a
+    /// resident page.
+    Locked,
 }
 
 const STATE_MASK: u8 = 7;
@@ -80,8 +85,10 @@ pub struct Table {
     pub resident: usize,
     /// Frames holding data: every state but Absent.
     pub held: usize,
-    /// Pinned pages.
-    pub pinned: usize,
+    /// Pages whose write-back failed (`State::Unwritten`).
+    pub unwritten: usize,
+    /// Pages pinned by the application (`State::Locked`).
+    pub locked: usize,
     /// Pages being evicted (their frames are about to be freed).
     pub evicting: usize,
     /// The budget in frames.
@@ -97,6 +104,9 @@ pub struct Table {
     /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
     /// lock is released.
     zap_queue: Vec<u32>,
+    /// The dirty map shared with the daemon (writable file regions), kept
+    /// in step with the MODIFIED and FLUSHING flags (`crate::dirty`).
+    pub dirty: Option<crate::dirty::DirtyMirror>,
 }
 
 /// Evicted pages remembered per frame of the budget: ARC's and CAR's
@@ -119,7 +129,8 @@ impl Table {
             pages,
             resident: 0,
             held: 0,
-            pinned: 0,
+            unwritten: 0,
+            locked: 0,
             evicting: 0,
             capacity,
             app,
@@ -127,6 +138,7 @@ impl Table {
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
             source: None,
+            dirty: None,
         }
     }
 
@@ -212,7 +224,8 @@ impl Table {
             1 => State::Loading,
             2 => State::Resident,
             3 => State::Evicting,
-            _ => State::Pinned,
+            4 => State::Unwritten,
+            _ => State::Locked,
         }
     }
 
@@ -221,35 +234,69 @@ impl Table {
         self.slot(s).map_or(0, |k| self.bits[k] & !STATE_MASK)
     }
 
-    /// Sets the flag bits of page `s` (which holds a frame).
+    /// Sets the flag bits of page `s` (which holds a frame). Setting
+    /// MODIFIED sets the page's bit in the dirty map before the caller lets
+    /// the application write (`crate::dirty`).
     pub fn set_flags(&mut self, s: u32, flags: u8) {
         if let Some(k) = self.slot(s) {
-            let b = &mut self.bits[k];
-            *b = (*b & STATE_MASK) | (flags & !STATE_MASK);
+            let old = self.bits[k];
+            let new = (old & STATE_MASK) | (flags & !STATE_MASK);
+            self.bits[k] = new;
+            if let Some(d) = &self.dirty {
+                d.mirror(s, crate::dirty::is_dirty(old), crate::dirty::is_dirty(new));
+            }
         }
     }
 
-    /// Moves page `s` to `to` with `flags`, keeping the counts.
+    /// Moves page `s` to `to` with `flags`, keeping the counts and the
+    /// dirty map: a page's bit follows its MODIFIED and FLUSHING flags, and
+    /// clears when it becomes Absent (its write-back and punch are done).
+    /// Entering Evicting must keep those two flags (the bit stays as it is
+    /// while the eviction writes the page back).
     pub fn set(&mut self, s: u32, to: State, flags: u8) {
         let from = self.state(s);
         if from == State::Absent && to == State::Absent {
             return;
         }
+        let count =
+            |n: &mut usize, x: State| *n = *n + usize::from(to == x) - usize::from(from == x);
         let held = |x: State| x != State::Absent;
         self.held = self.held + usize::from(held(to)) - usize::from(held(from));
-        self.resident = self.resident + usize::from(to == State::Resident)
-            - usize::from(from == State::Resident);
-        self.pinned =
-            self.pinned + usize::from(to == State::Pinned) - usize::from(from == State::Pinned);
-        self.evicting = self.evicting + usize::from(to == State::Evicting)
-            - usize::from(from == State::Evicting);
+        count(&mut self.resident, State::Resident);
+        count(&mut self.unwritten, State::Unwritten);
+        count(&mut self.locked, State::Locked);
+        count(&mut self.evicting, State::Evicting);
         let k = self.slot_for(s);
+        let old = self.bits[k];
         if to == State::Absent {
             self.bits[k] = 0;
             self.remember(k);
         } else {
             self.bits[k] = code(to) | (flags & !STATE_MASK);
         }
+        debug_assert!(
+            to != State::Evicting
+                || crate::dirty::is_dirty(old) == crate::dirty::is_dirty(self.bits[k]),
+            "page {s} entered Evicting with other dirty flags"
+        );
+        if let Some(d) = &self.dirty {
+            d.mirror(
+                s,
+                crate::dirty::is_dirty(old),
+                crate::dirty::is_dirty(self.bits[k]),
+            );
+        }
+    }
+
+    /// Frames the policy's pages may hold: the budget less the pinned pages.
+    pub fn usable(&self) -> usize {
+        self.capacity.saturating_sub(self.locked)
+    }
+
+    /// The smallest budget the region may shrink to: its pinned pages and
+    /// one frame to serve a fault in.
+    pub fn min_capacity(&self) -> usize {
+        self.locked + 1
     }
 
     /// The policy's view of page `s`: its slot (`u32::MAX` if it has none,
@@ -347,127 +394,10 @@ impl Table {
     }
 }
 
-impl Memory for Table {
-    fn slots(&self) -> usize {
-        self.page_in.len()
-    }
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-    fn resident(&self) -> usize {
-        self.resident
-    }
-    fn is_resident(&self, slot: u32) -> bool {
-        self.slot_bits(slot) & STATE_MASK == code(State::Resident)
-    }
-    fn page(&self, slot: u32) -> Page {
-        let page = self.page_in.get(slot as usize).copied().unwrap_or(NO_PAGE);
-        Page {
-            slot,
-            vpn: if page == NO_PAGE {
-                u64::MAX
-            } else {
-                u64::from(page)
-            },
-        }
-    }
-    fn page_of(&self, vpn: u64) -> Option<Page> {
-        let page = u32::try_from(vpn).ok()?;
-        let k = self.slot(page)?;
-        Some(Page {
-            slot: k as u32,
-            vpn,
-        })
-    }
-    fn is_referenced(&self, slot: u32) -> bool {
-        self.is_resident(slot) && self.slot_bits(slot) & REFERENCED != 0
-    }
-    fn is_modified(&self, slot: u32) -> bool {
-        self.is_resident(slot) && self.slot_bits(slot) & MODIFIED != 0
-    }
-    fn clear_referenced(&mut self, slot: u32) {
-        if !self.is_referenced(slot) {
-            return;
-        }
-        // The application's PTE is zapped (in a batch, before the lock is
-        // released); the frame stays in the memfd and the next access is a
-        // minor fault that sets the bit again.
-        self.bits[slot as usize] &= !REFERENCED;
-        self.zap_queue.push(self.page_in[slot as usize]);
-    }
-    fn request_frames(&mut self, count: usize) -> usize {
-        // Without a pool the budget is fixed at map time.
-        let Some(source) = &self.source else {
-            return 0;
-        };
-        // No more frames than the region has pages.
-        let count = count.min(self.pages.saturating_sub(self.capacity));
-        let granted = source.request(count);
-        self.capacity += granted;
-        granted
-    }
-    fn release_frames(&mut self, count: usize) -> usize {
-        let Some(source) = &self.source else {
-            return 0;
-        };
-        // Only free frames go back, and the region keeps one.
-        let n = count.min(self.room()).min(self.capacity.saturating_sub(1));
-        let released = source.release(n);
-        self.capacity -= released;
-        released
-    }
-    fn flush(&mut self, slot: u32) -> bool {
-        if !self.is_resident(slot) {
-            return false;
-        }
-        if self.slot_bits(slot) & MODIFIED != 0 {
-            self.flush_queue.push(self.page_in[slot as usize]);
-        }
-        true
-    }
-}
+// The policy's view of the table.
+#[path = "resident_memory.rs"]
+mod memory;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Evicts pages `0..n` in turn through a table of `frames` frames.
-    fn cycle(table: &mut Table, n: u32) {
-        for s in 0..n {
-            table.set(s, State::Resident, 0);
-            table.set(s, State::Absent, 0);
-            table.set_evicted_at(s, u64::from(s) + 1);
-        }
-    }
-
-    #[test]
-    fn test_slots_follow_the_budget_and_forgotten_pages_are_told_in_eviction_order() {
-        let frames = 4;
-        let mut t = Table::new(1 << 31, frames, 0);
-        cycle(&mut t, 100);
-        let bound = frames * HISTORY_PER_FRAME;
-        // Only the last `bound` evicted pages are remembered, in as many slots.
-        assert!(t.slots() <= bound + 1, "{} slots", t.slots());
-        assert_eq!(t.evicted_at(99), 100);
-        assert_eq!(t.evicted_at(99 - bound as u32), 0);
-        let told: Vec<u64> = t.forgotten.iter().map(|p| p.vpn).collect();
-        assert_eq!(told, (0..100 - bound as u64).collect::<Vec<_>>());
-        // A forgotten page's slot names another page now.
-        let last = t.forgotten.last().unwrap();
-        assert_ne!(t.page(last.slot).vpn, last.vpn);
-    }
-
-    #[test]
-    fn test_a_page_back_in_memory_keeps_its_slot_past_the_history_bound() {
-        let mut t = Table::new(1 << 20, 2, 0);
-        t.set(7, State::Resident, REFERENCED);
-        t.set(7, State::Absent, 0);
-        let slot = t.page_view(7).slot;
-        t.set(7, State::Resident, REFERENCED);
-        cycle(&mut t, 5);
-        assert_eq!(t.page_view(7).slot, slot);
-        assert!(t.is_referenced(slot));
-        assert!(t.forgotten.iter().all(|p| p.vpn != 7));
-        assert_eq!(t.held_pages(), vec![7]);
-    }
-}
+#[path = "resident_tests.rs"]
+mod tests;

@@ -111,6 +111,7 @@ pub struct Counters {
     pub(crate) minor_faults: AtomicU64,
     pub(crate) wp_faults: AtomicU64,
     pub(crate) evictions: AtomicU64,
+    pub(crate) evictions_lost: AtomicU64,
     pub(crate) writebacks: AtomicU64,
     pub(crate) writeback_errors: AtomicU64,
     pub(crate) read_errors: AtomicU64,
@@ -158,6 +159,9 @@ pub struct RegionStats {
     pub wp_faults: u64,
     /// Pages evicted.
     pub evictions: u64,
+    /// Eviction notifications dropped because the subscriber's queue was
+    /// full (`Region::subscribe_evictions`), in total.
+    pub evictions_lost: u64,
     /// Dirty pages written back (by eviction or flush).
     pub writebacks: u64,
     /// Write-backs that failed (the data stayed in memory).
@@ -208,8 +212,12 @@ pub struct RegionStats {
     pub budget_frames: u64,
     /// Pages in the region.
     pub pages: u64,
-    /// Pages held outside the policy because their write-back failed.
+    /// Pages pinned by the application (`Region::pin`): held outside the
+    /// policy, never evicted, counted in `frames_in_use`.
     pub pinned_pages: u64,
+    /// Pages held outside the policy because their write-back failed (a
+    /// flush retries them).
+    pub unwritten_pages: u64,
     /// Bytes the pager's records of the region hold: its frame table (an
     /// entry per page held or remembered, [`crate::resident`]) and the
     /// backing store's records. They follow the budget and what was
@@ -251,6 +259,7 @@ impl Counters {
             minor_faults: l(&self.minor_faults),
             wp_faults: l(&self.wp_faults),
             evictions: l(&self.evictions),
+            evictions_lost: l(&self.evictions_lost),
             writebacks: l(&self.writebacks),
             writeback_errors: l(&self.writeback_errors),
             read_errors: l(&self.read_errors),

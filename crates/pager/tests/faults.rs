@@ -49,7 +49,7 @@ fn test_failed_writeback_to_full_disk_keeps_dirty_data_and_reports_it() {
     fill(&region, pages, 0x5a);
     let s = region.stats();
     assert!(s.writeback_errors > 0, "{s:?}");
-    assert!(s.pinned_pages > 0, "{s:?}");
+    assert!(s.unwritten_pages > 0, "{s:?}");
     // Nothing was dropped: every page still reads what was written.
     assert_eq!(check(&region, pages, 0x5a), 0);
     match region.flush() {
@@ -71,7 +71,7 @@ fn test_failed_writeback_to_full_disk_keeps_dirty_data_and_reports_it() {
     // Make room: now everything is written back.
     disk.resize(4 << 20);
     region.flush().unwrap();
-    assert_eq!(region.stats().pinned_pages, 0);
+    assert_eq!(region.stats().unwritten_pages, 0);
     region.unmap().unwrap();
     let back = std::fs::read(&path).unwrap();
     for p in 0..pages {

@@ -61,6 +61,17 @@ impl<'a> DirtyMap<'a> {
         Ok(map)
     }
 
+    /// Writes the header of a fresh map of `pages` clean pages into memory
+    /// known to hold zeros (a new memfd): the bitmap is left untouched, so
+    /// that a map of a large sparse region costs memory only where pages
+    /// are written ([`DirtyMap::init`] stores every word).
+    pub fn init_zeroed(words: &'a [AtomicU64], pages: u64) -> Result<DirtyMap<'a>, DirtyMapError> {
+        let map = DirtyMap::fit(words, pages)?;
+        words[1].store(pages, Ordering::Relaxed);
+        words[0].store(DIRTY_MAGIC, Ordering::Release);
+        Ok(map)
+    }
+
     /// Reads a map another process wrote (the daemon's side), checking its
     /// header against the memory given.
     pub fn open(words: &'a [AtomicU64]) -> Result<DirtyMap<'a>, DirtyMapError> {
@@ -199,6 +210,20 @@ mod tests {
         mem[1].store(u64::MAX, Ordering::Relaxed);
         assert!(matches!(
             DirtyMap::open(&mem),
+            Err(DirtyMapError::TooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn a_map_initialised_over_zeroed_memory_opens_clean() {
+        let mem = memory(DirtyMap::bytes_for(200) / 8);
+        let writer = DirtyMap::init_zeroed(&mem, 200).unwrap();
+        writer.set(199, true);
+        let reader = DirtyMap::open(&mem).unwrap();
+        assert_eq!(reader.pages(), 200);
+        assert_eq!(reader.dirty_pages().collect::<Vec<_>>(), vec![199]);
+        assert!(matches!(
+            DirtyMap::init_zeroed(&mem[..3], 200),
             Err(DirtyMapError::TooSmall { .. })
         ));
     }

@@ -95,6 +95,54 @@ static void file_region(const char *path) {
     close(fd);
 }
 
+/* Pins hold pages through scans many times the budget; eviction events carry the bits. */
+static void pins_and_evictions(const char *path) {
+    char err[PP_ERR_MAX] = "";
+    pp_region *r = pp_map_file(path, 1, BUDGET_PAGES * PAGE, "clock", err, sizeof err);
+    CHECK(r != NULL, "pp_map_file: %s", err);
+    volatile unsigned char *m = pp_addr(r);
+    CHECK(pp_subscribe_evictions(r, 4096) == 0, "pp_subscribe_evictions");
+    CHECK(pp_pin(r, 10 * PAGE + 1, 4 * PAGE - 2) == 0, "pp_pin");
+    CHECK(pp_pin(r, 100 * PAGE, BUDGET_PAGES * PAGE) == -ENOMEM, "pins beyond the budget");
+    CHECK(pp_pin(r, PAGES * PAGE, 1) == -EINVAL, "pin outside the region");
+    CHECK(pp_unpin(r, 100 * PAGE, PAGE) == -EINVAL, "unpin of a page not pinned");
+    CHECK(pp_pin(NULL, 0, PAGE) == -EINVAL, "pin of a NULL handle");
+    m[200 * PAGE + 5] ^= 0xff;
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t p = 0; p < PAGES; p++) (void)m[p * PAGE];
+    }
+    pp_eviction ev[64];
+    size_t events = 0, written_seen = 0;
+    int n;
+    while ((n = pp_drain_evictions(r, ev, 64)) > 0) {
+        for (int i = 0; i < n; i++) {
+            size_t page = ev[i].offset / PAGE;
+            CHECK(page < 10 || page >= 14, "pinned page %zu evicted", page);
+            if (page == 200 && ev[i].modified) written_seen++;
+            CHECK(ev[i].reserved[0] == 0, "reserved bytes");
+        }
+        events += (size_t)n;
+    }
+    CHECK(n == 0, "pp_drain_evictions returned %d", n);
+    CHECK(events >= 2 * PAGES && written_seen == 1, "%zu events, page 200 modified %zu", events,
+          written_seen);
+    CHECK(pp_evictions_lost(r) == 0, "nothing lost");
+    CHECK(pp_drain_evictions(r, NULL, 4) == -EINVAL, "NULL out");
+    CHECK(pp_drain_evictions(NULL, ev, 4) == -EINVAL, "NULL handle");
+    char stats[4096];
+    CHECK(pp_stats_json(r, stats, sizeof stats) > 0, "stats");
+    CHECK(strstr(stats, "\"pinned_pages\":4"), "stats: %s", stats);
+    /* A small queue loses the oldest and says so. */
+    CHECK(pp_subscribe_evictions(r, 2) == 0, "resubscribe");
+    for (size_t p = 20; p < 60; p++) (void)m[p * PAGE];
+    CHECK(pp_drain_evictions(r, ev, 64) == 2 && pp_evictions_lost(r) > 0, "lost %llu",
+          (unsigned long long)pp_evictions_lost(r));
+    CHECK(pp_unpin(r, 10 * PAGE, 4 * PAGE) == 0, "pp_unpin");
+    m[200 * PAGE + 5] ^= 0xff;
+    CHECK(pp_unmap(r) == 0, "pp_unmap");
+    printf("pins and evictions: ok\n");
+}
+
 static void anon_region(void) {
     char err[PP_ERR_MAX] = "";
     pp_region *r = pp_map_anon(PAGES * PAGE, BUDGET_PAGES * PAGE, "fifo", err, sizeof err);
@@ -418,6 +466,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/table.dat", argv[1]);
     write_file(path, PAGES, 0644);
     file_region(path);
+    pins_and_evictions(path);
     anon_region();
     options_region(path);
     faulting_thread_region(path);

@@ -1,6 +1,6 @@
 //! A region's place among the daemon's holders.
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Weak};
 
@@ -113,14 +113,20 @@ pub(crate) fn join(
     Ok(())
 }
 
-/// The descriptors the daemon keeps for a region: its memory file, so it
-/// can write back for a client that died.
+/// The descriptors the daemon keeps for a region: its memory file, and for
+/// a writable file its backing file and dirty map, so it can write back for
+/// a client that died.
 fn files_of(shared: &Shared) -> (RegionFiles, Vec<BorrowedFd<'_>>) {
+    let Some(f) = shared.daemon_files() else {
+        return (RegionFiles::default(), Vec::new());
+    };
     let files = RegionFiles {
         memory: true,
-        ..Default::default()
+        backing: f.backing.is_some(),
+        dirty: f.dirty.is_some(),
     };
-    (files, vec![shared.memfd.as_fd()])
+    let fds = [Some(f.memory), f.backing, f.dirty].into_iter().flatten().collect();
+    (files, fds)
 }
 
 impl Membership {

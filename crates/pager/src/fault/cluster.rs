@@ -113,7 +113,8 @@ fn follow_stream(g: &mut Inner, s: u32) -> bool {
 
 /// Absent pages from `s` on of `s`'s kind (all to be read, or all with
 /// nothing to read, to be zero-filled), at most `want`, at most half the
-/// budget (a cluster never evicts most of the resident set).
+/// budget the pinned pages leave (a cluster never evicts most of the
+/// resident set).
 pub(super) fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
     if g.table.state(s) != State::Absent {
         return 0;
@@ -121,7 +122,7 @@ pub(super) fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
     let data = sh.store.has_data(s as usize);
     let limit = want
         .min(g.table.pages() - s as usize)
-        .min((g.table.capacity / 2).max(1));
+        .min((g.table.usable() / 2).max(1));
     let mut n = 1;
     while n < limit
         && g.table.state(s + n as u32) == State::Absent

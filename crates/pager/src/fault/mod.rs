@@ -180,7 +180,9 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
     let mut g = sh.wait_stable(g, s);
     let addr = sh.app_addr(s);
     match g.table.state(s) {
-        State::Resident | State::Pinned => {
+        State::Resident | State::Unwritten | State::Locked => {
+            // MODIFIED (and the page's bit in the dirty map) before the
+            // write is let through.
             let f = g.table.flags(s) | MODIFIED;
             g.table.set_flags(s, f);
             // Un-protecting wakes the writer.
@@ -222,7 +224,8 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
                 g.table.zap_cleared();
             }
         }
-        State::Pinned => {
+        // Held outside the policy: mapped again, told to nobody.
+        State::Unwritten | State::Locked => {
             let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
             map_access(sh, s, write, sh.writable && f & MODIFIED == 0);
@@ -243,7 +246,7 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
 }
 
 /// Tells the policy of a fault on page `s` (the fault count is its clock).
-pub(super) fn tell_policy(g: &mut Inner, s: u32, kind: FaultKind, write: bool) {
+pub(crate) fn tell_policy(g: &mut Inner, s: u32, kind: FaultKind, write: bool) {
     g.time += 1;
     g.settle_forgotten();
     let fault = Fault {

@@ -89,7 +89,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
         return;
     }
     let w = g.window.max(1);
-    let room = (g.table.capacity / 2 / w).saturating_sub(1).max(1);
+    let room = (g.table.usable() / 2 / w).saturating_sub(1).max(1);
     let depth = sh.tuning.readahead_depth.min(room);
     while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
         let first = g.next_expected;

@@ -1,6 +1,8 @@
 //! Helpers shared by the pager's integration tests.
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
