@@ -39,6 +39,7 @@ fn pin_errno(e: &PinError) -> c_int {
         PinError::OutOfRange { .. } | PinError::NotPinned { .. } => libc::EINVAL,
         PinError::OverBudget { .. } => libc::ENOMEM,
         PinError::Unreadable { .. } => libc::EIO,
+        PinError::Daemon { errno, .. } => *errno,
     }
 }
 

@@ -172,6 +172,16 @@ pub enum PinError {
         /// Page index in the region.
         page: usize,
     },
+    /// The daemon refused the pin: beyond the user's pin quota
+    /// (`ErrorCode::PinQuota`, `EDQUOT`), or beyond what the region holds
+    /// of its `minFrame`.
+    #[error("{message}")]
+    Daemon {
+        /// The errno a C caller gets (`EDQUOT` beyond the quota).
+        errno: i32,
+        /// The daemon's reason.
+        message: String,
+    },
     /// A page of the range to unpin is not pinned.
     #[error("page {page} is not pinned")]
     NotPinned {
@@ -202,4 +212,13 @@ pub enum FlushError {
     /// Syncing the backing file failed.
     #[error("sync of the backing store failed: {0}")]
     Sync(io::Error),
+}
+
+impl PinError {
+    pub(crate) fn from_daemon(e: crate::DaemonError) -> PinError {
+        PinError::Daemon {
+            errno: e.errno(),
+            message: e.to_string(),
+        }
+    }
 }

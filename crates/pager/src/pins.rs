@@ -185,7 +185,23 @@ impl Region {
         if self.shared.forked() {
             return Ok(());
         }
-        self.shared.pin(first, end)
+        // The daemon counts the pages against the user's pin quota first;
+        // a pin refused here is handed back.
+        let (at, bytes) = (first as usize * PAGE, (end - first) as usize * PAGE);
+        let daemon = self.daemon_region();
+        if let Some(d) = &daemon {
+            d.pin(at, bytes).map_err(PinError::from_daemon)?;
+        }
+        let pinned = self.shared.pin(first, end);
+        if let (Err(_), Some(d)) = (&pinned, &daemon) {
+            let _ = d.unpin(at, bytes);
+        }
+        pinned
+    }
+
+    fn daemon_region(&self) -> Option<crate::daemon::DaemonRegion> {
+        let g = self.shared.lock();
+        g.table.source.as_ref().and_then(|s| s.daemon())
     }
 
     /// Unpins every page `[offset, offset + len)` touches: they go back to
@@ -197,6 +213,11 @@ impl Region {
         if self.shared.forked() {
             return Ok(());
         }
-        self.shared.unpin(first, end)
+        self.shared.unpin(first, end)?;
+        if let Some(d) = self.daemon_region() {
+            let (at, bytes) = (first as usize * PAGE, (end - first) as usize * PAGE);
+            d.unpin(at, bytes).map_err(PinError::from_daemon)?;
+        }
+        Ok(())
     }
 }

@@ -49,6 +49,14 @@ impl Source {
         }
     }
 
+    /// The daemon's handle of the region, if it is the daemon's.
+    pub fn daemon(&self) -> Option<crate::daemon::DaemonRegion> {
+        match self {
+            Source::Pool(_) => None,
+            Source::Daemon(m) => Some(m.handle()),
+        }
+    }
+
     /// What the region gave back when asked, and what was taken by force.
     pub fn holder_stats(&self) -> Option<HolderStats> {
         match self {

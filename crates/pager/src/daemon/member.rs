@@ -125,7 +125,10 @@ fn files_of(shared: &Shared) -> (RegionFiles, Vec<BorrowedFd<'_>>) {
         backing: f.backing.is_some(),
         dirty: f.dirty.is_some(),
     };
-    let fds = [Some(f.memory), f.backing, f.dirty].into_iter().flatten().collect();
+    let fds = [Some(f.memory), f.backing, f.dirty]
+        .into_iter()
+        .flatten()
+        .collect();
     (files, fds)
 }
 
@@ -172,6 +175,58 @@ impl Membership {
             forced: self.link.forced.load(SeqCst),
             forced_incidents: self.link.forced_incidents.load(SeqCst),
             ..HolderStats::default()
+        }
+    }
+}
+
+/// A registered region, as a handle usable outside the region's lock (a
+/// request waits for the daemon's answer, and the reader thread that
+/// brings it may need the lock meanwhile).
+pub(crate) struct DaemonRegion {
+    inner: Arc<Inner>,
+    region: RegionId,
+}
+
+impl DaemonRegion {
+    /// Asks the daemon to count `len` bytes at `offset` as pinned (against
+    /// the user's pin quota).
+    pub fn pin(&self, offset: usize, len: usize) -> Result<(), DaemonError> {
+        self.pin_message(offset, len, true)
+    }
+
+    /// Tells the daemon the range is unpinned.
+    pub fn unpin(&self, offset: usize, len: usize) -> Result<(), DaemonError> {
+        self.pin_message(offset, len, false)
+    }
+
+    fn pin_message(&self, offset: usize, len: usize, pin: bool) -> Result<(), DaemonError> {
+        let (region, offset, len) = (self.region, offset as u64, len as u64);
+        let message = if pin {
+            Message::Pin {
+                region,
+                offset,
+                len,
+            }
+        } else {
+            Message::Unpin {
+                region,
+                offset,
+                len,
+            }
+        };
+        match self.inner.call(&message, &[])? {
+            Message::Pinned { .. } => Ok(()),
+            other => Err(super::refusal(other, "Pinned")),
+        }
+    }
+}
+
+impl Membership {
+    /// A handle to use outside the region's lock.
+    pub fn handle(&self) -> DaemonRegion {
+        DaemonRegion {
+            inner: self.inner.clone(),
+            region: self.region,
         }
     }
 }

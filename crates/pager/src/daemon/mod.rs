@@ -36,7 +36,7 @@ use pagepilot_protocol::{
 };
 use pagepilot_transport::{Connection, TransportError};
 
-pub(crate) use member::{join, Membership, Terms};
+pub(crate) use member::{join, DaemonRegion, Membership, Terms};
 
 /// The environment variable naming the daemon's socket: a process started
 /// with it joins the daemon at its first map.
