@@ -1,0 +1,148 @@
+//! One client's connection as the server keeps it: the socket and its
+//! decoder, who is at the other end, since when it has been sending half a
+//! frame, and the descriptors of its regions.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use pagepilot_protocol::{ClientId, ErrorCode, Message, RegionId};
+use pagepilot_transport::{Connection, ReadOutcome, Received, TransportError};
+
+use super::files::RegionFds;
+use crate::client::Credentials;
+
+/// Reads per wake-up and connection (16 KiB each), so that one client
+/// sending without pause cannot starve the others.
+const READS_PER_TURN: usize = 4;
+
+/// A connected client.
+#[derive(Debug)]
+pub(crate) struct Client {
+    /// Its id in the core.
+    pub id: ClientId,
+    /// The socket, non-blocking.
+    pub conn: Connection,
+    /// Who it is (`SO_PEERCRED`).
+    pub peer: Credentials,
+    /// When the unfinished frame it is sending began to arrive.
+    pub partial_since: Option<Instant>,
+    /// The descriptors of its registered regions.
+    pub regions: BTreeMap<RegionId, RegionFds>,
+}
+
+/// What a turn of reading found, in order.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A whole frame with its descriptors.
+    Frame(Received),
+    /// A frame refused in its body: the error to answer it with (the
+    /// client goes on).
+    Refused(Message),
+}
+
+/// Why a connection ends from the client's side.
+#[derive(Debug)]
+pub(crate) struct End {
+    /// What to tell the client first, when it can still be told.
+    pub reply: Option<Message>,
+    /// For the log.
+    pub why: String,
+}
+
+impl Client {
+    /// Reads what the client sent (a few reads at most) and decodes it:
+    /// the inputs in order, and why the connection ends, if it does. A
+    /// frame refused in its body is an input; a header refused (the stream
+    /// out of step), descriptors missing or too many, a read error or the
+    /// peer closing end it.
+    pub fn read(&mut self, now: Instant) -> (Vec<Input>, Option<End>) {
+        let mut inputs = Vec::new();
+        for _ in 0..READS_PER_TURN {
+            let outcome = self.conn.read_available();
+            if let Some(end) = self.decode(&mut inputs) {
+                return (inputs, Some(end));
+            }
+            match outcome {
+                Ok(ReadOutcome::Read(_)) => {}
+                Ok(ReadOutcome::WouldBlock) => break,
+                Ok(ReadOutcome::Closed) => {
+                    let pending = self.conn.pending();
+                    let why = match pending {
+                        0 => "closed the connection".to_owned(),
+                        n => format!("closed the connection {n} bytes into a frame"),
+                    };
+                    return (inputs, Some(End { reply: None, why }));
+                }
+                Err(TransportError::TooManyFds) => {
+                    let text = "more file descriptors than the frames announce";
+                    let reply = Message::error(ErrorCode::BadFiles, None, None, text);
+                    let why = format!("sent {text}");
+                    return (
+                        inputs,
+                        Some(End {
+                            reply: Some(reply),
+                            why,
+                        }),
+                    );
+                }
+                Err(e) => {
+                    let why = format!("read failed: {e}");
+                    return (inputs, Some(End { reply: None, why }));
+                }
+            }
+        }
+        self.partial_since = match self.conn.pending() {
+            0 => None,
+            _ => self.partial_since.or(Some(now)),
+        };
+        (inputs, None)
+    }
+
+    /// Takes the whole frames decoded so far.
+    fn decode(&mut self, inputs: &mut Vec<Input>) -> Option<End> {
+        loop {
+            match self.conn.next_received() {
+                Ok(Some(received)) => inputs.push(Input::Frame(received)),
+                Ok(None) => return None,
+                Err(TransportError::Decode(e)) if e.is_recoverable() => {
+                    inputs.push(Input::Refused(e.reply(self.conn.refused_kind())));
+                }
+                Err(TransportError::Decode(e)) => {
+                    return Some(End {
+                        reply: Some(e.reply(None)),
+                        why: format!("sent a frame that leaves the stream out of step: {e}"),
+                    })
+                }
+                Err(e @ TransportError::MissingFds { .. }) => {
+                    let text = e.to_string();
+                    return Some(End {
+                        reply: Some(Message::error(ErrorCode::BadFiles, None, None, &text)),
+                        why: text,
+                    });
+                }
+                Err(e) => {
+                    return Some(End {
+                        reply: None,
+                        why: format!("decoding failed: {e}"),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Takes the descriptors of the regions the daemon can write back.
+    pub fn take_writable_regions(&mut self) -> Vec<(RegionId, RegionFds)> {
+        std::mem::take(&mut self.regions)
+            .into_iter()
+            .filter(|(_, fds)| fds.can_write_back())
+            .collect()
+    }
+
+    /// For the log: `client 3 (pid 1234, uid 1000)`.
+    pub fn name(&self) -> String {
+        format!(
+            "client {} (pid {}, uid {})",
+            self.id.0, self.peer.pid, self.peer.uid
+        )
+    }
+}
