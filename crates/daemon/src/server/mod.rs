@@ -11,6 +11,7 @@
 //! error naming the problem or is disconnected: never anyone else.
 
 mod connection;
+mod departure;
 mod files;
 mod serve;
 mod signals;
@@ -33,7 +34,7 @@ use rustix::io::Errno;
 
 use crate::{Config, Core, CoreError};
 use connection::Client;
-use serve::Departure;
+use departure::Departure;
 
 pub use files::{FilesError, MAX_DIRTY_BYTES, PAGE};
 pub use signals::{raise_descriptor_limit, signalled, stop_on_signals};
