@@ -50,11 +50,21 @@ const PERIOD: Duration = Duration::from_millis(100);
 /// Connections accepted per wake-up.
 const ACCEPTS_PER_TURN: usize = 64;
 
-/// Logs one line to stderr.
+/// Whether log lines are written (see [`ServerOptions::quiet`]).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Logs one line to stderr. A failed write is ignored: a daemon whose
+/// terminal or journal went away keeps serving (`eprintln!` would panic).
 macro_rules! log {
-    ($($arg:tt)*) => { eprintln!("pagepilot daemon: {}", format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::server::write_log(format_args!($($arg)*)) };
 }
 pub(crate) use log;
+
+pub(crate) fn write_log(line: std::fmt::Arguments<'_>) {
+    if !QUIET.load(Ordering::Relaxed) {
+        let _ = writeln!(std::io::stderr().lock(), "pagepilot daemon: {line}");
+    }
+}
 
 /// How the server runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +76,9 @@ pub struct ServerOptions {
     /// How long a client may hold an unfinished frame before it is
     /// disconnected.
     pub frame_timeout: Duration,
+    /// No log lines (for tests that make thousands of connections); the
+    /// setting is the process's, for every server in it.
+    pub quiet: bool,
 }
 
 impl ServerOptions {
@@ -75,6 +88,7 @@ impl ServerOptions {
             socket: socket.into(),
             max_clients: DEFAULT_MAX_CLIENTS,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
+            quiet: false,
         }
     }
 }
@@ -157,6 +171,9 @@ impl Server {
     /// socket file left by a daemon that died is replaced; one that
     /// answers is [`ServerError::AlreadyRunning`].
     pub fn bind(config: Config, options: ServerOptions) -> Result<Server, ServerError> {
+        if options.quiet {
+            QUIET.store(true, Ordering::Relaxed);
+        }
         let clock = MonotonicClock(Instant::now());
         let core = Core::new(config, clock)?;
         let listen_error = |source| ServerError::Listen {
