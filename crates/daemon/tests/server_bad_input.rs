@@ -265,6 +265,39 @@ fn a_registration_whose_descriptors_never_came_is_bad_files_and_disconnected() {
 }
 
 #[test]
+fn descriptors_sent_with_frames_that_do_not_announce_them_disconnect_the_client() {
+    use std::os::fd::AsFd;
+    let daemon = Daemon::start(CONFIG);
+    let mut other = daemon.client();
+    let c = daemon.client();
+    let stream = c.conn.stream().try_clone().unwrap();
+    let (spare, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+    // A Status frame with a descriptor the header does not announce.
+    let bytes = encode(&Message::Status).unwrap();
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+    let fds = [spare.as_fd()];
+    control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds));
+    rustix::net::sendmsg(
+        &stream,
+        &[std::io::IoSlice::new(&bytes)],
+        &mut control,
+        rustix::net::SendFlags::empty(),
+    )
+    .unwrap();
+    let mut stream = stream;
+    let got = frames(&closed_by_peer(&mut stream));
+    // The Status is answered, then the client is told why and dropped.
+    assert!(matches!(got[0], Message::StatusReply(_)), "{got:?}");
+    assert_eq!(code(&got[1]), ErrorCode::BadFiles);
+    assert!(
+        error(&got[1]).message.contains("do not announce"),
+        "{got:?}"
+    );
+    still_served(&daemon, &mut other);
+}
+
+#[test]
 fn a_second_daemon_on_a_live_socket_is_refused_and_a_stale_socket_is_replaced() {
     let daemon = Daemon::start(CONFIG);
     let config = || Config::parse(CONFIG).unwrap();

@@ -75,10 +75,7 @@ fn garbage(rng: &mut StdRng, seeds: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn random_bytes_and_mutated_frames_from_many_connections_never_stop_the_daemon() {
-    let daemon = Daemon::start_with(CONFIG, |o| {
-        o.frame_timeout = Duration::from_millis(300);
-        o.quiet = true;
-    });
+    let daemon = Daemon::start_with(CONFIG, |o| o.frame_timeout = Duration::from_millis(300));
     let seeds = seeds();
     let fuzzers: Vec<_> = (0..4u64)
         .map(|t| {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use pagepilot_protocol::{ClientId, ErrorCode, Message, RegionId};
+use pagepilot_protocol::{ClientId, ErrorCode, Message, RegionId, MAX_FDS};
 use pagepilot_transport::{Connection, ReadOutcome, Received, TransportError};
 
 use super::files::RegionFds;
@@ -91,7 +91,22 @@ impl Client {
                 }
             }
         }
-        self.partial_since = match self.conn.pending() {
+        let (pending, fds) = (self.conn.pending(), self.conn.queued_fds());
+        // Descriptors beyond those of the frame under way came with frames
+        // that did not announce them: kept, they would pile up until the
+        // daemon ran out.
+        if fds > usize::from(MAX_FDS) || (pending == 0 && fds > 0) {
+            let text = format!("{fds} file descriptors came with frames that do not announce them");
+            let reply = Message::error(ErrorCode::BadFiles, None, None, &text);
+            return (
+                inputs,
+                Some(End {
+                    reply: Some(reply),
+                    why: text,
+                }),
+            );
+        }
+        self.partial_since = match pending {
             0 => None,
             _ => self.partial_since.or(Some(now)),
         };

@@ -42,11 +42,13 @@ impl Daemon {
         Daemon::start_with(config, |_| {})
     }
 
-    /// A daemon with options changed by `f`.
+    /// A daemon with options changed by `f`. Its log lines are left out
+    /// unless `PP_DAEMON_LOG` is set.
     pub fn start_with(config: &str, f: impl FnOnce(&mut ServerOptions)) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("daemon.sock");
         let mut options = ServerOptions::new(&socket);
+        options.quiet = std::env::var_os("PP_DAEMON_LOG").is_none();
         f(&mut options);
         let server = Server::bind(Config::parse(config).unwrap(), options).unwrap();
         let stop = server.stop_handle();
