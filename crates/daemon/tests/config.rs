@@ -247,3 +247,10 @@ fn test_a_budget_given_apart_replaces_the_files_and_its_defaults_follow() {
     );
     assert!(Config::parse_with_budget("", Some(0)).is_err());
 }
+
+#[test]
+fn test_the_packaged_example_configuration_parses() {
+    let c = Config::parse(include_str!("../../../packaging/daemon.toml")).unwrap();
+    assert_eq!(c.machine.budget_frames, 262144);
+    assert_eq!(c.default_quotas.frames, 65536);
+}
