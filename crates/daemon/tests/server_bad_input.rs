@@ -326,3 +326,43 @@ fn the_socket_is_open_to_every_user() {
         .mode();
     assert_eq!(mode & 0o777, 0o666);
 }
+
+#[test]
+fn a_client_that_never_reads_its_replies_is_dropped_without_delaying_others() {
+    let daemon = Daemon::start(CONFIG);
+    let mut good = daemon.client();
+    let mut flood = daemon.raw();
+    let mut writer = flood.try_clone().unwrap();
+    writer
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    // Requests pipelined without ever reading a reply: far more replies
+    // than the socket holds.
+    let flooder = std::thread::spawn(move || {
+        let mut bytes = encode(&live::hello()).unwrap();
+        let status = encode(&Message::Status).unwrap();
+        for _ in 0..50_000 {
+            bytes.extend_from_slice(&status);
+        }
+        let _ = writer.write_all(&bytes);
+    });
+    let start = Instant::now();
+    let mut worst = Duration::ZERO;
+    while start.elapsed() < Duration::from_millis(3500) {
+        let asked = Instant::now();
+        assert!(matches!(
+            good.request(&Message::Status),
+            Message::StatusReply(_)
+        ));
+        worst = worst.max(asked.elapsed());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A blocking send would have held everyone for its 2 s timeout.
+    assert!(worst < Duration::from_secs(1), "a request waited {worst:?}");
+    // Dropped after 2 s of not reading: what it was sent, then the end.
+    let got = frames(&closed_by_peer(&mut flood));
+    assert!(matches!(got[0], Message::Welcome { .. }));
+    assert!(got.len() < 50_000, "{} replies", got.len());
+    flooder.join().unwrap();
+    daemon.until("the flooder to be gone", |s| s.clients.len() == 2);
+}

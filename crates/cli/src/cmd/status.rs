@@ -3,7 +3,7 @@
 //! postponed faults, frames reclaimed and forced. This command's own
 //! connection is left out.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,9 +85,11 @@ pub fn run(args: Args) -> CmdResult {
             (Format::Json, false) => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
             (Format::Json, true) => writeln!(out, "{}", serde_json::to_string(&report)?)?,
             (Format::Text, watching) => {
-                if watching {
+                if watching && out.is_terminal() {
                     // Clear the screen and go home, as watch(1) does.
                     write!(out, "\x1b[H\x1b[2J")?;
+                } else if watching {
+                    writeln!(out)?;
                 }
                 write!(out, "{}", report.table())?;
             }

@@ -1,14 +1,16 @@
 //! One client's connection as the server keeps it: the socket and its
 //! decoder, who is at the other end, since when it has been sending half a
-//! frame, and the descriptors of its regions.
+//! frame, the frames it sent and the daemon has not handled yet, those the
+//! daemon sends it, and the descriptors of its regions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
 use pagepilot_protocol::{ClientId, ErrorCode, Message, RegionId, MAX_FDS};
 use pagepilot_transport::{Connection, ReadOutcome, Received, TransportError};
 
 use super::files::RegionFds;
+use super::outbox::{Outbox, HIGH_WATER};
 use crate::client::Credentials;
 
 /// Reads per wake-up and connection (16 KiB each), so that one client
@@ -28,6 +30,13 @@ pub(crate) struct Client {
     pub partial_since: Option<Instant>,
     /// The descriptors of its registered regions.
     pub regions: BTreeMap<RegionId, RegionFds>,
+    /// Frames read and not handled yet (waiting while it does not read).
+    pub backlog: VecDeque<Input>,
+    /// What the daemon sends it.
+    pub out: Outbox,
+    /// The core has forgotten it (`Goodbye`, no version in common): it is
+    /// closed once its outbox is empty.
+    pub closing: bool,
 }
 
 /// What a turn of reading found, in order.
@@ -50,12 +59,43 @@ pub(crate) struct End {
 }
 
 impl Client {
-    /// Reads what the client sent (a few reads at most) and decodes it:
-    /// the inputs in order, and why the connection ends, if it does. A
+    /// A client just connected.
+    pub fn new(id: ClientId, conn: Connection, peer: Credentials, now: Instant) -> Client {
+        Client {
+            id,
+            conn,
+            peer,
+            partial_since: None,
+            regions: BTreeMap::new(),
+            backlog: VecDeque::new(),
+            out: Outbox::new(now),
+            closing: false,
+        }
+    }
+
+    /// Whether to read more of what it sends: not while it has frames
+    /// waiting or leaves its replies unread.
+    pub fn wants_input(&self) -> bool {
+        !self.closing && self.backlog.is_empty() && self.out.queued() <= HIGH_WATER
+    }
+
+    /// Whether a frame of its backlog may be handled now.
+    pub fn can_handle(&self) -> bool {
+        !self.closing && !self.backlog.is_empty() && self.out.queued() <= HIGH_WATER
+    }
+
+    /// Reads what the client sent (a few reads at most) and decodes it
+    /// into its backlog; returns why the connection ends, if it does. A
     /// frame refused in its body is an input; a header refused (the stream
     /// out of step), descriptors missing or too many, a read error or the
     /// peer closing end it.
-    pub fn read(&mut self, now: Instant) -> (Vec<Input>, Option<End>) {
+    pub fn read(&mut self, now: Instant) -> Option<End> {
+        let (inputs, end) = self.read_inputs(now);
+        self.backlog.extend(inputs);
+        end
+    }
+
+    fn read_inputs(&mut self, now: Instant) -> (Vec<Input>, Option<End>) {
         let mut inputs = Vec::new();
         for _ in 0..READS_PER_TURN {
             let outcome = self.conn.read_available();

@@ -121,7 +121,7 @@ impl Server {
         self.end_doomed();
         for d in std::mem::take(&mut self.departing) {
             let goodbye = d.goodbye;
-            let client = match d.work {
+            let mut client = match d.work {
                 Work::Thread(h) => {
                     let outcomes = h.join().unwrap_or_default();
                     for (region, outcome) in outcomes {
@@ -132,7 +132,10 @@ impl Server {
                 Work::Done(_) => d.client,
             };
             if goodbye {
-                let _ = client.conn.send(&Message::Goodbye, &[]);
+                let now = std::time::Instant::now();
+                let _ = client
+                    .out
+                    .push(client.conn.stream(), &Message::Goodbye, now);
             }
         }
         self.clients.clear();

@@ -13,6 +13,7 @@
 mod connection;
 mod departure;
 mod files;
+mod outbox;
 mod serve;
 mod signals;
 mod writeback;
@@ -248,8 +249,25 @@ impl Server {
             let mut buf = [0u8; 64];
             while matches!((&self.wake_rx).read(&mut buf), Ok(n) if n > 0) {}
         }
-        for id in ready {
-            self.serve(id);
+        for (id, flags) in ready {
+            if flags.intersects(PollFlags::OUT | PollFlags::ERR | PollFlags::HUP) {
+                self.flush(id, Instant::now());
+            }
+            let wants_input = self.clients.get(&id).is_some_and(|c| c.wants_input());
+            if wants_input && !(flags - PollFlags::OUT).is_empty() {
+                self.serve(id);
+            }
+            self.end_doomed();
+        }
+        // Frames held back while their client left its replies unread.
+        let waiting: Vec<ClientId> = self
+            .clients
+            .values()
+            .filter(|c| c.can_handle())
+            .map(|c| c.id)
+            .collect();
+        for id in waiting {
+            self.handle_backlog(id, false);
             self.end_doomed();
         }
         self.finish_departures();
@@ -261,21 +279,29 @@ impl Server {
             let out = self.core.tick();
             self.route(out);
         }
-        self.time_out_partial_frames(Instant::now());
+        let now = Instant::now();
+        self.time_out_partial_frames(now);
+        self.drop_stalled(now);
         self.end_doomed();
         Ok(())
     }
 
     /// The longest the loop may sleep: until the core's next deadline, a
-    /// half frame's timeout, the accept pause's end, or the period.
+    /// half frame's timeout, a client's send timeout, the accept pause's
+    /// end, or the period; not at all while frames wait to be handled.
     fn next_wake(&self, now: Instant) -> Duration {
         let mut wake = PERIOD;
         if let Some(d) = self.core.next_deadline_ns() {
             wake = wake.min(Duration::from_nanos(d.saturating_sub(self.clock.now_ns())));
         }
-        for since in self.clients.values().filter_map(|c| c.partial_since) {
-            let due = since + self.options.frame_timeout;
-            wake = wake.min(due.saturating_duration_since(now));
+        for c in self.clients.values() {
+            if c.can_handle() {
+                return Duration::ZERO;
+            }
+            let partial = c.partial_since.map(|s| s + self.options.frame_timeout);
+            for due in partial.into_iter().chain(c.out.deadline()) {
+                wake = wake.min(due.saturating_duration_since(now));
+            }
         }
         if let Some(until) = self.accept_paused_until {
             wake = wake.min(until.saturating_duration_since(now));
@@ -284,8 +310,14 @@ impl Server {
     }
 
     /// Polls; returns whether the listener and the wake-up socket are
-    /// ready, and the clients that are.
-    fn wait(&mut self, timeout: Duration) -> Result<(bool, bool, Vec<ClientId>), ServerError> {
+    /// ready, and the clients that are with what they are ready for. A
+    /// client is polled for input unless it leaves its replies unread,
+    /// for output while bytes wait for it.
+    #[allow(clippy::type_complexity)]
+    fn wait(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<(bool, bool, Vec<(ClientId, PollFlags)>), ServerError> {
         let now = Instant::now();
         let accepting = self.accept_paused_until.is_none_or(|t| t <= now);
         if accepting {
@@ -299,12 +331,22 @@ impl Server {
         if accepting {
             fds.push(PollFd::new(&self.listener, PollFlags::IN));
         }
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
-        fds.extend(
-            self.clients
-                .values()
-                .map(|c| PollFd::new(c.conn.stream(), PollFlags::IN)),
-        );
+        let first = fds.len();
+        let mut ids = Vec::with_capacity(self.clients.len());
+        for c in self.clients.values() {
+            let mut events = PollFlags::empty();
+            if c.wants_input() {
+                events |= PollFlags::IN;
+            }
+            if c.out.queued() > 0 {
+                events |= PollFlags::OUT;
+            }
+            // Not polled at all: a hang-up would wake the loop for nothing.
+            if !events.is_empty() {
+                ids.push(c.id);
+                fds.push(PollFd::new(c.conn.stream(), events));
+            }
+        }
         let timeout = Timespec {
             tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(timeout.subsec_nanos()),
@@ -314,15 +356,13 @@ impl Server {
             Err(Errno::INTR) => return Ok((false, false, Vec::new())),
             Err(e) => return Err(ServerError::Poll(e.into())),
         }
-        let is_ready = |fd: &PollFd<'_>| !fd.revents().is_empty();
-        let wake = is_ready(&fds[0]);
-        let listener = accepting && is_ready(&fds[1]);
-        let first = if accepting { 2 } else { 1 };
+        let wake = !fds[0].revents().is_empty();
+        let listener = accepting && !fds[1].revents().is_empty();
         let ready = ids
             .into_iter()
             .zip(&fds[first..])
-            .filter(|(_, fd)| is_ready(fd))
-            .map(|(id, _)| id)
+            .map(|(id, fd)| (id, fd.revents()))
+            .filter(|(_, flags)| !flags.is_empty())
             .collect();
         Ok((listener, wake, ready))
     }

@@ -62,28 +62,40 @@ impl Server {
             }
         };
         let id = self.core.connect(peer);
-        let client = Client {
-            id,
-            conn,
-            peer,
-            partial_since: None,
-            regions: Default::default(),
-        };
+        let client = Client::new(id, conn, peer, Instant::now());
         log!("{} connected (gid {})", client.name(), peer.gid);
         self.clients.insert(id, client);
     }
 
-    /// Reads what a ready client sent and acts on it.
+    /// Reads what a ready client sent and handles it. What a client
+    /// sent before its connection ended is handled before it is ended.
     pub(super) fn serve(&mut self, id: ClientId) {
         let Some(client) = self.clients.get_mut(&id) else {
             return;
         };
-        let (inputs, end) = client.read(Instant::now());
-        for input in inputs {
+        match client.read(Instant::now()) {
+            None => self.handle_backlog(id, false),
+            Some(end) => {
+                self.handle_backlog(id, true);
+                self.doom(id, end);
+            }
+        }
+    }
+
+    /// Handles the frames a client sent, in order, while it reads its
+    /// replies (`all`: every one, the connection ending).
+    pub(super) fn handle_backlog(&mut self, id: ClientId, all: bool) {
+        loop {
             // A Goodbye, a close or a failed send ends the conversation.
-            if !self.clients.contains_key(&id) {
+            let Some(c) = self.clients.get_mut(&id) else {
+                return;
+            };
+            if !(c.can_handle() || (all && !c.closing)) {
                 return;
             }
+            let Some(input) = c.backlog.pop_front() else {
+                return;
+            };
             match input {
                 Input::Refused(reply) => {
                     log!("client {}: refused a frame: {}", id.0, error_text(&reply));
@@ -91,9 +103,6 @@ impl Server {
                 }
                 Input::Frame(received) => self.on_frame(id, received),
             }
-        }
-        if let Some(end) = end {
-            self.doom(id, end);
         }
     }
 
@@ -163,23 +172,74 @@ impl Server {
         })
     }
 
-    /// Sends what the core returned: to clients still connected (a client
-    /// being written back hears nothing more), closing where told. A send
-    /// that fails ends that client only.
+    /// Queues what the core returned for clients still connected (a client
+    /// being written back hears nothing more), never waiting for one;
+    /// closing where told. A client that cannot be sent to ends alone.
     pub(super) fn route(&mut self, out: Vec<Outgoing>) {
+        let now = Instant::now();
         for o in out {
-            let Some(client) = self.clients.get(&o.to) else {
+            let Some(client) = self.clients.get_mut(&o.to) else {
                 continue;
             };
-            let sent = client.conn.send(&o.message, &[]);
+            if client.closing {
+                continue;
+            }
+            let sent = client.out.push(client.conn.stream(), &o.message, now);
             if o.close {
-                // The core has forgotten it already (Goodbye, no version in common).
-                if let Some(c) = self.clients.remove(&o.to) {
-                    log!("{} left ({})", c.name(), o.message.kind());
+                // The core has forgotten it already (Goodbye, no version
+                // in common): closed once what is queued is sent.
+                log!("{} leaves ({})", client.name(), o.message.kind());
+                client.closing = true;
+                client.backlog.clear();
+                if sent.is_err() || client.out.queued() == 0 {
+                    self.clients.remove(&o.to);
                 }
             } else if let Err(e) = sent {
-                let why = format!("a send failed: {e}");
+                let why = e.to_string();
                 self.doom(o.to, End { reply: None, why });
+            }
+        }
+    }
+
+    /// Sends what waits for a client whose socket takes more.
+    pub(super) fn flush(&mut self, id: ClientId, now: Instant) {
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let flushed = client.out.flush(client.conn.stream(), now);
+        match (flushed, client.closing) {
+            (Ok(()), true) if client.out.queued() == 0 => {
+                self.clients.remove(&id);
+            }
+            (Ok(()), _) => {}
+            (Err(_), true) => {
+                self.clients.remove(&id);
+            }
+            (Err(e), false) => {
+                let why = e.to_string();
+                self.doom(id, End { reply: None, why });
+            }
+        }
+    }
+
+    /// Clients that took nothing of what waits for them for
+    /// `SEND_TIMEOUT`: ended (closing ones just closed).
+    pub(super) fn drop_stalled(&mut self, now: Instant) {
+        let stalled: Vec<ClientId> = self
+            .clients
+            .values()
+            .filter(|c| c.out.deadline().is_some_and(|d| now >= d))
+            .map(|c| c.id)
+            .collect();
+        for id in stalled {
+            let Some(c) = self.clients.get(&id) else {
+                continue;
+            };
+            let why = format!("it has not read {} bytes sent to it", c.out.queued());
+            if c.closing {
+                self.clients.remove(&id);
+            } else {
+                self.doom(id, End { reply: None, why });
             }
         }
     }
@@ -198,7 +258,8 @@ impl Server {
     pub(super) fn end_doomed(&mut self) {
         while let Some((mut client, end)) = self.doomed.pop() {
             if let Some(reply) = &end.reply {
-                let _ = client.conn.send(reply, &[]);
+                // Best effort: it is not waited for.
+                let _ = client.out.push(client.conn.stream(), reply, Instant::now());
             }
             log!("{} gone: {}", client.name(), end.why);
             let regions = client.take_writable_regions();
