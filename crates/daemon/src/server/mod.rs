@@ -16,6 +16,7 @@ mod files;
 mod outbox;
 mod serve;
 mod signals;
+mod socket;
 mod writeback;
 
 use std::collections::BTreeMap;
@@ -182,7 +183,7 @@ impl Server {
             source,
         };
         let socket = std::path::absolute(&options.socket).map_err(listen_error)?;
-        claim(&socket)?;
+        socket::claim(&socket)?;
         let listener = UnixListener::bind(&socket).map_err(listen_error)?;
         let meta = std::fs::metadata(&socket).map_err(listen_error)?;
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
@@ -365,42 +366,5 @@ impl Server {
             .filter(|(_, flags)| !flags.is_empty())
             .collect();
         Ok((listener, wake, ready))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // Only the socket this server made: another daemon may have
-        // replaced it since.
-        let ours = std::fs::symlink_metadata(&self.socket)
-            .is_ok_and(|m| (m.dev(), m.ino()) == self.socket_id);
-        if ours {
-            let _ = std::fs::remove_file(&self.socket);
-        }
-    }
-}
-
-/// Makes room for a socket at `path`: nothing there, or a socket nobody
-/// answers at (a daemon that died), which is removed.
-fn claim(path: &Path) -> Result<(), ServerError> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Ok(());
-    };
-    if !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
-        return Err(ServerError::NotASocket(path.to_owned()));
-    }
-    match UnixStream::connect(path) {
-        Ok(_) => Err(ServerError::AlreadyRunning(path.to_owned())),
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            log!("removing the stale socket {}", path.display());
-            std::fs::remove_file(path).map_err(|source| ServerError::Listen {
-                path: path.to_owned(),
-                source,
-            })
-        }
-        Err(source) => Err(ServerError::Listen {
-            path: path.to_owned(),
-            source,
-        }),
     }
 }
