@@ -34,6 +34,10 @@ enum Command {
     /// Benchmarks, reporting ratios measured side by side in one run.
     #[command(subcommand)]
     Bench(cmd::bench::Command),
+    /// The daemon: the machine's frame budget and quotas across processes.
+    Daemon(cmd::daemon::Args),
+    /// What the daemon holds and for whom.
+    Status(cmd::status::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,8 @@ fn main() -> ExitCode {
         Command::Plot(c) => cmd::plot::run(c),
         Command::Policy(c) => cmd::policy::run(c),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Daemon(a) => cmd::daemon::run(a),
+        Command::Status(a) => cmd::status::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -52,6 +52,68 @@ pub(crate) struct Region {
     pub pins: PinSet,
     /// The descriptors that came with it (kept by the I/O loop).
     pub files: RegionFiles,
+    /// The fault counts its client reported (`Report`), for status.
+    pub reports: FaultReports,
+}
+
+/// A region's cumulative fault counts as its client reports them: the
+/// last two reports, so that status can give a rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FaultReports {
+    /// The report before the last (registration counts as a report of no
+    /// faults, so that the first report already gives a rate).
+    pub previous: FaultCount,
+    /// The last report.
+    pub last: FaultCount,
+}
+
+/// One report: faults and postponed faults since registration, and when
+/// (clock nanoseconds) it arrived.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FaultCount {
+    pub faults: u64,
+    pub postponed: u64,
+    pub at_ns: u64,
+}
+
+impl FaultReports {
+    /// No faults yet, at `now_ns` (the registration).
+    pub fn starting(now_ns: u64) -> FaultReports {
+        let zero = FaultCount {
+            at_ns: now_ns,
+            ..FaultCount::default()
+        };
+        FaultReports {
+            previous: zero,
+            last: zero,
+        }
+    }
+
+    /// A report received at `now_ns`. Two reports at the same instant
+    /// make one (the later counts), so the rate never divides by zero.
+    pub fn record(&mut self, faults: u64, postponed: u64, now_ns: u64) {
+        if now_ns > self.last.at_ns {
+            self.previous = self.last;
+        }
+        self.last = FaultCount {
+            faults,
+            postponed,
+            at_ns: now_ns.max(self.last.at_ns),
+        };
+    }
+
+    /// Faults per second between the last two reports, rounded down; 0
+    /// when no time passed between them or the count went backwards (a
+    /// client's counters are not trusted to be monotonic).
+    pub fn faults_per_sec(&self) -> u64 {
+        let faults = self.last.faults.saturating_sub(self.previous.faults);
+        let ns = self.last.at_ns.saturating_sub(self.previous.at_ns);
+        if ns == 0 {
+            return 0;
+        }
+        let rate = u128::from(faults) * 1_000_000_000 / u128::from(ns);
+        u64::try_from(rate).unwrap_or(u64::MAX)
+    }
 }
 
 /// A connected client.

@@ -121,6 +121,8 @@ pub struct Config {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    /// Required unless the budget comes from elsewhere (`--budget`).
+    #[serde(default)]
     machine: MachineFile,
     #[serde(default)]
     default: QuotaFile,
@@ -130,10 +132,10 @@ struct File {
     gid: BTreeMap<Spanned<String>, QuotaFile>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct MachineFile {
-    budget_frames: Spanned<u64>,
+    budget_frames: Option<Spanned<u64>>,
     partition_burst_frames: Option<Spanned<u64>>,
     deadline_ms: Option<Spanned<u64>>,
     fault_unit_us: Option<Spanned<u64>>,
@@ -255,6 +257,18 @@ impl Config {
     /// `frames` at most the budget, `pinned_frames` at most its `frames`,
     /// `fault_rate` at most 2^32, `regions` at most 2^20.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse_with_budget(text, None)
+    }
+
+    /// As [`Config::parse`], the budget `budget_frames` (when given)
+    /// replacing the file's `[machine] budget_frames`, which may then be
+    /// left out (`pagepilot daemon --budget`). Defaults that follow from
+    /// the budget (`partition_burst_frames`, quotas' `frames`) follow this
+    /// one, and quotas are checked against it.
+    pub fn parse_with_budget(
+        text: &str,
+        budget_frames: Option<u64>,
+    ) -> Result<Config, ConfigError> {
         let file: File = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| Checker { text }.line(s));
             ConfigError::Syntax {
@@ -264,12 +278,21 @@ impl Config {
         })?;
         let c = Checker { text };
         let m = &file.machine;
-        let budget = c.field(
-            "machine.budget_frames",
-            &Some(m.budget_frames.clone()),
-            0,
-            (1, MAX_FRAMES),
-        )?;
+        let budget = match (budget_frames, &m.budget_frames) {
+            (Some(b), _) => c.field("budget", &None, b, (1, MAX_FRAMES))?,
+            (None, Some(b)) => c.field(
+                "machine.budget_frames",
+                &Some(b.clone()),
+                0,
+                (1, MAX_FRAMES),
+            )?,
+            (None, None) => {
+                return Err(ConfigError::Syntax {
+                    line: None,
+                    message: "missing field `budget_frames` in [machine]".to_owned(),
+                })
+            }
+        };
         let machine = Machine {
             budget_frames: budget,
             partition_burst_frames: c.field(

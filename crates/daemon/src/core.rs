@@ -145,7 +145,7 @@ impl<C: Clock + Clone> Core<C> {
 
     /// A message from `client`: every request is answered by exactly one
     /// reply, first in the list (its own, or an `Error` naming it); a
-    /// `Returned` only when refused. What the request causes follows, to
+    /// `Returned` or a `Report` only when refused. What the request causes follows, to
     /// whichever clients it concerns: `ReclaimOrder`s (FAFR, with the
     /// deadline), and `Settled` to regions still short of their `minFrame`
     /// that frames coming free reach.

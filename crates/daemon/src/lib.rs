@@ -40,6 +40,7 @@ mod core;
 mod error;
 mod pins;
 mod requests;
+pub mod server;
 mod status;
 
 pub use crate::client::{Credentials, Session};

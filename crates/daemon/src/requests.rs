@@ -9,7 +9,7 @@ use pagepilot_protocol::{
     ClientId, ErrorCode, HolderId as WireHolder, Message, RegionId, RegisterRegion, PPM,
 };
 
-use crate::client::{faults_per_sec, Client, Region};
+use crate::client::{faults_per_sec, Client, FaultReports, Region};
 use crate::core::{to_u64, to_usize, Core, Outgoing};
 use crate::error::Refusal;
 use crate::pins::{pages, PinError, PinSet};
@@ -36,6 +36,11 @@ impl<C: Clock + Clone> Core<C> {
                 offset,
                 len,
             } => self.unpin(client, region, offset, len),
+            Message::Report {
+                region,
+                faults,
+                postponed_faults,
+            } => self.report(client, region, faults, postponed_faults),
             Message::Status => Ok(vec![Outgoing::send(
                 client,
                 Message::StatusReply(self.status()),
@@ -180,6 +185,7 @@ impl<C: Clock + Clone> Core<C> {
             fault_rate: rate,
             pins: PinSet::default(),
             files: r.files,
+            reports: FaultReports::starting(self.rate.now_ns()),
         };
         let granted_frames = self.held(&region);
         self.holders.insert(holder, (client, r.region));
@@ -290,6 +296,21 @@ impl<C: Clock + Clone> Core<C> {
             .returned(holder, to_usize(n))
             .map_err(|e| Refusal::internal(region, e))?;
         Ok(self.grants_since(&short, Some(holder)))
+    }
+
+    /// A region's fault counts (a notification: answered only when
+    /// refused), kept for status.
+    fn report(&mut self, client: ClientId, region: RegionId, faults: u64, postponed: u64) -> Reply {
+        self.region(client, region)?;
+        let now = self.rate.now_ns();
+        if let Some(r) = self
+            .clients
+            .get_mut(&client)
+            .and_then(|c| c.regions.get_mut(&region))
+        {
+            r.reports.record(faults, postponed, now);
+        }
+        Ok(Vec::new())
     }
 
     fn pin(&mut self, client: ClientId, region: RegionId, offset: u64, len: u64) -> Reply {

@@ -15,9 +15,11 @@ impl<C: Clock + Clone> Core<C> {
     /// forced. At most 256 clients and 512 regions are listed; `truncated`
     /// says when some were left out.
     ///
-    /// Faults are served inside each client and never cross the socket, so
-    /// `faults_per_sec` and `postponed_faults` stay 0 until clients report
-    /// their counts.
+    /// Faults are served inside each client and never cross the socket:
+    /// `faults_per_sec` and `postponed_faults` come from the counts clients
+    /// send (`Report`): the rate between the last two reports (the first
+    /// against the registration), the postponed faults of the last one; 0
+    /// for a region that never reported.
     pub fn status(&self) -> StatusReply {
         let mut truncated = self.clients.len() > MAX_STATUS_CLIENTS;
         let mut budget = MAX_STATUS_REGIONS;
@@ -30,18 +32,14 @@ impl<C: Clock + Clone> Core<C> {
                 .take(budget)
                 .map(|(&region, r)| {
                     let s = self.frames.stats(r.holder).cloned().unwrap_or_default();
-                    let t = r
-                        .task
-                        .and_then(|t| self.rate.stats(t).ok().cloned())
-                        .unwrap_or_default();
                     RegionStatus {
                         region,
                         holder: WireHolder(r.holder.0),
                         min_frames: r.min_frames,
                         held_frames: to_u64(s.held),
                         pinned_frames: r.pins.pages(),
-                        faults_per_sec: 0,
-                        postponed_faults: t.postponed,
+                        faults_per_sec: r.reports.faults_per_sec(),
+                        postponed_faults: r.reports.last.postponed,
                         reclaimed_frames: s.reclaimed,
                         forced_frames: s.forced,
                     }

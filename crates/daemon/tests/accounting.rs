@@ -98,6 +98,7 @@ fn message() -> impl Strategy<Value = Message> {
         4 => (region(), frames()).prop_map(|(region, frames)| Message::RequestFrames { region, frames }),
         2 => (region(), frames()).prop_map(|(region, frames)| Message::ReleaseFrames { region, frames }),
         3 => (region(), frames()).prop_map(|(region, frames)| Message::Returned { region, frames }),
+        1 => (region(), 0u64..1000).prop_map(|(region, faults)| Message::Report { region, faults, postponed_faults: faults / 2 }),
         2 => (region(), range()).prop_map(|(region, (page, len))| Message::Pin { region, offset: page * 4096, len }),
         2 => (region(), range()).prop_map(|(region, (page, len))| Message::Unpin { region, offset: page * 4096, len }),
         1 => Just(Message::Status),
@@ -199,7 +200,7 @@ impl World<'_> {
                 assert!(mine[1..].iter().all(|o| is_event(&o.message)), "{mine:?}");
             }
             (true, None) => {
-                // Returned: silent unless refused.
+                // Returned, Report: silent unless refused.
                 match mine.first().map(|o| &o.message) {
                     Some(Message::Error(e)) => assert_eq!((mine.len(), e.request), (1, Some(kind))),
                     _ => assert!(mine.iter().all(|o| is_event(&o.message)), "{mine:?}"),

@@ -216,3 +216,41 @@ fn test_syntax_errors_unknown_fields_and_negative_numbers_name_their_line() {
         "[machine] is required"
     );
 }
+
+#[test]
+fn test_a_budget_given_apart_replaces_the_files_and_its_defaults_follow() {
+    let text = "[machine]\nbudget_frames = 1000\n[uid.5]\nframes = 300\n";
+    let c = Config::parse_with_budget(text, Some(400)).unwrap();
+    assert_eq!(
+        (c.machine.budget_frames, c.machine.partition_burst_frames),
+        (400, 200)
+    );
+    assert_eq!(c.default_quotas.frames, 400);
+    assert_eq!(c.uid[&5].frames, 300);
+    // A file of quotas alone is enough then; without it, the budget is missing.
+    let quotas = "[default]\nframes = 10\n";
+    assert_eq!(
+        Config::parse_with_budget(quotas, Some(50))
+            .unwrap()
+            .machine
+            .budget_frames,
+        50
+    );
+    let e = Config::parse(quotas).unwrap_err();
+    assert!(e.to_string().contains("budget_frames"), "{e}");
+    // Quotas are checked against the budget in force.
+    let e = Config::parse_with_budget(text, Some(200)).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("uid.5.frames = 300 is outside 0..=200"),
+        "{e}"
+    );
+    assert!(Config::parse_with_budget("", Some(0)).is_err());
+}
+
+#[test]
+fn test_the_packaged_example_configuration_parses() {
+    let c = Config::parse(include_str!("../../../packaging/daemon.toml")).unwrap();
+    assert_eq!(c.machine.budget_frames, 262144);
+    assert_eq!(c.default_quotas.frames, 65536);
+}

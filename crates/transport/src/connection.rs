@@ -107,6 +107,15 @@ impl Connection {
         self.decoder.pending()
     }
 
+    /// Descriptors received and not yet handed out with a frame. Once every
+    /// whole frame is taken, an honest peer leaves at most those of the
+    /// frame it is in the middle of; more, or any with no frame pending,
+    /// came with frames that did not announce them (a daemon disconnects
+    /// such a peer rather than keep its descriptors).
+    pub fn queued_fds(&self) -> usize {
+        self.fds.len()
+    }
+
     /// Sends `message` with `fds` (as many as it announces) as one frame.
     /// On a non-blocking socket a full buffer is waited on, for at most
     /// [`SEND_TIMEOUT`] in all.
@@ -188,8 +197,19 @@ impl Connection {
     /// ([`pagepilot_protocol::DecodeError::is_recoverable`]) skips that
     /// frame only.
     pub fn next_received(&mut self) -> Result<Option<Received>, TransportError> {
-        let Some(frame) = self.decoder.next_frame()? else {
-            return Ok(None);
+        let frame = match self.decoder.next_frame() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                // A frame refused in its body: the descriptors its header
+                // announced are dropped with it, or the next frame that
+                // announces some would be handed these.
+                if let Some(header) = self.decoder.refused() {
+                    let n = usize::from(header.fds).min(self.fds.len());
+                    self.fds.drain(..n);
+                }
+                return Err(e.into());
+            }
         };
         let announced = frame.message.fds();
         if self.fds.len() < usize::from(announced) {
@@ -333,6 +353,73 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn descriptors_sent_with_a_frame_that_does_not_announce_them_stay_queued() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut daemon = Connection::new(b, Peer::Client);
+        let bytes = encode(&Message::Status).unwrap();
+        let (r, _w) = UnixStream::pair().unwrap();
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        let fds = [r.as_fd()];
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        sendmsg(
+            &a,
+            &[IoSlice::new(&bytes)],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .unwrap();
+        let got = daemon.receive().unwrap();
+        assert_eq!((got.message, got.fds.len()), (Message::Status, 0));
+        assert_eq!((daemon.pending(), daemon.queued_fds()), (0, 1));
+    }
+
+    #[test]
+    fn the_descriptors_of_a_frame_refused_in_its_body_are_dropped_with_it() {
+        let (client, mut daemon) = pair();
+        let files = RegionFiles {
+            memory: true,
+            ..Default::default()
+        };
+        let register = |budget_frames| {
+            Message::RegisterRegion(RegisterRegion {
+                region: RegionId(1),
+                budget_frames,
+                files,
+                ..Default::default()
+            })
+        };
+        let (refused, _r) = UnixStream::pair().unwrap();
+        let (kept, mut w) = UnixStream::pair().unwrap();
+        // budget_frames 0 is refused in the body (body bytes 12.. are
+        // region u32, min u64, budget u64).
+        let mut bytes = encode(&register(1)).unwrap();
+        bytes[24..32].copy_from_slice(&0u64.to_le_bytes());
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        let fds = [refused.as_fd()];
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        sendmsg(
+            client.stream(),
+            &[IoSlice::new(&bytes)],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .unwrap();
+        client.send(&register(1), &[kept.as_fd()]).unwrap();
+        let err = daemon.receive().unwrap_err();
+        assert!(matches!(err, TransportError::Decode(_)), "{err}");
+        assert_eq!(daemon.queued_fds(), 0);
+        let got = daemon.receive().unwrap();
+        // The descriptor handed out is the second frame's.
+        w.write_all(b"y").unwrap();
+        let mut peer = UnixStream::from(got.fds.into_iter().next().unwrap());
+        let mut byte = [0u8];
+        std::io::Read::read_exact(&mut peer, &mut byte).unwrap();
+        assert_eq!(&byte, b"y");
     }
 
     #[test]

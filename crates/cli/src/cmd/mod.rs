@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub use pagepilot_bench as bench;
+pub mod daemon;
 pub mod demo;
 pub mod doctor;
 pub mod plot;
@@ -8,6 +9,7 @@ pub mod policy;
 pub mod sim;
 pub mod sim_plot;
 pub mod sim_pool;
+pub mod status;
 pub mod trace;
 
 /// A subcommand's failure, printed by `main` as `pagepilot: ...`.

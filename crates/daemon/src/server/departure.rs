@@ -1,0 +1,172 @@
+//! Clients leaving with regions the daemon can write back: the write-back
+//! runs on a thread of its own, and only when it is done is the client
+//! answered (`Goodbye`) or disconnected from the core, which returns its
+//! frames (dependency order: write back, return, forget).
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use pagepilot_protocol::{Message, RegionId};
+
+use super::connection::Client;
+use super::files::RegionFds;
+use super::writeback::{write_back, WriteBack, WriteBackError};
+use super::{log, Server};
+
+/// What a write-back thread returns: each region's outcome.
+type Outcomes = Vec<(RegionId, Result<WriteBack, WriteBackError>)>;
+
+/// A client whose regions are being written back before the core hears
+/// that it left.
+#[derive(Debug)]
+pub(crate) struct Departure {
+    client: Client,
+    /// It said `Goodbye` (it is answered once the write-back is done);
+    /// else it is gone.
+    goodbye: bool,
+    work: Work,
+}
+
+#[derive(Debug)]
+enum Work {
+    Thread(JoinHandle<Outcomes>),
+    Done(Outcomes),
+}
+
+impl Server {
+    /// Writes back `regions` on a thread of their own (here, if no thread
+    /// can be made); the core hears of the client when it is done.
+    pub(super) fn depart(
+        &mut self,
+        client: Client,
+        regions: Vec<(RegionId, RegionFds)>,
+        goodbye: bool,
+    ) {
+        let work = Arc::new(Mutex::new(Some(regions)));
+        let wake = self.wake_tx.clone();
+        let theirs = work.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("write-back {}", client.id.0))
+            .spawn(move || {
+                let regions = theirs.lock().ok().and_then(|mut w| w.take());
+                let outcomes = write_back_all(regions.unwrap_or_default());
+                let _ = std::io::Write::write(&mut &*wake, &[1]);
+                outcomes
+            });
+        let work = match spawned {
+            Ok(handle) => Work::Thread(handle),
+            Err(e) => {
+                log!(
+                    "no thread for {}'s write-back ({e}): writing back here",
+                    client.name()
+                );
+                let regions = work.lock().ok().and_then(|mut w| w.take());
+                Work::Done(write_back_all(regions.unwrap_or_default()))
+            }
+        };
+        self.departing.push(Departure {
+            client,
+            goodbye,
+            work,
+        });
+    }
+
+    /// Departures whose write-back is done: logged, then the client is
+    /// answered `Goodbye` or disconnected, and its frames return.
+    pub(super) fn finish_departures(&mut self) {
+        let mut i = 0;
+        while i < self.departing.len() {
+            let done = match &self.departing[i].work {
+                Work::Thread(h) => h.is_finished(),
+                Work::Done(_) => true,
+            };
+            if !done {
+                i += 1;
+                continue;
+            }
+            let d = self.departing.swap_remove(i);
+            self.finish(d);
+        }
+    }
+
+    fn finish(&mut self, d: Departure) {
+        let outcomes = match d.work {
+            Work::Thread(h) => h.join().unwrap_or_else(|_| {
+                log!("{}'s write-back thread panicked", d.client.name());
+                Vec::new()
+            }),
+            Work::Done(o) => o,
+        };
+        for (region, outcome) in outcomes {
+            log_write_back(&d.client, region, &outcome);
+        }
+        let id = d.client.id;
+        if d.goodbye {
+            self.clients.insert(id, d.client);
+            let out = self.ask_core(id, Message::Goodbye);
+            self.route(out);
+        } else {
+            drop(d.client);
+            self.forget(id);
+        }
+    }
+
+    /// The daemon stops: every client told (`ShuttingDown`) and closed;
+    /// write-backs under way finished (live clients keep their memory and
+    /// write back themselves).
+    pub(super) fn shutdown(&mut self) {
+        log!("stopping: {} clients connected", self.clients.len());
+        let out = self.core.shutdown();
+        self.route(out);
+        self.end_doomed();
+        for d in std::mem::take(&mut self.departing) {
+            let goodbye = d.goodbye;
+            let mut client = match d.work {
+                Work::Thread(h) => {
+                    let outcomes = h.join().unwrap_or_default();
+                    for (region, outcome) in outcomes {
+                        log_write_back(&d.client, region, &outcome);
+                    }
+                    d.client
+                }
+                Work::Done(_) => d.client,
+            };
+            if goodbye {
+                let now = std::time::Instant::now();
+                let _ = client
+                    .out
+                    .push(client.conn.stream(), &Message::Goodbye, now);
+            }
+        }
+        self.clients.clear();
+    }
+}
+
+fn write_back_all(regions: Vec<(RegionId, RegionFds)>) -> Outcomes {
+    // Each region's descriptors are closed once it is written.
+    regions
+        .into_iter()
+        .map(|(region, fds)| (region, write_back(&fds)))
+        .collect()
+}
+
+fn log_write_back(client: &Client, region: RegionId, outcome: &Result<WriteBack, WriteBackError>) {
+    let name = client.name();
+    let region = region.0;
+    match outcome {
+        Ok(w) if w.failed == 0 => log!(
+            "{name}: region {region}: wrote back {} dirty pages ({} already freed, {} past the file's end)",
+            w.written, w.holes, w.beyond_end
+        ),
+        Ok(w) => {
+            log!(
+                "{name}: region {region}: WRITE-BACK FAILED for {} dirty pages ({} written)",
+                w.failed, w.written
+            );
+            for e in &w.errors {
+                log!("{name}: region {region}: {e}");
+            }
+        }
+        Err(e) => log!("{name}: region {region}: WRITE-BACK FAILED: {e}"),
+    }
+}
