@@ -101,7 +101,8 @@ fn a_malformed_body_is_answered_malformed_and_the_same_client_goes_on() {
         }),
         Message::Granted {
             region: RegionId(1),
-            frames: 5
+            frames: 5,
+            held_frames: 15
         }
     );
 }

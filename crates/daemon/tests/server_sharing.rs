@@ -70,7 +70,8 @@ fn a_holds_everything_and_b_needs_30(daemon: &Daemon) -> (Client, Client) {
         }),
         Message::Granted {
             region: RegionId(1),
-            frames: 90
+            frames: 90,
+            held_frames: 100
         }
     );
     assert!(matches!(
@@ -104,7 +105,8 @@ fn a_client_asked_back_frames_that_returns_them_settles_the_newcomer() {
         b.event(),
         Message::Settled {
             region: RegionId(7),
-            frames: 30
+            frames: 30,
+            held_frames: 30
         }
     );
     // Nothing was forced: A is told nothing more.
@@ -132,7 +134,8 @@ fn a_client_that_does_not_answer_is_forced_after_the_deadline() {
         b.event(),
         Message::Settled {
             region: RegionId(7),
-            frames: 30
+            frames: 30,
+            held_frames: 30
         }
     );
     assert!(start.elapsed() >= Duration::from_millis(300));
@@ -140,7 +143,8 @@ fn a_client_that_does_not_answer_is_forced_after_the_deadline() {
         a.event(),
         Message::Forced {
             region: RegionId(1),
-            frames: 30
+            frames: 30,
+            held_frames: 70
         }
     );
     let s = daemon.status();
@@ -177,7 +181,8 @@ fn role_stopped_holder() {
         c.event(),
         Message::Forced {
             region: RegionId(1),
-            frames: 30
+            frames: 30,
+            held_frames: 70
         }
     );
 }
@@ -211,7 +216,8 @@ fn a_stopped_client_above_its_minimum_is_forced_and_reads_forced_once_continued(
         b.event(),
         Message::Settled {
             region: RegionId(7),
-            frames: 30
+            frames: 30,
+            held_frames: 30
         }
     );
     let s = daemon.status();
