@@ -146,7 +146,8 @@ fn a_stopped_client_is_reclaimed_by_force_and_resumes_with_its_data() {
     a.signal(libc::SIGCONT);
     // A reads the order and the force, shrinks to what the daemon left it,
     // and every page it wrote is still there.
-    let (budget, _, forced, in_use) = stats_until(&mut a, "A follows the force", |s| s.0 == 200);
+    let (budget, _, forced, in_use) =
+        stats_until(&mut a, "A follows the force", |s| s.0 == 200 && s.2 == 100);
     assert_eq!((budget, forced), (200, 100));
     assert!(in_use <= 200, "A uses {in_use} frames of 200");
     checked(&mut a);
@@ -190,6 +191,16 @@ fn a_client_killed_in_the_middle_of_writes_loses_no_write_it_logged() {
         let s = daemon.status();
         s.clients.is_empty() && s.free_frames == s.total_frames
     });
+    // The daemon had work to do: the client died with dirty pages.
+    let log = daemon.log();
+    let written: u64 = log
+        .lines()
+        .find_map(|l| l.split("wrote back ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no write-back in the daemon's log:\n{log}"));
+    assert!(written > 0, "the daemon wrote back nothing:\n{log}");
+    eprintln!("  {} logged writes; the daemon wrote back {written} dirty pages", logged.len());
     let bytes = std::fs::read(&file).unwrap();
     let mut lost = Vec::new();
     for w in &logged {
