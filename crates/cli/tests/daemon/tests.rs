@@ -200,7 +200,10 @@ fn a_client_killed_in_the_middle_of_writes_loses_no_write_it_logged() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no write-back in the daemon's log:\n{log}"));
     assert!(written > 0, "the daemon wrote back nothing:\n{log}");
-    eprintln!("  {} logged writes; the daemon wrote back {written} dirty pages", logged.len());
+    eprintln!(
+        "  {} logged writes; the daemon wrote back {written} dirty pages",
+        logged.len()
+    );
     let bytes = std::fs::read(&file).unwrap();
     let mut lost = Vec::new();
     for w in &logged {

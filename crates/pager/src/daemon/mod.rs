@@ -27,7 +27,7 @@ mod member;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -155,6 +155,9 @@ pub(crate) struct Inner {
     regions: Mutex<HashMap<RegionId, Arc<member::Link>>>,
     next_region: AtomicU32,
     closed: AtomicBool,
+    /// Messages sent (requests and notifications): what the daemon costs
+    /// a process, for the benchmarks.
+    sent: AtomicU64,
 }
 
 impl Client {
@@ -208,6 +211,7 @@ impl Client {
             regions: Mutex::new(HashMap::new()),
             next_region: AtomicU32::new(1),
             closed: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
         });
         link::spawn_reader(Arc::downgrade(&inner), reader).map_err(DaemonError::Thread)?;
         Ok(Client { inner })
@@ -231,6 +235,19 @@ impl Client {
     /// Whether the connection still stands (the daemon may have stopped).
     pub fn is_connected(&self) -> bool {
         !self.inner.closed.load(SeqCst) && self.inner.pid == std::process::id()
+    }
+
+    /// The client regions of this process join now, if any (connecting to
+    /// `$PAGEPILOT_DAEMON` if the process has not yet).
+    pub fn current() -> Result<Option<Client>, DaemonError> {
+        default_client()
+    }
+
+    /// Messages this client has sent the daemon (the hello aside): faults
+    /// send none; registrations, grants asked for, frames returned, pins
+    /// and a fault count once a second do.
+    pub fn messages_sent(&self) -> u64 {
+        self.inner.sent.load(SeqCst)
     }
 
     /// What the daemon holds and for whom (`pagepilot status`).
@@ -290,6 +307,7 @@ impl Inner {
         let mut w = self.writer();
         w.conn.send(message, fds)?;
         w.waiting.push_back(waiter);
+        self.sent.fetch_add(1, SeqCst);
         Ok(())
     }
 
@@ -297,6 +315,7 @@ impl Inner {
     fn notify(&self, message: &Message) -> Result<(), DaemonError> {
         self.usable()?;
         self.writer().conn.send(message, &[])?;
+        self.sent.fetch_add(1, SeqCst);
         Ok(())
     }
 
