@@ -19,6 +19,7 @@ pub fn run(role: &str, args: &[String]) -> i32 {
         "hold" => hold(args),
         "writer" => writer(args),
         "churn" => churn(args),
+        "pinner" => pinner(args),
         other => Err(format!("unknown role {other}")),
     };
     match outcome {
@@ -202,5 +203,60 @@ fn churn(args: &[String]) -> Result<(), String> {
         rounds += 1;
     }
     say(&format!("done {rounds}"));
+    Ok(())
+}
+
+/// `pinner PAGES BUDGET PINS`: an anonymous region of PAGES pages under
+/// BUDGET frames (its minFrame); pins its first PINS pages (`pinned`), asks
+/// for one more (`refused ERRNO MESSAGE`, or `granted`), then scans every
+/// page five times with evictions subscribed: `evicted TOTAL PINNED_ONES
+/// LOST`; then waits for `exit` on stdin.
+fn pinner(args: &[String]) -> Result<(), String> {
+    let pages: usize = arg(args, 0, "pages")?;
+    let budget: usize = arg(args, 1, "budget")?;
+    let pins: usize = arg(args, 2, "pins")?;
+    let opts = RegionOptions::new(
+        Backing::Anonymous {
+            len: pages * PAGE_SIZE,
+        },
+        budget * PAGE_SIZE,
+        "lru",
+    );
+    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let salt = 77;
+    fill(&region, salt);
+    region
+        .pin(0, pins * PAGE_SIZE)
+        .map_err(|e| format!("pin: {e}"))?;
+    say("pinned");
+    match region.pin(pins * PAGE_SIZE, PAGE_SIZE) {
+        Err(pagepilot_pager::PinError::Daemon { errno, message }) => {
+            say(&format!("refused {errno} {message}"))
+        }
+        Err(e) => return Err(format!("the extra pin failed without the daemon: {e}")),
+        Ok(()) => say("granted"),
+    }
+    region.subscribe_evictions(1 << 20);
+    for _ in 0..5 {
+        check(&region, salt)?;
+    }
+    let mut evicted = Vec::new();
+    let drained = region.drain_evictions(&mut evicted);
+    let pinned_ones = evicted
+        .iter()
+        .filter(|e| (e.offset as usize) < pins * PAGE_SIZE)
+        .count();
+    say(&format!(
+        "evicted {} {pinned_ones} {}",
+        evicted.len(),
+        drained.lost
+    ));
+    for line in std::io::stdin().lock().lines() {
+        if line.map_err(|e| e.to_string())?.trim() == "exit" {
+            break;
+        }
+    }
+    region.unmap().map_err(|e| e.to_string())?;
+    say("bye");
     Ok(())
 }

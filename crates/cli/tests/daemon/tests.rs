@@ -20,6 +20,10 @@ pub const ALL: &[(&str, fn())] = &[
         a_client_killed_in_the_middle_of_writes_loses_no_write_it_logged,
     ),
     (
+        "pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced",
+        pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced,
+    ),
+    (
         "thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks",
         thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks,
     ),
@@ -283,4 +287,41 @@ fn thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks() {
         rss_end <= rss_early + 16 * 1024,
         "the daemon's memory grew from {rss_early} to {rss_end} KiB"
     );
+}
+
+fn pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced() {
+    let daemon = Daemon::start(
+        "pins",
+        "[machine]\nbudget_frames = 100\n[default]\npinned_frames = 8\n",
+    );
+    let mut p = Process::spawn(&daemon, "pinner", &args(&[&400, &32, &8]));
+    p.expect("pinned", WAIT);
+    // The ninth page is beyond the user's pin quota: EDQUOT, from the daemon.
+    let refused = p.expect("refused", WAIT);
+    assert!(
+        refused.starts_with(&format!("{} ", libc::EDQUOT)),
+        "{refused}"
+    );
+    let region = &daemon.client_of(p.pid()).expect("the pinner").regions[0];
+    assert_eq!(region.pinned_frames, 8);
+    // Five scans of 400 pages through 32 frames evict hundreds of pages,
+    // never a pinned one.
+    let evicted = p.expect("evicted", WAIT);
+    let v: Vec<u64> = evicted
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(v[0] > 1000, "only {} evictions", v[0]);
+    assert_eq!(
+        (v[1], v[2]),
+        (0, 0),
+        "pinned pages evicted, or events lost: {evicted}"
+    );
+    p.say("exit");
+    p.expect("bye", WAIT);
+    assert_eq!(p.wait(WAIT), Some(0));
+    eventually(WAIT, "every frame back", || {
+        let s = daemon.status();
+        s.free_frames == s.total_frames && s.clients.is_empty()
+    });
 }
