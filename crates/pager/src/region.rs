@@ -142,14 +142,33 @@ impl Region {
     /// smaller budget reclaims frames at once (HiPEC's ReclaimFrame: the
     /// policy's `reclaim` names the pages, `victim` the rest); dirty pages
     /// are written back first, and those whose write-back fails stay.
+    /// In a pool or under the daemon the frames come from there: a larger
+    /// budget is asked for (the pool grants what is free at once, the
+    /// daemon answers later), a smaller one gives the frames back.
     pub fn set_budget(&mut self, budget_bytes: usize) -> Result<(), FlushError> {
         if self.shared.forked() {
             // A child's region is the kernel's mapping of the file.
             return Ok(());
         }
         let frames = (budget_bytes / PAGE).max(1);
+        let old = {
+            let mut g = self.shared.lock();
+            let old = g.table.capacity;
+            if frames > old && g.table.source.is_some() {
+                pagepilot_policy::Memory::request_frames(&mut g.table, frames - old);
+                self.budget_frames = g.table.capacity;
+                return Ok(());
+            }
+            old
+        };
         let failed = self.shared.set_budget(frames);
-        self.budget_frames = self.shared.lock().table.capacity;
+        let g = self.shared.lock();
+        let now = g.table.capacity;
+        if let Some(source) = g.table.source.as_ref().filter(|_| now < old) {
+            source.release(old - now);
+        }
+        self.budget_frames = now;
+        drop(g);
         if failed.is_empty() {
             Ok(())
         } else {

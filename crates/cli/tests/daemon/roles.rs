@@ -80,7 +80,8 @@ fn stats_line(region: &Region) -> String {
 /// `hold PAGES MIN BUDGET`: an anonymous region of PAGES pages, its
 /// `minFrame` MIN and budget BUDGET frames, every page written. Then on
 /// stdin: `check` (every page read back; prints `checked BUDGET RECLAIMED
-/// FORCED IN_USE`), `stats` (`stats ...` the same), `exit` (unmaps).
+/// FORCED IN_USE`), `stats` (`stats ...` the same), `budget N`
+/// (`set_budget` to N frames), `exit` (unmaps).
 fn hold(args: &[String]) -> Result<(), String> {
     let pages: usize = arg(args, 0, "pages")?;
     let min: usize = arg(args, 1, "min")?;
@@ -93,7 +94,7 @@ fn hold(args: &[String]) -> Result<(), String> {
         "lru",
     )
     .with_min_frames(min);
-    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let mut region = Region::map(opts).map_err(|e| e.to_string())?;
     let salt = u64::from(std::process::id());
     fill(&region, salt);
     say(&format!("ready {}", stats_line(&region)));
@@ -104,6 +105,13 @@ fn hold(args: &[String]) -> Result<(), String> {
                 say(&format!("checked {}", stats_line(&region)));
             }
             "stats" => say(&format!("stats {}", stats_line(&region))),
+            command if command.starts_with("budget ") => {
+                let frames: usize = command[7..].parse().map_err(|_| format!("bad {command}"))?;
+                region
+                    .set_budget(frames * PAGE_SIZE)
+                    .map_err(|e| e.to_string())?;
+                say(&format!("budget {}", stats_line(&region)));
+            }
             "exit" => break,
             other => return Err(format!("unknown command {other}")),
         }

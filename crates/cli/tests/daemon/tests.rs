@@ -115,6 +115,20 @@ fn clients_share_the_budget_each_with_its_min_frame_and_fafr_reclaims_across_pro
     for p in [&mut a, &mut b, &mut c] {
         checked(p);
     }
+    // A changes its budget: the frames go back to the daemon, and more
+    // are asked for (granted from what is free).
+    let held_by = |pid| daemon.client_of(pid).map(|c| c.regions[0].held_frames);
+    a.say("budget 60");
+    a.expect("budget", WAIT);
+    eventually(WAIT, "A's frames back in the daemon", || {
+        held_by(a.pid()) == Some(60)
+    });
+    assert_eq!(daemon.status().free_frames, 40);
+    a.say("budget 90");
+    a.expect("budget", WAIT);
+    stats_until(&mut a, "A granted more", |s| s.0 == 90);
+    assert_eq!(held_by(a.pid()), Some(90));
+    checked(&mut a);
     for p in [a, b, c] {
         leave(p);
     }
