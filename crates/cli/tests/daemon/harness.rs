@@ -104,7 +104,25 @@ pub struct Process {
 impl Process {
     /// Starts this binary in `role` with `args`, joined to `daemon`.
     pub fn spawn(daemon: &Daemon, role: &str, args: &[String]) -> Process {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        Process::start(
+            Command::new(std::env::current_exe().unwrap()),
+            daemon,
+            role,
+            args,
+        )
+    }
+
+    /// As [`Process::spawn`], as the user `nobody` (uid 65534) in no group.
+    pub fn spawn_as_nobody(daemon: &Daemon, role: &str, args: &[String]) -> Process {
+        let mut setpriv = Command::new("setpriv");
+        setpriv
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(std::env::current_exe().unwrap());
+        Process::start(setpriv, daemon, role, args)
+    }
+
+    fn start(mut command: Command, daemon: &Daemon, role: &str, args: &[String]) -> Process {
+        let mut child = command
             .args(args)
             .env(super::roles::ROLE_ENV, role)
             .env(pagepilot_pager::DAEMON_ENV, &daemon.socket)

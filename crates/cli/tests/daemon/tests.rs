@@ -24,6 +24,10 @@ pub const ALL: &[(&str, fn())] = &[
         pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced,
     ),
     (
+        "quotas_follow_the_user_the_kernel_names",
+        quotas_follow_the_user_the_kernel_names,
+    ),
+    (
         "thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks",
         thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks,
     ),
@@ -338,4 +342,33 @@ fn pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced() {
         let s = daemon.status();
         s.free_frames == s.total_frames && s.clients.is_empty()
     });
+}
+
+fn quotas_follow_the_user_the_kernel_names() {
+    let daemon = Daemon::start(
+        "quotas",
+        "[machine]\nbudget_frames = 1000\n[uid.65534]\nframes = 50\n",
+    );
+    // The daemon's directory, for nobody to reach the socket.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&daemon.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut root = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
+    root.expect("ready", WAIT);
+    // nobody's quota is 50 frames, whatever the process claims.
+    let mut over = Process::spawn_as_nobody(&daemon, "hold", &args(&[&200, &100, &100]));
+    let refusal = over.expect("error", WAIT);
+    assert!(
+        refusal.contains("RegisterRegion") && refusal.to_lowercase().contains("quota"),
+        "{refusal}"
+    );
+    assert_eq!(over.wait(WAIT), Some(1));
+    let mut within = Process::spawn_as_nobody(&daemon, "hold", &args(&[&200, &40, &40]));
+    within.expect("ready", WAIT);
+    checked(&mut within);
+    let status = daemon.status();
+    let uid_of = |pid| status.clients.iter().find(|c| c.pid == pid).map(|c| c.uid);
+    assert_eq!(uid_of(within.pid()), Some(65534));
+    assert_eq!(uid_of(root.pid()), Some(0));
+    leave(within);
+    leave(root);
 }
