@@ -41,3 +41,35 @@ pub unsafe extern "C" fn pp_connect(path: *const c_char, err: *mut c_char, errle
     unsafe { write_message(err, errlen, &message) };
     -errno
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect(path: Option<&str>) -> (c_int, String) {
+        let path = path.map(|p| std::ffi::CString::new(p).unwrap());
+        let mut err = [0 as c_char; 256];
+        let ptr = path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+        // SAFETY: a NUL-terminated path or NULL; `err` is writable for its length.
+        let rc = unsafe { pp_connect(ptr, err.as_mut_ptr(), err.len()) };
+        // SAFETY: pp_connect NUL-terminates what it writes.
+        let msg = unsafe { CStr::from_ptr(err.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        (rc, msg)
+    }
+
+    #[test]
+    fn connecting_where_no_daemon_listens_names_the_socket_and_fails() {
+        let (rc, msg) = connect(Some("/nonexistent/pagepilot.sock"));
+        assert_eq!(rc, -libc::ENOENT);
+        assert!(msg.contains("/nonexistent/pagepilot.sock"), "{msg}");
+    }
+
+    #[test]
+    fn a_null_path_is_refused() {
+        let (rc, msg) = connect(None);
+        assert_eq!(rc, -libc::EINVAL);
+        assert!(msg.contains("NULL"), "{msg}");
+    }
+}
