@@ -76,6 +76,13 @@ impl Daemon {
             .unwrap_or(0)
     }
 
+    /// Stops the daemon with SIGTERM and waits for it: its exit code.
+    pub fn stop(&mut self) -> Option<i32> {
+        // SAFETY: kill has no memory effects; the pid is our child's.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().ok().and_then(|s| s.code())
+    }
+
     /// Whether the daemon process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

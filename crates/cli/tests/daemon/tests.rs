@@ -28,6 +28,10 @@ pub const ALL: &[(&str, fn())] = &[
         quotas_follow_the_user_the_kernel_names,
     ),
     (
+        "when_the_daemon_stops_its_clients_keep_their_budgets_and_data",
+        when_the_daemon_stops_its_clients_keep_their_budgets_and_data,
+    ),
+    (
         "thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks",
         thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks,
     ),
@@ -371,4 +375,17 @@ fn quotas_follow_the_user_the_kernel_names() {
     assert_eq!(uid_of(root.pid()), Some(0));
     leave(within);
     leave(root);
+}
+
+fn when_the_daemon_stops_its_clients_keep_their_budgets_and_data() {
+    let mut daemon = Daemon::start("stops", "[machine]\nbudget_frames = 200\n");
+    let mut a = Process::spawn(&daemon, "hold", &args(&[&300, &50, &100]));
+    a.expect("ready", WAIT);
+    stats_until(&mut a, "A grows to its budget", |s| s.0 == 100);
+    assert_eq!(daemon.stop(), Some(0));
+    // The region goes on paging under the budget it had.
+    let (budget, _, _, in_use) = checked(&mut a);
+    assert_eq!(budget, 100);
+    assert!(in_use <= 100, "{in_use} frames in use");
+    leave(a);
 }

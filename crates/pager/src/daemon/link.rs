@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::sync::{Arc, Once, Weak};
 use std::time::{Duration, Instant};
 
-use pagepilot_protocol::{Kind, Message, RegionId};
+use pagepilot_protocol::{ErrorCode, Kind, Message, RegionId};
 use pagepilot_transport::Connection;
 
 use super::{Inner, Waiter};
@@ -96,6 +96,9 @@ fn dispatch(inner: &Inner, message: Message) {
         // A notification refused (a `Returned` that came after its frames
         // were forced): nothing waits for it, and nothing changes.
         Message::Error(e) if matches!(e.request, Some(Kind::Returned | Kind::Report)) => {}
+        // The daemon is stopping (it closes the connection next); the
+        // regions keep their budgets.
+        Message::Error(e) if e.code == ErrorCode::ShuttingDown && e.request.is_none() => {}
         reply => {
             let waiter = inner.writer().waiting.pop_front();
             match waiter {
