@@ -20,6 +20,7 @@ pub fn run(role: &str, args: &[String]) -> i32 {
         "writer" => writer(args),
         "churn" => churn(args),
         "pinner" => pinner(args),
+        "forker" => forker(),
         other => Err(format!("unknown role {other}")),
     };
     match outcome {
@@ -266,5 +267,37 @@ fn pinner(args: &[String]) -> Result<(), String> {
     }
     region.unmap().map_err(|e| e.to_string())?;
     say("bye");
+    Ok(())
+}
+
+/// `forker`: a region joined to the daemon, then a child forked that
+/// sleeps; prints `ready CHILD_PID` and waits for stdin to close.
+fn forker() -> Result<(), String> {
+    let opts = RegionOptions::new(
+        Backing::Anonymous {
+            len: 64 * PAGE_SIZE,
+        },
+        16 * PAGE_SIZE,
+        "lru",
+    );
+    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    fill(&region, 5);
+    // SAFETY: the child only sleeps and leaves with _exit, calling nothing
+    // that a lock held by another thread at the fork could block.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // SAFETY: sleep and _exit are async-signal-safe.
+        unsafe {
+            libc::sleep(60);
+            libc::_exit(0)
+        }
+    }
+    if child < 0 {
+        return Err("fork failed".into());
+    }
+    say(&format!("ready {child}"));
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    drop(region);
     Ok(())
 }

@@ -32,6 +32,10 @@ pub const ALL: &[(&str, fn())] = &[
         when_the_daemon_stops_its_clients_keep_their_budgets_and_data,
     ),
     (
+        "a_forked_child_does_not_keep_its_killed_parent_alive_to_the_daemon",
+        a_forked_child_does_not_keep_its_killed_parent_alive_to_the_daemon,
+    ),
+    (
         "thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks",
         thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks,
     ),
@@ -388,4 +392,33 @@ fn when_the_daemon_stops_its_clients_keep_their_budgets_and_data() {
     assert_eq!(budget, 100);
     assert!(in_use <= 100, "{in_use} frames in use");
     leave(a);
+}
+
+fn a_forked_child_does_not_keep_its_killed_parent_alive_to_the_daemon() {
+    let daemon = Daemon::start("fork", "[machine]\nbudget_frames = 100\n");
+    let mut parent = Process::spawn(&daemon, "forker", &[]);
+    let child: i32 = parent.expect("ready", WAIT).parse().unwrap();
+    struct Reap(i32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            // SAFETY: kill has no memory effects; the pid is the forker's child.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+    let _reap = Reap(child);
+    assert!(daemon.client_of(parent.pid()).is_some());
+    parent.signal(libc::SIGKILL);
+    parent.wait(WAIT);
+    // The child holds no copy of the connection: the parent is gone to the
+    // daemon at once, its frames back, though the child still runs.
+    eventually(
+        Duration::from_secs(5),
+        "the parent gone from the daemon",
+        || {
+            let s = daemon.status();
+            s.clients.is_empty() && s.free_frames == s.total_frames
+        },
+    );
+    // SAFETY: signal 0 only checks that the process exists.
+    assert_eq!(unsafe { libc::kill(child, 0) }, 0, "the child still runs");
 }
