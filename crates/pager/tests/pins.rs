@@ -302,19 +302,6 @@ fn test_a_smaller_budget_never_reaches_below_the_pinned_pages() {
     region.unmap().unwrap();
 }
 
-/// A FIFO policy program whose ReclaimFrame names no victim: the pool
-/// takes its frames by force.
-const KEEPS_EVERYTHING: &str = "
-queue loaded;
-event PageFault() {
-    if (free == 0) { victim = fifo(loaded); }
-    enqueue(loaded, fault);
-}
-event ReclaimFrame() {
-    return;
-}
-";
-
 #[test]
 fn test_a_pools_normal_and_forced_reclamation_never_take_pinned_pages() {
     let dir = Scratch::new("pins-pool");

@@ -135,19 +135,6 @@ fn test_min_frames_above_the_budget_or_without_a_pool_is_refused_naming_both() {
     assert!(pool.stats().holders.is_empty());
 }
 
-/// A FIFO policy program whose ReclaimFrame names no victim: it never
-/// gives a frame back when the pool asks.
-const KEEPS_EVERYTHING: &str = "
-queue loaded;
-event PageFault() {
-    if (free == 0) { victim = fifo(loaded); }
-    enqueue(loaded, fault);
-}
-event ReclaimFrame() {
-    return;
-}
-";
-
 /// Dirties pages `0..n` of `region`: byte 0 of page `p` becomes `!data`'s.
 fn dirty(region: &Region, data: &[u8], n: usize) {
     for p in 0..n {

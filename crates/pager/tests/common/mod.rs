@@ -410,3 +410,16 @@ pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// A FIFO policy program whose ReclaimFrame names no victim: it never
+/// gives a frame back when a pool asks, which then takes them by force.
+pub const KEEPS_EVERYTHING: &str = "
+queue loaded;
+event PageFault() {
+    if (free == 0) { victim = fifo(loaded); }
+    enqueue(loaded, fault);
+}
+event ReclaimFrame() {
+    return;
+}
+";
