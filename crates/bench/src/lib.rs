@@ -9,6 +9,7 @@ pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 mod cgroup;
 mod cjoin;
+mod daemon;
 mod datafile;
 mod faults;
 mod fork;
