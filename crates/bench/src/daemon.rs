@@ -3,10 +3,12 @@
 //! own, with a configuration written for the round. The children the round
 //! starts join it through `PAGEPILOT_DAEMON` ([`RoundDaemon::socket`]).
 //! The daemon is stopped (SIGTERM, then SIGKILL) when the guard is dropped,
-//! on every path, errors included; every wait is bounded.
+//! on every path, errors included, and gets SIGTERM if the bench dies
+//! without dropping it (`PR_SET_PDEATHSIG`); every wait is bounded.
 
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -145,7 +147,24 @@ impl RoundDaemon {
         let conf = daemon.dir.join("daemon.toml");
         std::fs::write(&conf, config.toml()).map_err(setup("configuration", &conf))?;
         let log = std::fs::File::create(&daemon.log).map_err(setup("log", &daemon.log))?;
-        let child = Command::new("/proc/self/exe")
+        let parent = std::process::id() as libc::pid_t;
+        let mut command = Command::new("/proc/self/exe");
+        // SAFETY: the closure runs in the child between fork and exec and
+        // calls only prctl, getppid and _exit, async-signal-safe, touching
+        // no memory of the parent's.
+        unsafe {
+            command.pre_exec(move || {
+                // Killed with the bench even when no destructor runs (the
+                // bench killed by a signal), or if it is already gone.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0
+                    || libc::getppid() != parent
+                {
+                    libc::_exit(1);
+                }
+                Ok(())
+            })
+        };
+        let child = command
             .arg("daemon")
             .arg("--foreground")
             .arg("--socket")
