@@ -296,7 +296,8 @@ pub fn run(args: Args) -> BenchResult {
     }
     let mut runs: Vec<Vec<round::ConfigRun>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..args.runs {
-        for (k, &config) in configs.iter().enumerate() {
+        for k in round_order(configs.len(), r) {
+            let config = configs[k];
             eprintln!("round {}/{}: {}...", r + 1, args.runs, config.name());
             runs[k].push(round::run(config, &setup)?);
         }
@@ -366,4 +367,28 @@ pub fn run(args: Args) -> BenchResult {
         Format::Text => report::print_text(&report, &mut out)?,
     }
     Ok(())
+}
+
+/// The order of the configurations in round `round`: as listed, the last
+/// two (`rapha` and `rapha+daemon`, compared with each other) taking turns
+/// going first.
+fn round_order(configs: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..configs).collect();
+    if round % 2 == 1 && configs >= 2 {
+        order.swap(configs - 2, configs - 1);
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_order;
+
+    #[test]
+    fn test_rapha_and_rapha_daemon_take_turns_going_first() {
+        assert_eq!(round_order(4, 0), [0, 1, 2, 3]);
+        assert_eq!(round_order(4, 1), [0, 1, 3, 2]);
+        assert_eq!(round_order(3, 2), [0, 1, 2]);
+        assert_eq!(round_order(3, 3), [0, 2, 1]);
+    }
 }

@@ -125,15 +125,23 @@ pub fn run(args: Args) -> BenchResult {
     let (mut live_pair, mut kernel_pair, mut daemon_pair) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..args.runs {
         eprintln!("round {}/{}...", round + 1, args.runs);
-        let (runs, wall) = live_round(&files, budget, args.loops)?;
-        live_pair.push(wall);
-        for (k, r) in runs.into_iter().enumerate() {
-            live[k].push(r);
-        }
-        let (runs, wall) = daemon::round(&files, budget, args.loops)?;
-        daemon_pair.push(wall);
-        for (k, r) in runs.into_iter().enumerate() {
-            under_daemon[k].push(r);
+        // The pool and the daemon sides take turns going first: the second
+        // reads what the first just read, which the host may still cache.
+        let daemon_first = round % 2 == 1;
+        for daemon_turn in [daemon_first, !daemon_first] {
+            if daemon_turn {
+                let (runs, wall) = daemon::round(&files, budget, args.loops)?;
+                daemon_pair.push(wall);
+                for (k, r) in runs.into_iter().enumerate() {
+                    under_daemon[k].push(r);
+                }
+            } else {
+                let (runs, wall) = live_round(&files, budget, args.loops)?;
+                live_pair.push(wall);
+                for (k, r) in runs.into_iter().enumerate() {
+                    live[k].push(r);
+                }
+            }
         }
         if kernel_skipped.is_none() {
             let (runs, wall) = kernel_round(&files, budget, args.loops)?;

@@ -59,6 +59,8 @@ pub struct DaemonVsInProcess {
     pub daemon_ms: f64,
     /// Daemon / in-process time (target 0.9..1.1).
     pub time_ratio: Option<f64>,
+    /// The same in each round, in order (the sides take turns going first).
+    pub time_ratio_rounds: Vec<f64>,
     /// Time per page-in in the in-process pool, ns (median of the rounds').
     pub in_process_ns_per_fault: f64,
     /// The same under the daemon.
@@ -128,6 +130,11 @@ pub fn compare(
         in_process_ms: in_ms,
         daemon_ms: d_ms,
         time_ratio,
+        time_ratio_rounds: in_process
+            .iter()
+            .zip(daemon)
+            .filter_map(|(i, d)| ratio(d.run.elapsed_ns as f64, i.elapsed_ns as f64))
+            .collect(),
         in_process_ns_per_fault: in_ns,
         daemon_ns_per_fault: d_ns,
         time_per_fault_ratio: ratio(d_ns, in_ns),
@@ -303,6 +310,7 @@ mod tests {
         assert_eq!(c.faults_ratio, Some(1.0));
         assert_eq!((c.in_process_ms, c.daemon_ms), (100.0, 105.0));
         assert_eq!(c.time_ratio, Some(1.05));
+        assert_eq!(c.time_ratio_rounds, [1.05, 2.5, 99.0 / 80.0]);
         // Per page-in: 100 us in process; 105, 300 and 99 us: median 105 us.
         assert_eq!(c.in_process_ns_per_fault, 100_000.0);
         assert_eq!(c.daemon_ns_per_fault, 105_000.0);
