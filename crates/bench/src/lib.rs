@@ -9,6 +9,7 @@ pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 mod cgroup;
 mod cjoin;
+mod daemon;
 mod datafile;
 mod faults;
 mod fork;
@@ -45,11 +46,12 @@ pub enum Command {
     /// Regions from 1 GiB to 8 TiB under a fixed budget: memory, time per touch, map and
     /// unmap, against the kernel's mmap.
     Scale(scale::Args),
-    /// Two joins at once: one frame pool (MRU and CLOCK, each its minimum) against the
-    /// kernel with both in one memory cgroup.
+    /// Two joins at once: one frame pool (MRU and CLOCK, each its minimum), the same as two
+    /// processes under a pagepilot daemon, against the kernel with both in one memory cgroup.
     Share(share::Args),
     /// RAPHA's experiment: a periodic task with deadlines beside a launcher faulting through
-    /// a large file, under the kernel, pagepilot, and pagepilot with RAPHA's fault limits.
+    /// a large file, under the kernel, pagepilot, pagepilot with RAPHA's fault limits, and the
+    /// same with both tasks joined to a pagepilot daemon.
     Rapha(rapha::Args),
 }
 

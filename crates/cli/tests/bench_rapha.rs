@@ -1,7 +1,9 @@
 //! `pagepilot bench rapha` as a user runs it, at small sizes: a row per
 //! configuration, the launcher under RAPHA's limit never faulting faster
-//! than the limit allows, the limits RAPHA's equations give, the plot
-//! written; bad input refused with a named error. No timing is asserted.
+//! than the limit allows (in process and with both tasks joined to a
+//! daemon, which they tell nothing of their faults), the limits RAPHA's
+//! equations give, the plot written; bad input refused with a named
+//! error. No timing is asserted.
 
 mod bench;
 
@@ -49,7 +51,7 @@ fn test_rapha_bench_reports_every_configuration_and_holds_the_launcher_to_its_li
             .find(|x| x["config"] == name)
             .unwrap_or_else(|| panic!("no {name} row: {r}"))
     };
-    let mut names = vec!["pagepilot", "rapha"];
+    let mut names = vec!["pagepilot", "rapha", "rapha+daemon"];
     if r["kernel_skipped"].is_null() {
         names.push("kernel");
     }
@@ -72,24 +74,51 @@ fn test_rapha_bench_reports_every_configuration_and_holds_the_launcher_to_its_li
         }
     }
     // Unlimited, nothing is postponed; limited, the launcher waits, and no
-    // sample holds more faults than the limit allows over the periods it spans.
+    // sample holds more faults than the limit allows over the periods it
+    // spans, with or without the daemon.
     assert_eq!(row("pagepilot")["launcher_postponed"], 0);
-    let rapha = row("rapha");
-    assert!(rapha["launcher_postponed"].as_u64().unwrap() > 0, "{rapha}");
-    let bound = rapha["launcher_sample_bound"].as_u64().unwrap();
-    assert_eq!(bound, 30 * (10 + 1));
-    let max = rapha["launcher_max_faults_per_sample"].as_u64().unwrap();
+    for name in ["rapha", "rapha+daemon"] {
+        let rapha = row(name);
+        assert!(rapha["launcher_postponed"].as_u64().unwrap() > 0, "{rapha}");
+        let bound = rapha["launcher_sample_bound"].as_u64().unwrap();
+        assert_eq!(bound, 30 * (10 + 1));
+        let max = rapha["launcher_max_faults_per_sample"].as_u64().unwrap();
+        assert!(
+            max <= bound,
+            "{name}: {max} faults in one sample, limit allows {bound}"
+        );
+        // Over its whole run: at most the limit per period it lasted (plus one).
+        let periods = (rapha["launcher_ms"].as_f64().unwrap() / 10.0).ceil() as u64 + 1;
+        let faults = rapha["launcher_faults"].as_u64().unwrap();
+        assert!(
+            faults <= 30 * periods,
+            "{name}: {faults} faults in {periods} periods of 30"
+        );
+    }
+    // Under the daemon: both processes registered and unregistered (the
+    // daemon admitted the decoder's reserve beside the launcher's limit),
+    // and sent nothing per fault: at most a fault count a second besides.
+    let d = row("rapha+daemon");
+    let launcher = d["launcher_messages"].as_u64().expect("launcher_messages");
+    assert!(launcher >= 2, "{d}");
+    let per_fault = d["launcher_messages_per_fault"].as_f64().unwrap();
+    assert!(per_fault < 0.01, "{d}");
+    let decoder = d["decoder_messages"].as_u64().expect("decoder_messages");
+    let seconds = (0.2 + d["launcher_ms"].as_f64().unwrap() / 1000.0).ceil() as u64 + 2;
     assert!(
-        max <= bound,
-        "{max} faults in one sample, limit allows {bound}"
+        (2..=2 + seconds).contains(&decoder),
+        "{decoder} messages in about {seconds} s: {d}"
     );
-    // Over its whole run: at most the limit per period it lasted (plus one).
-    let periods = (rapha["launcher_ms"].as_f64().unwrap() / 10.0).ceil() as u64 + 1;
-    let faults = rapha["launcher_faults"].as_u64().unwrap();
-    assert!(
-        faults <= 30 * periods,
-        "{faults} faults in {periods} periods of 30"
-    );
+    // The decoder's declared limit (2 faults per chunk a period) never binds
+    // its one page per chunk.
+    assert_eq!(d["decoder_postponed"], 0, "{d}");
+    assert!(d["decoder_faults"].as_u64().unwrap() > 0, "{d}");
+    for name in ["kernel", "pagepilot", "rapha"] {
+        if let Some(x) = rows.iter().find(|x| x["config"] == name) {
+            assert!(x["decoder_messages"].is_null(), "{x}");
+        }
+    }
+    assert!(r["daemon_launcher_vs_rapha"].as_f64().unwrap() > 0.0, "{r}");
     // A timeline per configuration, and the plot of them.
     assert_eq!(r["timelines"].as_array().unwrap().len(), rows.len());
     let svg = std::fs::read_to_string(&plot).expect("plot written");

@@ -16,7 +16,7 @@ use std::time::Duration;
 use pagepilot_pager::sys;
 
 use super::job::{now_ns, DecoderJob, DecoderOut, Frame, Priority};
-use super::mapped::Mapped;
+use super::mapped::{self, Mapped};
 use crate::BenchResult;
 
 /// Real-time priority of the decoder under `SCHED_FIFO`.
@@ -80,11 +80,15 @@ pub fn main(job: &DecoderJob) -> BenchResult {
         });
     }
     let faults = map.faults().saturating_sub(faults0);
+    let postponed = map.postponed();
     map.close()?;
     let out = DecoderOut {
         frames,
         realtime,
         faults,
+        postponed,
+        // After the unmap: its unregistration counted too.
+        messages_sent: mapped::daemon_messages(),
     };
     println!("{}", serde_json::to_string(&out)?);
     Ok(())

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup;
 
-/// The three configurations, side by side in every round.
+/// The configurations, side by side in every round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Config {
@@ -19,6 +19,13 @@ pub enum Config {
     /// Both in pagepilot regions, the launcher's faults limited per period
     /// as RAPHA derives it from the decoder's reserve.
     Rapha,
+    /// As [`Config::Rapha`], both tasks joined to a `pagepilot daemon` of
+    /// their two budgets (each its budget as its `minFrame`, so nothing is
+    /// reclaimed): the decoder's region declares its processor reserve
+    /// and fault limit, and the daemon's admission control (Eq. 2) admits
+    /// it and the launcher's limit across the two processes.
+    #[serde(rename = "rapha+daemon")]
+    RaphaDaemon,
 }
 
 impl Config {
@@ -28,6 +35,7 @@ impl Config {
             Config::Kernel => "kernel",
             Config::Pagepilot => "pagepilot",
             Config::Rapha => "rapha",
+            Config::RaphaDaemon => "rapha+daemon",
         }
     }
 }
@@ -53,6 +61,9 @@ pub enum Mapping {
         limit: Option<(u64, u64)>,
         /// Handler threads serving its faults (0: the default, one per CPU).
         handlers: usize,
+        /// RAPHA's processor reserve the region declares (with its limit).
+        #[serde(default)]
+        reserve: f64,
     },
 }
 
@@ -139,6 +150,12 @@ pub struct DecoderOut {
     pub realtime: bool,
     /// Fault events it took (pagepilot) or major faults (kernel).
     pub faults: u64,
+    /// Of them, how many its fault limit postponed (pagepilot).
+    #[serde(default)]
+    pub postponed: u64,
+    /// Messages its process sent the daemon, all told (under one).
+    #[serde(default)]
+    pub messages_sent: Option<u64>,
 }
 
 /// One sample of the launcher.
@@ -168,6 +185,9 @@ pub struct LauncherOut {
     pub postponed: u64,
     /// Pages it touched, each checked against the file.
     pub pages: u64,
+    /// Messages its process sent the daemon, all told (under one).
+    #[serde(default)]
+    pub messages_sent: Option<u64>,
 }
 
 /// Now on the clock both children and the parent read: wall time since the

@@ -11,7 +11,7 @@ use pagepilot_pager::sys;
 use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
 
 use super::job::{now_ns, LauncherJob, LauncherOut, Sample};
-use super::mapped::Mapped;
+use super::mapped::{self, Mapped};
 use crate::BenchResult;
 
 /// Runs the launcher and prints its report as JSON.
@@ -86,15 +86,18 @@ pub fn main(job: &LauncherJob) -> BenchResult {
         faults,
         resident_pages: map.resident_pages(),
     });
+    let postponed = map.postponed();
+    map.close()?;
     let out = LauncherOut {
         start_ns,
         end_ns,
         samples,
         faults,
-        postponed: map.postponed(),
+        postponed,
         pages: pages as u64,
+        // After the unmap: its unregistration counted too.
+        messages_sent: mapped::daemon_messages(),
     };
-    map.close()?;
     println!("{}", serde_json::to_string(&out)?);
     Ok(())
 }

@@ -36,7 +36,11 @@ impl Mapped {
                 map.advise_random()?;
                 Ok(Mapped::Kernel(map))
             }
-            Mapping::Pagepilot { limit, handlers } => {
+            Mapping::Pagepilot {
+                limit,
+                handlers,
+                reserve,
+            } => {
                 let backing = Backing::File {
                     path: file.to_path_buf(),
                     writable: false,
@@ -49,6 +53,9 @@ impl Mapped {
                 }
                 if let Some((faults, period_ns)) = *limit {
                     opts = opts.with_fault_limit(faults, Duration::from_nanos(period_ns));
+                }
+                if *reserve > 0.0 {
+                    opts = opts.with_reserve(*reserve);
                 }
                 Ok(Mapped::Region(Region::map(opts)?))
             }
@@ -115,6 +122,15 @@ impl Mapped {
         }
         Ok(())
     }
+}
+
+/// Messages this process sent the daemon, if it joined one
+/// (`PAGEPILOT_DAEMON`); `None` otherwise.
+pub fn daemon_messages() -> Option<u64> {
+    pagepilot_pager::Client::current()
+        .ok()
+        .flatten()
+        .map(|c| c.messages_sent())
 }
 
 /// `RssFile` of `/proc/self/status`, kB.

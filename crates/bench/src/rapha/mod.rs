@@ -9,7 +9,11 @@
 //! its budget, the page cache dropped first; (b) pagepilot regions, no
 //! limit; (c) pagepilot with RAPHA's limits: the launcher's region may take
 //! so many faults per 100 ms, what the decoder's processor reserve leaves
-//! (Eq. 1-4, [`limits`]). Reported: the decoder's deadline miss ratio and
+//! (Eq. 1-4, [`limits`]); (d) the same as (c), each task's process joined
+//! to a `pagepilot daemon` of their two budgets, the decoder's region
+//! declaring its reserve and fault limit to the daemon's admission control
+//! (issue 15: the same results within 10%, and the messages per fault).
+//! Reported: the decoder's deadline miss ratio and
 //! average delay while the launcher runs (Figure 11), the launcher's faults
 //! per interval and resident set over time (Figures 8-10, plotted with
 //! `--plot`), and its completion time.
@@ -281,22 +285,25 @@ pub fn run(args: Args) -> BenchResult {
             limits.launcher_fault_limit,
             args.launcher_fault_period_ms * MS,
         ),
+        decoder_reserve: (limits.decoder_pc, (limits.decoder_fault_limit, period_ns)),
+        fault_unit_us: args.fault_unit_us,
         alone: Duration::from_millis(args.alone_ms),
         root: kernel_skipped.is_none(),
     };
-    let mut configs = vec![Config::Pagepilot, Config::Rapha];
+    let mut configs = vec![Config::Pagepilot, Config::Rapha, Config::RaphaDaemon];
     if kernel_skipped.is_none() {
         configs.insert(0, Config::Kernel);
     }
     let mut runs: Vec<Vec<round::ConfigRun>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..args.runs {
-        for (k, &config) in configs.iter().enumerate() {
+        for k in round_order(configs.len(), r) {
+            let config = configs[k];
             eprintln!("round {}/{}: {}...", r + 1, args.runs, config.name());
             runs[k].push(round::run(config, &setup)?);
         }
     }
     let limit = (limits.launcher_fault_limit, args.launcher_fault_period_ms);
-    let limit_of = |c: Config| (c == Config::Rapha).then_some(limit);
+    let limit_of = |c: Config| matches!(c, Config::Rapha | Config::RaphaDaemon).then_some(limit);
     let rows: Vec<Row> = configs
         .iter()
         .zip(&runs)
@@ -304,12 +311,15 @@ pub fn run(args: Args) -> BenchResult {
         .collect();
     let find = |name: &str| rows.iter().find(|r| r.config == name);
     let (kern, pp, rapha) = (find("kernel"), find("pagepilot"), find("rapha"));
+    let under_daemon = find(Config::RaphaDaemon.name());
     let vs = |f: fn(&Row) -> f64, base: Option<&Row>| {
         rapha.zip(base).and_then(|(a, b)| ratio(f(a), f(b)))
     };
     let miss = |r: &Row| r.with_launcher.miss_pct;
     let delay = |r: &Row| r.with_launcher.avg_delay_ms;
     let done = |r: &Row| r.launcher_ms;
+    let daemon_vs =
+        |f: fn(&Row) -> f64| under_daemon.zip(rapha).and_then(|(a, b)| ratio(f(a), f(b)));
     let timelines = configs
         .iter()
         .zip(&runs)
@@ -341,6 +351,9 @@ pub fn run(args: Args) -> BenchResult {
         delay_vs_pagepilot: vs(delay, pp),
         launcher_slowdown_vs_pagepilot: vs(done, pp),
         launcher_slowdown_vs_kernel: vs(done, kern),
+        daemon_miss_vs_rapha: daemon_vs(miss),
+        daemon_delay_vs_rapha: daemon_vs(delay),
+        daemon_launcher_vs_rapha: daemon_vs(done),
         rows,
         timelines,
         kernel_skipped,
@@ -354,4 +367,28 @@ pub fn run(args: Args) -> BenchResult {
         Format::Text => report::print_text(&report, &mut out)?,
     }
     Ok(())
+}
+
+/// The order of the configurations in round `round`: as listed, the last
+/// two (`rapha` and `rapha+daemon`, compared with each other) taking turns
+/// going first.
+fn round_order(configs: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..configs).collect();
+    if round % 2 == 1 && configs >= 2 {
+        order.swap(configs - 2, configs - 1);
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_order;
+
+    #[test]
+    fn test_rapha_and_rapha_daemon_take_turns_going_first() {
+        assert_eq!(round_order(4, 0), [0, 1, 2, 3]);
+        assert_eq!(round_order(4, 1), [0, 1, 3, 2]);
+        assert_eq!(round_order(3, 2), [0, 1, 2]);
+        assert_eq!(round_order(3, 3), [0, 2, 1]);
+    }
 }

@@ -53,6 +53,14 @@ pub struct Report {
     pub launcher_slowdown_vs_pagepilot: Option<f64>,
     /// The same over the kernel's.
     pub launcher_slowdown_vs_kernel: Option<f64>,
+    /// The decoder's miss ratio under the daemon over RAPHA's in-process
+    /// (target 0.9..1.1; `None` when RAPHA's is 0).
+    pub daemon_miss_vs_rapha: Option<f64>,
+    /// The same for the average delay.
+    pub daemon_delay_vs_rapha: Option<f64>,
+    /// The launcher's completion time under the daemon over RAPHA's
+    /// in-process (target 0.9..1.1).
+    pub daemon_launcher_vs_rapha: Option<f64>,
     /// The launcher's samples of the last round, per configuration.
     pub timelines: Vec<LauncherTimeline>,
     /// Why the kernel's row is missing.
@@ -98,7 +106,7 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "  {:<10} {:>7} {:>7} {:>7} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>12}",
+        "  {:<12} {:>7} {:>7} {:>7} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>12}",
         "config",
         "frames",
         "misses",
@@ -115,7 +123,7 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         let d = &row.with_launcher;
         writeln!(
             out,
-            "  {:<10} {:>7} {:>7} {:>7.1} {:>10.2} {:>8.1} {:>9} {:>12.0} {:>10} {:>10} {:>12}",
+            "  {:<12} {:>7} {:>7} {:>7.1} {:>10.2} {:>8.1} {:>9} {:>12.0} {:>10} {:>10} {:>12}",
             row.config,
             d.frames,
             d.misses,
@@ -145,11 +153,35 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         x(r.launcher_slowdown_vs_pagepilot),
         x(r.launcher_slowdown_vs_kernel)
     )?;
+    if let Some(d) = r.rows.iter().find(|row| row.config == "rapha+daemon") {
+        let rapha = r.rows.iter().find(|row| row.config == "rapha");
+        let miss = |row: Option<&Row>| {
+            row.map_or("-".into(), |w| format!("{:.1}%", w.with_launcher.miss_pct))
+        };
+        let per = |m: Option<u64>, f: Option<f64>| match (m, f) {
+            (Some(m), Some(f)) => format!("{m} messages, {f:.5} per fault"),
+            _ => "-".into(),
+        };
+        writeln!(
+            out,
+            "rapha+daemon / rapha: misses {} ({} vs {}), delay {}, launcher time {} (target: \
+             0.90x..1.10x); decoder {} ({} postponed by its declared limit), launcher {}",
+            x(r.daemon_miss_vs_rapha),
+            miss(Some(d)),
+            miss(rapha),
+            x(r.daemon_delay_vs_rapha),
+            x(r.daemon_launcher_vs_rapha),
+            per(d.decoder_messages, d.decoder_messages_per_fault),
+            d.decoder_postponed,
+            per(d.launcher_messages, d.launcher_messages_per_fault),
+        )?;
+    }
     writeln!(
         out,
         "frames: the decoder's periods released while the launcher ran; delay: mean lateness of \
          the missed ones; read ms: a frame's time reading its chunks, alone / with the launcher; \
-         l. faults: fault events (pagepilot), major faults (kernel)"
+         l. faults: fault events (pagepilot), major faults (kernel); rapha+daemon: rapha with both \
+         tasks joined to a daemon of their budgets, the decoder declaring its reserve"
     )?;
     if let Some(why) = &r.kernel_skipped {
         writeln!(out, "no kernel row: {why}")?;

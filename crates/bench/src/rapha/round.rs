@@ -1,7 +1,9 @@
 //! One configuration of one round: the decoder starts alone, the launcher
 //! is launched beside it after a while, and when the launcher is done the
 //! decoder is stopped (once it has caught up with its releases). Both are
-//! children of the bench: this binary re-executed with a hidden flag.
+//! children of the bench: this binary re-executed with a hidden flag. Under
+//! [`Config::RaphaDaemon`] the round starts a daemon first, both children
+//! join it, and it is stopped after them (on errors too).
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -13,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use super::job::{now_ns, Config, DecoderJob, DecoderOut, Job, LauncherJob, LauncherOut, Mapping};
 use crate::cgroup::MemCgroup;
+use crate::daemon::{DaemonConfig, RoundDaemon, DAEMON_ENV};
 
 /// Hidden flag of `pagepilot bench rapha` that runs a child.
 pub const CHILD_FLAG: &str = "--internal-rapha-child";
@@ -50,6 +53,9 @@ pub enum RoundError {
     /// Setting up the kernel side failed.
     #[error(transparent)]
     Cgroup(#[from] crate::cgroup::CgroupError),
+    /// The round's daemon failed.
+    #[error(transparent)]
+    Daemon(#[from] crate::daemon::DaemonError),
 }
 
 /// The two tasks' setup for one configuration.
@@ -60,6 +66,11 @@ pub struct Setup {
     pub launcher: LauncherJob,
     /// The launcher's fault limit per period, for [`Config::Rapha`].
     pub launcher_limit: (u64, u64),
+    /// The decoder's processor reserve and its fault limit per period
+    /// (ns), which its region declares under [`Config::RaphaDaemon`].
+    pub decoder_reserve: (f64, (u64, u64)),
+    /// RAPHA's `fault_unit`, us: the daemon's, for [`Config::RaphaDaemon`].
+    pub fault_unit_us: u64,
     /// How long the decoder runs alone first.
     pub alone: Duration,
     /// Whether the kernel baseline can run here (root): caches are then dropped.
@@ -99,22 +110,42 @@ pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::erro
                 cgroups.push(cg);
             }
         }
-        Config::Pagepilot | Config::Rapha => {
-            let limit = (config == Config::Rapha).then_some(setup.launcher_limit);
+        Config::Pagepilot | Config::Rapha | Config::RaphaDaemon => {
+            let limited = config != Config::Pagepilot;
+            let (reserve, decoder_limit) = match config {
+                // Declared to the daemon, which admits it (a reserve comes
+                // with a fault limit); in process, the bench derived the
+                // launcher's limit from it and the decoder declares nothing.
+                Config::RaphaDaemon => (setup.decoder_reserve.0, Some(setup.decoder_reserve.1)),
+                _ => (0.0, None),
+            };
             decoder.mapping = Mapping::Pagepilot {
-                limit: None,
+                limit: decoder_limit,
                 handlers: 0,
+                reserve,
             };
             // A handler per launcher thread: as many of its faults served
             // at once as the kernel serves (each in its faulting thread).
             launcher.mapping = Mapping::Pagepilot {
-                limit,
+                limit: limited.then_some(setup.launcher_limit),
                 handlers: launcher.threads,
+                reserve: 0.0,
             };
         }
     }
-    let mut dec = spawn(&Job::Decoder(decoder), true, "decoder")?;
-    let result = beside(&mut dec, &launcher, setup.alone);
+    // Stopped when dropped, whatever happens below.
+    let daemon = match config {
+        Config::RaphaDaemon => {
+            let both = decoder.budget + launcher.budget;
+            let config = DaemonConfig::like_pool(both, setup.fault_unit_us);
+            Some(RoundDaemon::start(&config)?)
+        }
+        _ => None,
+    };
+    let socket = daemon.as_ref().map(|d| d.socket().to_path_buf());
+    let socket = socket.as_deref();
+    let mut dec = spawn(&Job::Decoder(decoder), true, "decoder", socket)?;
+    let result = beside(&mut dec, &launcher, setup.alone, socket);
     if result.is_err() {
         // Our own child: stop it rather than wait for it forever, and reap
         // it so that its cgroup can be removed.
@@ -125,6 +156,11 @@ pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::erro
     drop(dec.stdin.take());
     let decoder_out: DecoderOut = finish(dec, "decoder")?;
     drop(cgroups);
+    if let Some(mut d) = daemon {
+        // It must have served the whole round.
+        d.check_running()?;
+        d.stop()?;
+    }
     Ok(ConfigRun {
         config,
         launch_ns,
@@ -139,6 +175,7 @@ fn beside(
     dec: &mut Child,
     launcher: &LauncherJob,
     alone: Duration,
+    daemon: Option<&Path>,
 ) -> Result<(u64, LauncherOut), Box<dyn std::error::Error>> {
     let stdout = dec.stdout.as_mut().ok_or(RoundError::NotReady)?;
     // One byte at a time: the rest of the stream is the decoder's report.
@@ -159,13 +196,24 @@ fn beside(
     }
     std::thread::sleep(alone);
     let launch_ns = now_ns();
-    let child = spawn(&Job::Launcher(launcher.clone()), false, "launcher")?;
+    let child = spawn(&Job::Launcher(launcher.clone()), false, "launcher", daemon)?;
     Ok((launch_ns, finish(child, "launcher")?))
 }
 
-fn spawn(job: &Job, stdin: bool, role: &'static str) -> Result<Child, Box<dyn std::error::Error>> {
-    let child = Command::new("/proc/self/exe")
-        .args(["bench", "rapha", CHILD_FLAG, &serde_json::to_string(job)?])
+/// Starts a child, joined to the daemon at `daemon` if given.
+fn spawn(
+    job: &Job,
+    stdin: bool,
+    role: &'static str,
+    daemon: Option<&Path>,
+) -> Result<Child, Box<dyn std::error::Error>> {
+    let mut command = Command::new("/proc/self/exe");
+    command.args(["bench", "rapha", CHILD_FLAG, &serde_json::to_string(job)?]);
+    match daemon {
+        Some(socket) => command.env(DAEMON_ENV, socket),
+        None => command.env_remove(DAEMON_ENV),
+    };
+    let child = command
         .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -76,7 +76,7 @@ pub struct Point {
 /// The launcher's samples in one configuration (Figures 8-10).
 #[derive(Clone, Debug, Serialize)]
 pub struct LauncherTimeline {
-    /// `kernel`, `pagepilot` or `rapha`.
+    /// `kernel`, `pagepilot`, `rapha` or `rapha+daemon`.
     pub config: &'static str,
     /// Its sample intervals, in order.
     pub points: Vec<Point>,
@@ -97,7 +97,7 @@ pub fn fault_rate(l: &LauncherOut) -> Vec<Point> {
 /// One configuration over all rounds.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// `kernel`, `pagepilot` or `rapha`.
+    /// `kernel`, `pagepilot`, `rapha` or `rapha+daemon`.
     pub config: &'static str,
     /// The decoder while the launcher ran (Figure 11), field-wise medians.
     pub with_launcher: Deadlines,
@@ -118,6 +118,17 @@ pub struct Row {
     pub launcher_sample_bound: Option<u64>,
     /// The decoder's faults in its whole run, median.
     pub decoder_faults: u64,
+    /// Of them, how many a fault limit postponed (its own, declared under
+    /// the daemon), median.
+    pub decoder_postponed: u64,
+    /// Messages the decoder's process sent the daemon (under one), median.
+    pub decoder_messages: Option<u64>,
+    /// The same per fault, median of the rounds'.
+    pub decoder_messages_per_fault: Option<f64>,
+    /// Messages the launcher's process sent the daemon, median.
+    pub launcher_messages: Option<u64>,
+    /// The same per fault, median of the rounds'.
+    pub launcher_messages_per_fault: Option<f64>,
     /// Each round's deadlines with the launcher, in order.
     pub rounds: Vec<Deadlines>,
 }
@@ -170,8 +181,34 @@ pub fn row(
         launcher_fault_limit: limit,
         launcher_sample_bound: limit.map(|(n, p)| n * (sample_ms.div_ceil(p.max(1)) + 1)),
         decoder_faults: median(runs.iter().map(|r| r.decoder.faults).collect()),
+        decoder_postponed: median(runs.iter().map(|r| r.decoder.postponed).collect()),
+        decoder_messages: messages(runs.iter().map(|r| (r.decoder.messages_sent, 0))),
+        decoder_messages_per_fault: per_fault(
+            runs.iter()
+                .map(|r| (r.decoder.messages_sent, r.decoder.faults)),
+        ),
+        launcher_messages: messages(runs.iter().map(|r| (r.launcher.messages_sent, 0))),
+        launcher_messages_per_fault: per_fault(
+            runs.iter()
+                .map(|r| (r.launcher.messages_sent, r.launcher.faults)),
+        ),
         rounds: with,
     })
+}
+
+/// The median of the messages a child sent, `None` when no round had a daemon.
+fn messages(runs: impl Iterator<Item = (Option<u64>, u64)>) -> Option<u64> {
+    let m: Vec<u64> = runs.filter_map(|(m, _)| m).collect();
+    (!m.is_empty()).then(|| median(m))
+}
+
+/// The median of messages per fault over the rounds with a daemon (a
+/// round with no fault counts as one fault).
+fn per_fault(runs: impl Iterator<Item = (Option<u64>, u64)>) -> Option<f64> {
+    let m: Vec<f64> = runs
+        .filter_map(|(m, faults)| Some(m? as f64 / faults.max(1) as f64))
+        .collect();
+    (!m.is_empty()).then(|| median(m))
 }
 
 /// `a / b`, `None` when `b` is 0.
@@ -204,5 +241,18 @@ mod tests {
             deadlines(&frames, 50 * MS, 60 * MS, 10 * MS),
             Deadlines::default()
         );
+    }
+
+    #[test]
+    fn test_messages_per_fault_are_taken_over_the_rounds_with_a_daemon() {
+        // Without a daemon: nothing to say.
+        assert_eq!(messages([(None, 0), (None, 0)].into_iter()), None);
+        assert_eq!(per_fault([(None, 10)].into_iter()), None);
+        // 4/1000, 6/2000, 30/1000: the median 0.004.
+        let runs = [(Some(4), 1000), (Some(6), 2000), (Some(30), 1000)];
+        assert_eq!(messages(runs.into_iter()), Some(6));
+        assert_eq!(per_fault(runs.into_iter()), Some(0.004));
+        // No fault at all counts as one.
+        assert_eq!(per_fault([(Some(2), 0)].into_iter()), Some(2.0));
     }
 }

@@ -7,7 +7,13 @@
 //! join: time and page-ins against its policy's analytic count (PF_m for
 //! MRU, PF_l for CLOCK, HiPEC 5.3) and against the simulator's prediction
 //! (the same frame-manager code, `pagepilot_sim::pooled`, run on the joins'
-//! page references); and the pair's time side by side.
+//! page references); and the pair's time side by side. A third side runs
+//! each join as a process of its own under a `pagepilot daemon` of the
+//! pool's frames ([`daemon`]), reported against the in-process pool: the
+//! same page-ins and time within 10%, and the messages per fault.
+
+mod daemon;
+mod report;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +27,8 @@ use pagepilot_sim::pooled::{self, PoolConfig, ProcessSpec};
 use pagepilot_sim::Trace;
 use serde::{Deserialize, Serialize};
 
+use self::daemon::DaemonJoinRun;
+use self::report::{JoinResult, Report};
 use super::cgroup::{self, MemCgroup};
 use super::datafile::{self, DataFile};
 use super::join::analytic_faults;
@@ -32,7 +40,7 @@ use crate::BenchResult;
 const MB: usize = 1 << 20;
 const PAGE: usize = 4096;
 /// The two joins' policies under pagepilot.
-const POLICIES: [&str; 2] = ["mru", "clock"];
+pub(crate) const POLICIES: [&str; 2] = ["mru", "clock"];
 
 /// Arguments of `pagepilot bench share`.
 #[derive(clap::Args)]
@@ -59,18 +67,25 @@ pub struct Args {
     /// Runs the kernel side's child (internal).
     #[arg(long = "internal-share-child", hide = true)]
     internal_share_child: Option<String>,
+    /// Runs a join of the daemon side (internal).
+    #[arg(long = "internal-share-daemon-child", hide = true)]
+    internal_share_daemon_child: Option<String>,
 }
 
 /// One join of one round.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-struct JoinRun {
-    elapsed_ns: u64,
-    faults: u64,
-    checksum: u64,
+pub(crate) struct JoinRun {
+    /// Its time, ns.
+    pub elapsed_ns: u64,
+    /// Its page-ins: the region's `missing_faults`, or the pages the
+    /// kernel's thread read.
+    pub faults: u64,
+    /// The join's result.
+    pub checksum: u64,
     /// Frames its read-ahead windows hold (pagepilot): `(depth + 1) * k`
     /// asynchronous, `k` synchronous.
     #[serde(default)]
-    window_frames: u64,
+    pub window_frames: u64,
 }
 
 /// What the kernel side's child is told.
@@ -82,48 +97,13 @@ struct ChildJob {
     loops: usize,
 }
 
-/// One join over all rounds.
-#[derive(Serialize)]
-struct JoinResult {
-    side: &'static str,
-    policy: &'static str,
-    outer_pages: u64,
-    /// Frames guaranteed to it (pagepilot), or `None` (the kernel's shared cgroup).
-    share_pages: Option<u64>,
-    elapsed_ms: f64,
-    faults: u64,
-    /// Its policy's analytic page-ins for its share (pagepilot).
-    analytic_faults: Option<u64>,
-    faults_vs_analytic: Option<f64>,
-    /// The simulator's page-ins for it: its policy and minFrame in a pool
-    /// of the same frames, on the join's page references (pagepilot).
-    simulated_faults: Option<u64>,
-    /// Live page-ins / simulated.
-    faults_vs_simulated: Option<f64>,
-}
-
-/// The benchmark's findings.
-#[derive(Serialize)]
-struct Report {
-    bench: &'static str,
-    outer_mb: usize,
-    budget_mb: usize,
-    loops: usize,
-    runs: usize,
-    joins: Vec<JoinResult>,
-    /// Both joins' wall time, medians, ms.
-    pagepilot_pair_ms: f64,
-    kernel_pair_ms: Option<f64>,
-    /// Kernel wall time / pagepilot's.
-    speedup_vs_kernel: Option<f64>,
-    /// Why the kernel side did not run.
-    kernel_skipped: Option<String>,
-}
-
 /// Runs `pagepilot bench share`.
 pub fn run(args: Args) -> BenchResult {
     if let Some(job) = args.internal_share_child {
         return child_main(&job);
+    }
+    if let Some(job) = args.internal_share_daemon_child {
+        return daemon::child_main(&job);
     }
     check_range("--outer-mb", args.outer_mb, 1 << 16)?;
     check_range("--budget-mb", args.budget_mb, 1 << 16)?;
@@ -141,13 +121,27 @@ pub fn run(args: Args) -> BenchResult {
     let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
     let mut live: [Vec<JoinRun>; 2] = Default::default();
     let mut kern: [Vec<JoinRun>; 2] = Default::default();
-    let (mut live_pair, mut kernel_pair) = (Vec::new(), Vec::new());
+    let mut under_daemon: [Vec<DaemonJoinRun>; 2] = Default::default();
+    let (mut live_pair, mut kernel_pair, mut daemon_pair) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..args.runs {
         eprintln!("round {}/{}...", round + 1, args.runs);
-        let (runs, wall) = live_round(&files, budget, args.loops)?;
-        live_pair.push(wall);
-        for (k, r) in runs.into_iter().enumerate() {
-            live[k].push(r);
+        // The pool and the daemon sides take turns going first: the second
+        // reads what the first just read, which the host may still cache.
+        let daemon_first = round % 2 == 1;
+        for daemon_turn in [daemon_first, !daemon_first] {
+            if daemon_turn {
+                let (runs, wall) = daemon::round(&files, budget, args.loops)?;
+                daemon_pair.push(wall);
+                for (k, r) in runs.into_iter().enumerate() {
+                    under_daemon[k].push(r);
+                }
+            } else {
+                let (runs, wall) = live_round(&files, budget, args.loops)?;
+                live_pair.push(wall);
+                for (k, r) in runs.into_iter().enumerate() {
+                    live[k].push(r);
+                }
+            }
         }
         if kernel_skipped.is_none() {
             let (runs, wall) = kernel_round(&files, budget, args.loops)?;
@@ -165,12 +159,19 @@ pub fn run(args: Args) -> BenchResult {
         .each_ref()
         .map(|runs| runs.first().map_or(0, |r| r.window_frames));
     let simulated = predict(o, share, args.loops as u64, windows)?;
+    let pagepilot_rows = live.iter().map(|runs| ("pagepilot", runs.clone(), None));
+    let daemon_rows = under_daemon.iter().map(|runs| {
+        let messages = median(runs.iter().map(|r| r.messages_sent).collect());
+        let runs = runs.iter().map(|r| r.run).collect::<Vec<_>>();
+        ("pagepilot+daemon", runs, Some(messages))
+    });
     let mut joins = Vec::new();
-    for (k, runs) in live.iter().enumerate() {
+    for (k, (side, runs, messages_sent)) in pagepilot_rows.chain(daemon_rows).enumerate() {
+        let k = k % 2;
         let faults = median(runs.iter().map(|r| r.faults).collect());
         let analytic = if POLICIES[k] == "mru" { pf_m } else { pf_l };
         joins.push(JoinResult {
-            side: "pagepilot",
+            side,
             policy: POLICIES[k],
             outer_pages: o,
             share_pages: Some(share),
@@ -180,6 +181,7 @@ pub fn run(args: Args) -> BenchResult {
             faults_vs_analytic: Some(faults as f64 / analytic as f64),
             simulated_faults: Some(simulated[k]),
             faults_vs_simulated: Some(faults as f64 / simulated[k] as f64),
+            messages_sent,
         });
     }
     for runs in kern.iter().filter(|r| !r.is_empty()) {
@@ -194,9 +196,14 @@ pub fn run(args: Args) -> BenchResult {
             faults_vs_analytic: None,
             simulated_faults: None,
             faults_vs_simulated: None,
+            messages_sent: None,
         });
     }
+    let daemon_vs_in_process = (0..2)
+        .map(|k| report::compare(POLICIES[k], &live[k], &under_daemon[k]))
+        .collect();
     let pagepilot_pair_ms = ms(&live_pair);
+    let daemon_pair_ms = ms(&daemon_pair);
     let kernel_pair_ms = (!kernel_pair.is_empty()).then(|| ms(&kernel_pair));
     let report = Report {
         bench: "share",
@@ -206,6 +213,9 @@ pub fn run(args: Args) -> BenchResult {
         runs: args.runs,
         joins,
         pagepilot_pair_ms,
+        daemon_pair_ms,
+        daemon_pair_ratio: Report::pair_ratio(daemon_pair_ms, pagepilot_pair_ms),
+        daemon_vs_in_process,
         kernel_pair_ms,
         speedup_vs_kernel: kernel_pair_ms.map(|k| k / pagepilot_pair_ms),
         kernel_skipped,
@@ -213,7 +223,7 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
+        Format::Text => report::print_text(&report, &mut out)?,
     }
     Ok(())
 }
@@ -283,7 +293,7 @@ fn live_round(
 
 /// Frames a region's read-ahead windows hold: the window in use and those
 /// read ahead of it (docs/pager.md, "Clustered reads").
-fn window_frames(stats: &RegionStats) -> u64 {
+pub(crate) fn window_frames(stats: &RegionStats) -> u64 {
     let ahead = if stats.async_readahead {
         stats.readahead_depth
     } else {
@@ -436,61 +446,4 @@ fn child_main(job: &str) -> BenchResult {
 /// which its read-around makes many per fault.
 fn thread_read_pages() -> u64 {
     read_bytes_thread().unwrap_or(0) / PAGE as u64
-}
-
-fn print_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "two nested-loops joins at once (HiPEC 5.3): outer {} MB each, {} MB of frames in all, \
-         Loop = {}, median of {}",
-        r.outer_mb, r.budget_mb, r.loops, r.runs
-    )?;
-    writeln!(
-        out,
-        "  {:<10} {:<7} {:>11} {:>11} {:>10} {:>10} {:>12} {:>10} {:>9}",
-        "side",
-        "policy",
-        "share pages",
-        "elapsed ms",
-        "faults",
-        "analytic",
-        "meas/analyt",
-        "simulated",
-        "live/sim"
-    )?;
-    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    for j in &r.joins {
-        writeln!(
-            out,
-            "  {:<10} {:<7} {:>11} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>9}",
-            j.side,
-            j.policy,
-            opt(j.share_pages.map(|s| s.to_string())),
-            j.elapsed_ms,
-            j.faults,
-            opt(j.analytic_faults.map(|a| a.to_string())),
-            opt(j.faults_vs_analytic.map(|x| format!("{x:.3}"))),
-            opt(j.simulated_faults.map(|x| x.to_string())),
-            opt(j.faults_vs_simulated.map(|x| format!("{x:.3}"))),
-        )?;
-    }
-    writeln!(
-        out,
-        "pair: pagepilot {:.1} ms, kernel {}, kernel / pagepilot {}",
-        r.pagepilot_pair_ms,
-        opt(r.kernel_pair_ms.map(|k| format!("{k:.1} ms"))),
-        opt(r.speedup_vs_kernel.map(|x| format!("{x:.2}x"))),
-    )?;
-    writeln!(
-        out,
-        "pagepilot: one frame pool, each region guaranteed half (its minFrame), defaults; \
-         faults: page-ins, analytic PF_m (mru) and PF_l (clock) for the share, simulated: the \
-         simulator's page-ins for the same pool, minFrames and policies (read-ahead frames set \
-         aside). kernel: both joins in one memory cgroup of the total, faults: pages each \
-         thread read from the disk."
-    )?;
-    if let Some(why) = &r.kernel_skipped {
-        writeln!(out, "no kernel rows: {why}")?;
-    }
-    Ok(())
 }
