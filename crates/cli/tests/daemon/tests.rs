@@ -360,7 +360,7 @@ fn quotas_follow_the_user_the_kernel_names() {
     // The daemon's directory, for nobody to reach the socket.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&daemon.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut root = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
+    let root = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
     root.expect("ready", WAIT);
     // nobody's quota is 50 frames, whatever the process claims.
     let mut over = Process::spawn_as_nobody(&daemon, "hold", &args(&[&200, &100, &100]));

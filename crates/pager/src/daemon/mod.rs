@@ -166,6 +166,7 @@ impl Client {
     /// the daemon.
     pub fn connect(path: impl AsRef<Path>) -> Result<Client, DaemonError> {
         let client = Client::open(path.as_ref())?;
+        goodbye_at_exit_once();
         *default_slot() = Some(client.clone());
         Ok(client)
     }
@@ -380,8 +381,39 @@ pub(crate) fn default_client() -> Result<Option<Client>, DaemonError> {
         _ => return Ok(None),
     };
     let client = Client::open(&path)?;
+    goodbye_at_exit_once();
     *slot = Some(client.clone());
     Ok(Some(client))
+}
+
+/// The process's client says goodbye at exit.
+fn goodbye_at_exit_once() {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        let _ = crate::sys::at_exit(goodbye_at_exit);
+    });
+}
+
+/// At a normal exit (after the pager's own handler wrote back the regions
+/// still mapped: handlers run in reverse order of registration), the
+/// process's client leaves with `Goodbye`, not as a client that died.
+/// Never blocks: a lock held elsewhere skips it (the daemon then sees the
+/// connection close, and writes back what is still marked dirty).
+extern "C" fn goodbye_at_exit() {
+    let Ok(slot) = DEFAULT.try_lock() else {
+        return;
+    };
+    let Some(inner) = slot.as_ref().map(|c| c.inner.clone()) else {
+        return;
+    };
+    drop(slot);
+    if inner.usable().is_err() {
+        return;
+    }
+    if let Ok(w) = inner.writer.try_lock() {
+        let _ = w.conn.send(&Message::Goodbye, &[]);
+    }
+    inner.closed.store(true, SeqCst);
 }
 
 /// Whether regions mapped now would join the daemon (without connecting).
