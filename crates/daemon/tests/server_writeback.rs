@@ -143,3 +143,20 @@ fn a_region_the_client_unregisters_is_not_written_back_by_the_daemon() {
     files.memory.read_exact_at(&mut probe, PAGE).unwrap();
     assert_eq!(probe[0], 0x11);
 }
+
+#[test]
+fn a_client_whose_connection_ends_while_its_process_runs_is_not_written_back() {
+    let daemon = Daemon::start(CONFIG);
+    let backing = backing_file(daemon.dir.path(), "data", BACKING_LEN, 0xAA);
+    let mut c = daemon.client();
+    let files = RegionFilesOnDisk::new(PAGES, &backing);
+    let reply = c.request_with(&files.register(1, 8, 8), &files.fds());
+    assert!(matches!(reply, Message::Registered { .. }), "{reply:?}");
+    touch(&files);
+    // This process keeps running: its memory is its own, and a write-back
+    // racing with its own could put an older page over a newer one.
+    drop(c);
+    let s = daemon.until("the client to be gone", |s| s.clients.len() == 1);
+    assert_eq!(s.free_frames, 64);
+    assert!(std::fs::read(&backing).unwrap().iter().all(|&b| b == 0xAA));
+}

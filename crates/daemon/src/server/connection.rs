@@ -26,6 +26,8 @@ pub(crate) struct Client {
     pub conn: Connection,
     /// Who it is (`SO_PEERCRED`).
     pub peer: Credentials,
+    /// Its process, held (a pidfd) to know when it has exited.
+    pub process: Option<std::os::fd::OwnedFd>,
     /// When the unfinished frame it is sending began to arrive.
     pub partial_since: Option<Instant>,
     /// The descriptors of its registered regions.
@@ -65,6 +67,7 @@ impl Client {
             id,
             conn,
             peer,
+            process: super::process::open(peer.pid),
             partial_since: None,
             regions: BTreeMap::new(),
             backlog: VecDeque::new(),

@@ -11,10 +11,11 @@ use pagepilot_protocol::{Message, RegionId};
 use super::connection::Client;
 use super::files::RegionFds;
 use super::writeback::{write_back, WriteBack, WriteBackError};
-use super::{log, Server};
+use super::{log, process, Server};
 
-/// What a write-back thread returns: each region's outcome.
-type Outcomes = Vec<(RegionId, Result<WriteBack, WriteBackError>)>;
+/// What a write-back thread returns: each region's outcome, or `None`
+/// when the client's process still runs (its memory is its own).
+type Outcomes = Option<Vec<(RegionId, Result<WriteBack, WriteBackError>)>>;
 
 /// A client whose regions are being written back before the core hears
 /// that it left.
@@ -45,11 +46,20 @@ impl Server {
         let work = Arc::new(Mutex::new(Some(regions)));
         let wake = self.wake_tx.clone();
         let theirs = work.clone();
+        // A client gone without Goodbye is written back only once its
+        // process has exited (a client killed closes its socket a moment
+        // before the kernel marks it exited); one that said Goodbye gave
+        // its regions up, and is written back at once.
+        let process = match goodbye {
+            true => None,
+            false => client.process.as_ref().and_then(|p| p.try_clone().ok()),
+        };
         let spawned = std::thread::Builder::new()
             .name(format!("write-back {}", client.id.0))
             .spawn(move || {
                 let regions = theirs.lock().ok().and_then(|mut w| w.take());
-                let outcomes = write_back_all(regions.unwrap_or_default());
+                let exited = process::exited_within(process.as_ref(), process::EXIT_WAIT);
+                let outcomes = exited.then(|| write_back_all(regions.unwrap_or_default()));
                 let _ = std::io::Write::write(&mut &*wake, &[1]);
                 outcomes
             });
@@ -61,7 +71,9 @@ impl Server {
                     client.name()
                 );
                 let regions = work.lock().ok().and_then(|mut w| w.take());
-                Work::Done(write_back_all(regions.unwrap_or_default()))
+                let exited =
+                    goodbye || process::exited_within(client.process.as_ref(), process::EXIT_WAIT);
+                Work::Done(exited.then(|| write_back_all(regions.unwrap_or_default())))
             }
         };
         self.departing.push(Departure {
@@ -93,13 +105,11 @@ impl Server {
         let outcomes = match d.work {
             Work::Thread(h) => h.join().unwrap_or_else(|_| {
                 log!("{}'s write-back thread panicked", d.client.name());
-                Vec::new()
+                Some(Vec::new())
             }),
             Work::Done(o) => o,
         };
-        for (region, outcome) in outcomes {
-            log_write_back(&d.client, region, &outcome);
-        }
+        log_outcomes(&d.client, outcomes);
         let id = d.client.id;
         if d.goodbye {
             self.clients.insert(id, d.client);
@@ -123,10 +133,7 @@ impl Server {
             let goodbye = d.goodbye;
             let mut client = match d.work {
                 Work::Thread(h) => {
-                    let outcomes = h.join().unwrap_or_default();
-                    for (region, outcome) in outcomes {
-                        log_write_back(&d.client, region, &outcome);
-                    }
+                    log_outcomes(&d.client, h.join().unwrap_or_default());
                     d.client
                 }
                 Work::Done(_) => d.client,
@@ -142,7 +149,23 @@ impl Server {
     }
 }
 
-fn write_back_all(regions: Vec<(RegionId, RegionFds)>) -> Outcomes {
+fn log_outcomes(client: &Client, outcomes: Outcomes) {
+    match outcomes {
+        Some(outcomes) => {
+            for (region, outcome) in outcomes {
+                log_write_back(client, region, &outcome);
+            }
+        }
+        None => log!(
+            "{}: its process still runs after the connection ended: its memory is its own, not written back",
+            client.name()
+        ),
+    }
+}
+
+fn write_back_all(
+    regions: Vec<(RegionId, RegionFds)>,
+) -> Vec<(RegionId, Result<WriteBack, WriteBackError>)> {
     // Each region's descriptors are closed once it is written.
     regions
         .into_iter()

@@ -14,6 +14,7 @@ mod connection;
 mod departure;
 mod files;
 mod outbox;
+mod process;
 mod serve;
 mod signals;
 mod socket;
