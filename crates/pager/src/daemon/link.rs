@@ -96,6 +96,9 @@ fn dispatch(inner: &Inner, message: Message) {
         // A notification refused (a `Returned` that came after its frames
         // were forced): nothing waits for it, and nothing changes.
         Message::Error(e) if matches!(e.request, Some(Kind::Returned | Kind::Report)) => {}
+        // The answer to the client's own `Goodbye` (it is leaving: nothing
+        // waits for it; the connection ends next).
+        Message::Goodbye => {}
         // The daemon is stopping (it closes the connection next); the
         // regions keep their budgets.
         Message::Error(e) if e.code == ErrorCode::ShuttingDown && e.request.is_none() => {}
