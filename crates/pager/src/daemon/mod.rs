@@ -338,6 +338,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.closed.store(true, SeqCst);
         if self.pid == std::process::id() {
             link::forget_sockets(self.sockets);
             let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
@@ -410,10 +411,12 @@ extern "C" fn goodbye_at_exit() {
     if inner.usable().is_err() {
         return;
     }
+    // Closed first: the reader thread then takes the end of the
+    // connection that follows as expected.
+    inner.closed.store(true, SeqCst);
     if let Ok(w) = inner.writer.try_lock() {
         let _ = w.conn.send(&Message::Goodbye, &[]);
     }
-    inner.closed.store(true, SeqCst);
 }
 
 /// Whether regions mapped now would join the daemon (without connecting).
