@@ -416,7 +416,7 @@ extern "C" fn goodbye_at_exit() {
     inner.closed.store(true, SeqCst);
     if let Ok(w) = inner.writer.try_lock() {
         let _ = w.conn.send(&Message::Goodbye, &[]);
-    }
+    };
 }
 
 /// Whether regions mapped now would join the daemon (without connecting).
