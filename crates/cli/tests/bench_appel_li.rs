@@ -30,6 +30,7 @@ fn test_appel_li_bench_measures_every_primitive_both_ways_with_ratios() {
         r["sides"],
         serde_json::json!(["linux", "uffd-thread", "uffd-sigbus"])
     );
+    assert_eq!(r["handler_cpu"], "same", "{r}");
     let rows = r["rows"].as_array().unwrap();
     let names: Vec<&str> = rows
         .iter()
@@ -92,6 +93,10 @@ fn test_appel_li_bench_refuses_bad_arguments_naming_them() {
         (&["bench", "appel-li", "--reps", "2000000"][..], "--reps"),
         (&["bench", "appel-li", "--runs", "many"][..], "--runs"),
         (&["bench", "appel-li", "--format", "xml"][..], "--format"),
+        (
+            &["bench", "appel-li", "--handler-cpu", "third"][..],
+            "--handler-cpu",
+        ),
     ] {
         let (out, _) = pagepilot(args);
         assert!(!out.status.success(), "{args:?} accepted");

@@ -21,6 +21,8 @@ mod uffd;
 
 use std::io;
 
+use pagepilot_pager::sys;
+
 use super::measure::{median, Format};
 use crate::BenchResult;
 use linux::Linux;
@@ -37,9 +39,26 @@ pub struct Args {
     /// Runs; each run's median is taken, the report gives the median over runs.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Where the uffd-thread side's handler thread runs: on the measuring thread's CPU (a
+    /// context switch per fault), on another CPU (a cross-CPU wake-up), or wherever the
+    /// scheduler puts it (either, from run to run).
+    #[arg(long, value_enum, default_value_t = HandlerCpu::Same)]
+    handler_cpu: HandlerCpu,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+}
+
+/// Placement of the handler thread against the measuring thread.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerCpu {
+    /// Both kept to the measuring thread's first allowed CPU.
+    Same,
+    /// The measuring thread on the first allowed CPU, the handler on the second.
+    Other,
+    /// Neither pinned.
+    Any,
 }
 
 /// What went wrong in `bench appel-li`.
@@ -106,6 +125,9 @@ pub enum Error {
         /// The side.
         side: &'static str,
     },
+    /// `--handler-cpu other` with one CPU allowed.
+    #[error("--handler-cpu other needs two CPUs, this process may use {0}")]
+    OneCpu(usize),
     /// The handler thread failed.
     #[error("uffd-thread: the handler thread failed: {0}")]
     Handler(io::Error),
@@ -141,9 +163,9 @@ fn measure(group: usize, s: &dyn Side, reps: usize) -> Result<Vec<(Primitive, Ve
     })
 }
 
-fn one_run(run: usize, reps: usize, acc: &mut Runs) -> Result<(), Error> {
+fn one_run(run: usize, reps: usize, handler: Option<usize>, acc: &mut Runs) -> Result<(), Error> {
     let linux = Linux::new()?;
-    let thread = UffdThread::new()?;
+    let thread = UffdThread::new(handler)?;
     let sigbus = UffdSigbus::new()?;
     {
         let sides: [&dyn Side; 3] = [&linux, &thread, &sigbus];
@@ -166,11 +188,30 @@ pub fn run(args: Args) -> BenchResult {
     check("reps", args.reps, 1, 1_000_000)?;
     check("runs", args.runs, 1, 1000)?;
     prims::now_ns();
-    let mut acc: Runs = Default::default();
-    for run in 0..args.runs {
-        one_run(run, args.reps, &mut acc)?;
+    let err = |call| {
+        move |source| Error::Sys {
+            side: "uffd-thread",
+            call,
+            source,
+        }
+    };
+    let saved = sys::affinity().map_err(err("sched_getaffinity"))?;
+    let cpus = sys::allowed_cpus(2).map_err(err("sched_getaffinity"))?;
+    let handler = match args.handler_cpu {
+        HandlerCpu::Any => None,
+        // The handler inherits the measuring thread's affinity.
+        HandlerCpu::Same => cpus.first().copied().map(|_| usize::MAX),
+        HandlerCpu::Other if cpus.len() < 2 => return Err(Error::OneCpu(cpus.len()).into()),
+        HandlerCpu::Other => Some(cpus[1]),
+    };
+    if args.handler_cpu != HandlerCpu::Any {
+        sys::pin_to_cpu(cpus[0]).map_err(err("sched_setaffinity"))?;
     }
-    let r = report::Report::of(args.reps, args.runs, acc);
+    let mut acc: Runs = Default::default();
+    let measured = (0..args.runs).try_for_each(|run| one_run(run, args.reps, handler, &mut acc));
+    let _ = sys::set_affinity(&saved);
+    measured?;
+    let r = report::Report::of(args.reps, args.runs, args.handler_cpu, acc);
     let mut out = io::stdout().lock();
     match args.format {
         Format::Json => {

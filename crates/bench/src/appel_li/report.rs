@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::paper::{paper, PaperRow};
 use super::prims::Primitive;
-use super::{Runs, SIDES};
+use super::{HandlerCpu, Runs, SIDES};
 use crate::measure::{median, ratio};
 
 /// One primitive.
@@ -38,6 +38,8 @@ pub struct Report {
     pub reps: usize,
     /// Runs.
     pub runs: usize,
+    /// Where the uffd-thread side's handler ran.
+    pub handler_cpu: HandlerCpu,
     /// The sides, in the order of `runs_us`.
     pub sides: [&'static str; 3],
     /// One row per primitive, in the paper's order.
@@ -46,7 +48,7 @@ pub struct Report {
 
 impl Report {
     /// Medians and ratios of the runs' medians.
-    pub fn of(reps: usize, runs: usize, acc: Runs) -> Report {
+    pub fn of(reps: usize, runs: usize, handler_cpu: HandlerCpu, acc: Runs) -> Report {
         let rows = Primitive::ALL
             .iter()
             .zip(acc)
@@ -68,6 +70,7 @@ impl Report {
         Report {
             reps,
             runs,
+            handler_cpu,
             sides: SIDES,
             rows,
         }
@@ -78,8 +81,14 @@ impl Report {
         writeln!(
             out,
             "Appel-Li primitives (SawMill Table 1), us per operation: median over {} runs \
-             of each run's median of {} repetitions",
-            self.runs, self.reps
+             of each run's median of {} repetitions; handler thread: {} CPU",
+            self.runs,
+            self.reps,
+            match self.handler_cpu {
+                HandlerCpu::Same => "the measuring thread's",
+                HandlerCpu::Other => "another",
+                HandlerCpu::Any => "any",
+            }
         )?;
         writeln!(
             out,

@@ -65,8 +65,10 @@ pub struct UffdThread {
 }
 
 impl UffdThread {
-    /// Maps, registers, protects the doorbell, starts the handler and the watchdog.
-    pub fn new() -> Result<UffdThread, Error> {
+    /// Maps, registers, protects the doorbell, starts the handler (kept to
+    /// CPU `cpu` if given; `usize::MAX`: inherits the caller's affinity) and
+    /// the watchdog.
+    pub fn new(cpu: Option<usize>) -> Result<UffdThread, Error> {
         let side = "uffd-thread";
         let err = |call| move |source| Error::Sys { side, call, source };
         let (wp, uffd) = wp_mapping(side, 0)?;
@@ -80,7 +82,12 @@ impl UffdThread {
         let u = uffd.clone();
         let handler = std::thread::Builder::new()
             .name("appel-li-handler".into())
-            .spawn(move || serve_loop(&u, base, bell))
+            .spawn(move || {
+                if let Some(c) = cpu.filter(|&c| c != usize::MAX) {
+                    sys::pin_to_cpu(c)?;
+                }
+                serve_loop(&u, base, bell)
+            })
             .map_err(err("spawn"))?;
         let (stop, fired) = (
             Arc::new(AtomicBool::new(false)),
