@@ -7,6 +7,7 @@
 /// What a benchmark returns: its report is printed; an error names what failed.
 pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
+mod appel_li;
 mod cgroup;
 mod cjoin;
 mod daemon;
@@ -53,6 +54,9 @@ pub enum Command {
     /// a large file, under the kernel, pagepilot, pagepilot with RAPHA's fault limits, and the
     /// same with both tasks joined to a pagepilot daemon.
     Rapha(rapha::Args),
+    /// The Appel-Li virtual memory primitives (SawMill's Table 1): pagepilot's write-protect
+    /// through userfaultfd against `mprotect` and a SIGSEGV handler, beside the paper's columns.
+    AppelLi(appel_li::Args),
 }
 
 /// Runs a benchmark.
@@ -67,5 +71,6 @@ pub fn run(command: Command) -> BenchResult {
         Command::Scale(a) => scale::run(a),
         Command::Share(a) => share::run(a),
         Command::Rapha(a) => rapha::run(a),
+        Command::AppelLi(a) => appel_li::run(a),
     }
 }

@@ -210,3 +210,13 @@ pub fn protect_none(addr: usize, len: usize) -> io::Result<()> {
     check(unsafe { libc::mprotect(addr as *mut libc::c_void, len, libc::PROT_NONE) })?;
     Ok(())
 }
+
+/// Sets `[addr, addr+len)` read-only, or read-write if `writable`
+/// (`mprotect`): the raw Linux side of `pagepilot bench appel-li`.
+pub fn protect(addr: usize, len: usize, writable: bool) -> io::Result<()> {
+    let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+    // SAFETY: only the protection of a mapping changes; no Rust reference
+    // points into memory a caller protects (it accesses it by raw pointers).
+    check(unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) })?;
+    Ok(())
+}

@@ -10,6 +10,17 @@ pub type SigHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc
 
 /// Installs `handler` for SIGBUS (SA_SIGINFO | SA_NODEFER); returns the previous action.
 pub fn install_sigbus(handler: SigHandler) -> io::Result<libc::sigaction> {
+    install_action(libc::SIGBUS, handler)
+}
+
+/// Restores a SIGBUS action saved by [`install_sigbus`].
+pub fn restore_sigbus(old: &libc::sigaction) {
+    restore_action(libc::SIGBUS, old)
+}
+
+/// Installs `handler` for signal `sig` (SA_SIGINFO | SA_NODEFER); returns the
+/// previous action. The benchmarks use it for SIGSEGV (`bench appel-li`).
+pub fn install_action(sig: libc::c_int, handler: SigHandler) -> io::Result<libc::sigaction> {
     // SAFETY: all-zero sigaction structs are valid; sigaction reads `new` and
     // writes `old`, both live for the call.
     unsafe {
@@ -18,15 +29,25 @@ pub fn install_sigbus(handler: SigHandler) -> io::Result<libc::sigaction> {
         new.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
         libc::sigemptyset(&mut new.sa_mask);
         let mut old: libc::sigaction = std::mem::zeroed();
-        check(libc::sigaction(libc::SIGBUS, &new, &mut old))?;
+        check(libc::sigaction(sig, &new, &mut old))?;
         Ok(old)
     }
 }
 
-/// Restores a SIGBUS action saved by [`install_sigbus`].
-pub fn restore_sigbus(old: &libc::sigaction) {
+/// Restores the action of `sig` saved by [`install_action`].
+pub fn restore_action(sig: libc::c_int, old: &libc::sigaction) {
     // SAFETY: `old` is a valid sigaction returned by the kernel.
-    unsafe { libc::sigaction(libc::SIGBUS, old, std::ptr::null_mut()) };
+    unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
+}
+
+/// Sets the action of `sig` back to the default (from a signal handler that
+/// cannot serve its fault: the access faults again and the process dies
+/// rather than looping).
+pub fn default_action(sig: libc::c_int) {
+    // SAFETY: an all-zero sigaction with SIG_DFL is valid.
+    let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+    dfl.sa_sigaction = libc::SIG_DFL;
+    restore_action(sig, &dfl);
 }
 
 /// The faulting address and whether the access was a write (x86-64: bit 1 of
