@@ -3,10 +3,8 @@
 
 use std::path::Path;
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
-
-use super::{compact, render, DrawResult, Figure, PlotError, COLOURS, FAMILY};
+use super::lines::{self, Chart, Charts};
+use super::PlotError;
 use crate::Counters;
 
 /// One curve: a policy's values at several memory sizes.
@@ -143,124 +141,29 @@ fn draw_curves(
     x_desc: &str,
     out: &Path,
 ) -> Result<(), PlotError> {
-    let drawable = |p: &Panel| p.series.iter().any(|s| !finite(s).is_empty());
-    if panels.is_empty() || !panels.iter().any(drawable) {
-        return Err(PlotError::Empty {
-            path: out.into(),
-            what: "no series has a finite point".into(),
-        });
-    }
-    render(
-        &Curves {
-            panels,
-            metric,
-            title,
+    let charts = panels
+        .iter()
+        .map(|p| Chart {
+            title: &p.title,
             x_desc,
-        },
-        out,
-    )
-}
-
-const PANEL: (u32, u32) = (720, 500);
-const PER_ROW: usize = 3;
-const TITLE_HEIGHT: u32 = 40;
-
-struct Curves<'a> {
-    panels: &'a [Panel],
-    metric: Metric,
-    title: &'a str,
-    x_desc: &'a str,
+            y_desc: metric.axis_label(),
+            lines: p
+                .series
+                .iter()
+                .map(|s| (s.label.as_str(), finite(s)))
+                .collect(),
+            markers: true,
+        })
+        .collect();
+    let charts = Charts {
+        title,
+        charts,
+        per_row: 3,
+        panel: (720, 500),
+    };
+    lines::write(&charts, out)
 }
 
 fn finite(s: &Series) -> Vec<(f64, f64)> {
-    let mut pts: Vec<(f64, f64)> = s
-        .points
-        .iter()
-        .filter(|(_, v)| v.is_finite())
-        .map(|&(f, v)| (f as f64, v))
-        .collect();
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    pts
-}
-
-impl Figure for Curves<'_> {
-    fn size(&self) -> (u32, u32) {
-        let n = self.panels.len().max(1);
-        let cols = n.min(PER_ROW) as u32;
-        let rows = n.div_ceil(PER_ROW) as u32;
-        let title = if self.title.is_empty() {
-            0
-        } else {
-            TITLE_HEIGHT
-        };
-        (PANEL.0 * cols, PANEL.1 * rows + title)
-    }
-
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult {
-        let area = if self.title.is_empty() {
-            area.clone()
-        } else {
-            area.titled(self.title, (FAMILY, 24))
-                .map_err(|e| e.to_string())?
-        };
-        let n = self.panels.len();
-        let cells = area.split_evenly((n.div_ceil(PER_ROW), n.min(PER_ROW)));
-        for (panel, cell) in self.panels.iter().zip(cells.iter()) {
-            draw_panel(panel, self.metric, self.x_desc, cell)?;
-        }
-        Ok(())
-    }
-}
-
-fn draw_panel<DB: DrawingBackend>(
-    panel: &Panel,
-    metric: Metric,
-    x_desc: &str,
-    area: &DrawingArea<DB, Shift>,
-) -> DrawResult {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let curves: Vec<Vec<(f64, f64)>> = panel.series.iter().map(finite).collect();
-    let all = || curves.iter().flatten();
-    let x_max = all().map(|p| p.0).fold(0.0, f64::max).max(1.0) * 1.03;
-    let y_max = all().map(|p| p.1).fold(0.0, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, (FAMILY, 20))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-        .map_err(e)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(metric.axis_label())
-        .label_style((FAMILY, 14))
-        .axis_desc_style((FAMILY, 15))
-        .x_label_formatter(&|v| compact(*v))
-        .y_label_formatter(&|v| compact(*v))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(e)?;
-    for (i, (series, pts)) in panel.series.iter().zip(&curves).enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
-            .map_err(e)?
-            .label(series.label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(3))
-            });
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-            .map_err(e)?;
-    }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(e)
+    lines::points(s.points.iter().map(|&(f, v)| (f as f64, v)))
 }

@@ -31,6 +31,7 @@ use thiserror::Error;
 
 mod curves;
 mod held;
+mod lines;
 mod spacetime;
 mod timeline;
 
