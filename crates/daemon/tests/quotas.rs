@@ -304,14 +304,7 @@ fn test_frames_held_above_minimums_count_against_the_quota_of_a_new_region() {
         (ErrorCode::BeyondQuota, Some(Kind::RegisterRegion))
     );
     // Released frames make room.
-    send(
-        &mut core,
-        a,
-        Message::ReleaseFrames {
-            region: RegionId(1),
-            frames: 50,
-        },
-    );
+    send(&mut core, a, release(1, 50));
     assert_eq!(granted(&send(&mut core, a, region(2, 150, 150))), 150);
 }
 
@@ -328,14 +321,7 @@ fn test_a_newcomers_minimum_still_owed_counts_against_its_clients_requests() {
     // B's minimum of 50 is owed (nothing is free): its quota room is 10.
     assert_eq!(granted(&send(&mut core, b, region(1, 50, 50))), 0);
     send(&mut core, b, region(2, 0, 100));
-    send(
-        &mut core,
-        a,
-        Message::ReleaseFrames {
-            region: RegionId(1),
-            frames: 100,
-        },
-    );
+    send(&mut core, a, release(1, 100));
     assert_eq!(core.frames_of(b), Some(50), "the newcomer settled first");
     assert_eq!(granted(&send(&mut core, b, request(2, 100))), 10);
     assert_eq!(core.frames_of(b), Some(60));

@@ -8,15 +8,7 @@ use common::*;
 use pagepilot_frames::ManualClock;
 use pagepilot_protocol::{ErrorCode, Kind, Message, RegionId};
 
-const CONFIG: &str = "
-[machine]
-budget_frames = 1000
-partition_burst_frames = 1000
-deadline_ms = 50
-
-[default]
-pinned_frames = 64
-";
+const CONFIG: &str = SHARED_BUDGET;
 
 #[test]
 fn test_several_clients_share_the_budget_each_with_its_min_frame() {
@@ -195,14 +187,7 @@ fn test_frames_released_while_an_order_is_pending_answer_it_and_force_never_cuts
     let out = send(&mut core, b, region(1, 800, 800));
     assert_eq!((granted(&out), orders(&out, a)), (600, vec![(1, 200)]));
     // A releases 300 unasked instead of returning 200: the order is answered.
-    let out = send(
-        &mut core,
-        a,
-        Message::ReleaseFrames {
-            region: RegionId(1),
-            frames: 300,
-        },
-    );
+    let out = send(&mut core, a, release(1, 300));
     assert_eq!(
         to(&out, a),
         vec![Message::Released {

@@ -8,15 +8,7 @@ use common::*;
 use pagepilot_frames::ManualClock;
 use pagepilot_protocol::{Message, RegionId};
 
-const CONFIG: &str = "
-[machine]
-budget_frames = 1000
-partition_burst_frames = 1000
-deadline_ms = 50
-
-[default]
-pinned_frames = 64
-";
+const CONFIG: &str = SHARED_BUDGET;
 
 #[test]
 fn test_a_client_disconnecting_returns_every_frame_and_settles_newcomers() {
@@ -114,14 +106,7 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
     let a = join(&mut core, 1, 1);
     send(&mut core, a, region(1, 10, 100));
     send(&mut core, a, request(1, 50));
-    let out = send(
-        &mut core,
-        a,
-        Message::ReleaseFrames {
-            region: RegionId(1),
-            frames: 20,
-        },
-    );
+    let out = send(&mut core, a, release(1, 20));
     assert_eq!(
         out[0].message,
         Message::Released {
@@ -138,14 +123,7 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
             len: 10 * 4096,
         },
     );
-    let out = send(
-        &mut core,
-        a,
-        Message::ReleaseFrames {
-            region: RegionId(1),
-            frames: 1000,
-        },
-    );
+    let out = send(&mut core, a, release(1, 1000));
     assert_eq!(
         out[0].message,
         Message::Released {
@@ -162,14 +140,7 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
             len: 10 * 4096,
         },
     );
-    let out = send(
-        &mut core,
-        a,
-        Message::ReleaseFrames {
-            region: RegionId(1),
-            frames: 1000,
-        },
-    );
+    let out = send(&mut core, a, release(1, 1000));
     assert_eq!(
         out[0].message,
         Message::Released {

@@ -9,6 +9,18 @@ use pagepilot_protocol::{encode, ClientId, ErrorCode, Kind, Message, RegionId, R
 /// Milliseconds in clock nanoseconds.
 pub const MS: u64 = 1_000_000;
 
+/// A budget of 1000 frames none of which is reclaimed for the watermark,
+/// a 50 ms deadline, 64 pinned frames a user.
+pub const SHARED_BUDGET: &str = "
+[machine]
+budget_frames = 1000
+partition_burst_frames = 1000
+deadline_ms = 50
+
+[default]
+pinned_frames = 64
+";
+
 /// A core on `clock` configured by the TOML `config`.
 pub fn core<'c>(config: &str, clock: &'c ManualClock) -> Core<&'c ManualClock> {
     Core::new(Config::parse(config).expect("config"), clock).expect("core")
@@ -56,6 +68,14 @@ pub fn region(region: u32, min: u64, budget: u64) -> Message {
 /// `RequestFrames` of `frames` for region `region`.
 pub fn request(region: u32, frames: u64) -> Message {
     Message::RequestFrames {
+        region: RegionId(region),
+        frames,
+    }
+}
+
+/// `ReleaseFrames` of `frames` for region `region`.
+pub fn release(region: u32, frames: u64) -> Message {
+    Message::ReleaseFrames {
         region: RegionId(region),
         frames,
     }
