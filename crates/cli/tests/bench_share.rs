@@ -1,6 +1,7 @@
-//! The benchmarks' daemon sides as a user runs them, at small sizes: `bench
-//! share` with each join a process joined to a daemon the bench starts,
-//! against the same joins in one in-process pool. The page-ins must agree
+//! `bench share` as a user runs it, at small sizes, once: both joins in one
+//! in-process pool, each its own policy's page-ins (the analytic count and
+//! the simulator's prediction), beside the kernel's; and each join a
+//! process joined to a daemon the bench starts. The page-ins must agree
 //! (a daemon side that granted too few frames, or none, would page in far
 //! more), the processes must have talked to the daemon (registration and
 //! unregistration) and not on their faults, and neither the daemon nor its
@@ -11,6 +12,10 @@ mod bench;
 
 use bench::{assert_cleaned_up, pagepilot};
 use serde_json::Value;
+
+fn within(measured: u64, analytic: u64, tolerance: f64) -> bool {
+    (measured as f64 - analytic as f64).abs() <= tolerance * analytic as f64
+}
 
 /// No process started by run `pid` is left: the daemon's command line
 /// names its socket under `pagepilot-bench-<pid>-daemon-<n>`.
@@ -26,7 +31,7 @@ fn assert_no_daemon_left(pid: u32) {
 }
 
 #[test]
-fn test_share_bench_runs_each_join_under_the_daemon_with_the_pools_page_ins() {
+fn test_share_bench_gives_each_join_its_policys_page_ins_in_one_pool_and_under_the_daemon() {
     let args = [
         "bench",
         "share",
@@ -57,6 +62,31 @@ fn test_share_bench_runs_each_join_under_the_daemon_with_the_pools_page_ins() {
             .find(|j| j["side"] == side && j["policy"] == policy)
             .unwrap_or_else(|| panic!("no {side} {policy} row: {r}"))
     };
+    // 2048 pages each, 1024 frames guaranteed each: PF_m = 2048 + 1024 * 2, PF_l = 2048 * 3.
+    let mru = join("pagepilot", "mru");
+    assert_eq!(mru["analytic_faults"].as_u64(), Some(4096), "{mru}");
+    assert!(within(mru["faults"].as_u64().unwrap(), 4096, 0.05), "{mru}");
+    let clock = join("pagepilot", "clock");
+    assert_eq!(clock["faults"].as_u64(), Some(6144), "{clock}");
+    // The simulator's prediction, the same frame manager on the joins' page
+    // references, is within 5% of each join's live page-ins.
+    for j in [mru, clock] {
+        let simulated = j["simulated_faults"].as_u64().expect("simulated_faults");
+        assert!(
+            within(j["faults"].as_u64().unwrap(), simulated, 0.05),
+            "live vs simulated: {j}"
+        );
+        let ratio = j["faults_vs_simulated"].as_f64().unwrap();
+        assert!((0.95..=1.05).contains(&ratio), "{j}");
+    }
+    assert_eq!(clock["simulated_faults"].as_u64(), Some(6144), "{clock}");
+    // The kernel ran both joins in one cgroup beside them (checksums checked by the bench).
+    assert_eq!(
+        joins.iter().filter(|j| j["side"] == "kernel").count(),
+        2,
+        "{r}"
+    );
+    assert!(r["speedup_vs_kernel"].as_f64().unwrap() > 0.0, "{r}");
     for policy in ["mru", "clock"] {
         let pool = join("pagepilot", policy);
         let daemon = join("pagepilot+daemon", policy);
