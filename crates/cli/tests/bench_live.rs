@@ -5,7 +5,7 @@ mod bench;
 
 use std::path::Path;
 
-use bench::{assert_cleaned_up, json, pagepilot};
+use bench::{assert_refused_naming, json, pagepilot};
 use serde_json::Value;
 
 fn within(measured: u64, analytic: u64, tolerance: f64) -> bool {
@@ -487,17 +487,7 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         (&["bench", "share", "--loops", "0"], "--loops"),
         (&["bench", "share", "--budget-mb", "1"], "--budget-mb"),
     ];
-    for (args, needle) in cases {
-        let (out, pid) = pagepilot(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} succeeded");
-        assert!(
-            err.contains(needle),
-            "{args:?}: error {err:?} does not name {needle}"
-        );
-        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-        assert_cleaned_up(pid);
-    }
+    assert_refused_naming(cases);
     // A data directory on tmpfs is refused: O_DIRECT and the kernel's reads need a disk.
     if Path::new("/dev/shm").is_dir() {
         let (out, _) = pagepilot(&["bench", "join", "--outer-mb", "8", "--dir", "/dev/shm"]);

@@ -7,7 +7,7 @@
 
 mod bench;
 
-use bench::{assert_cleaned_up, json, pagepilot};
+use bench::{assert_refused_naming, json, pagepilot};
 
 #[test]
 fn test_rapha_bench_reports_every_configuration_and_holds_the_launcher_to_its_limit() {
@@ -143,17 +143,7 @@ fn test_rapha_bench_refuses_bad_input_naming_the_flag() {
         ),
         (&["bench", "rapha", "--period=-3"], "--period"),
     ];
-    for (args, needle) in cases {
-        let (out, pid) = pagepilot(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} succeeded");
-        assert!(
-            err.contains(needle),
-            "{args:?}: error {err:?} does not name {needle}"
-        );
-        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-        assert_cleaned_up(pid);
-    }
+    assert_refused_naming(cases);
     // The decoder's reserve leaves the launcher nothing: refused by admission (Eq. 2).
     let (out, _) = pagepilot(&[
         "bench",

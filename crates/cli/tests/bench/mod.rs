@@ -37,6 +37,22 @@ pub fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON report")
 }
 
+/// Each `(args, flag)` is refused: a failure naming `flag`, no panic,
+/// nothing left behind.
+pub fn assert_refused_naming(cases: &[(&[&str], &str)]) {
+    for (args, flag) in cases {
+        let (out, pid) = pagepilot(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains(flag),
+            "{args:?}: error {err:?} does not name {flag}"
+        );
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert_cleaned_up(pid);
+    }
+}
+
 /// Neither memory cgroups nor data files of run `pid` are left behind.
 pub fn assert_cleaned_up(pid: u32) {
     let prefix = format!("pagepilot-{pid}-");
