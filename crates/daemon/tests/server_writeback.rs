@@ -46,6 +46,18 @@ fn check_backing(path: &Path) {
     }
 }
 
+/// A client of `daemon` with region 1 registered over a backing file of
+/// 0xAA bytes, then touched.
+fn registered_and_touched(daemon: &Daemon) -> (Client, RegionFilesOnDisk, std::path::PathBuf) {
+    let backing = backing_file(daemon.dir.path(), "data", BACKING_LEN, 0xAA);
+    let mut c = daemon.client();
+    let files = RegionFilesOnDisk::new(PAGES, &backing);
+    let reply = c.request_with(&files.register(1, 8, 8), &files.fds());
+    assert!(matches!(reply, Message::Registered { .. }), "{reply:?}");
+    touch(&files);
+    (c, files, backing)
+}
+
 /// The child's side: registers a region with its three descriptors,
 /// dirties it after registering (the map is read when the client dies,
 /// not when it registers), reports, then waits to be killed.
@@ -112,12 +124,7 @@ fn a_killed_clients_dirty_pages_are_written_back_before_its_frames_return() {
 #[test]
 fn goodbye_with_regions_still_registered_writes_them_back_before_answering() {
     let daemon = Daemon::start(CONFIG);
-    let backing = backing_file(daemon.dir.path(), "data", BACKING_LEN, 0xAA);
-    let mut c = daemon.client();
-    let files = RegionFilesOnDisk::new(PAGES, &backing);
-    let reply = c.request_with(&files.register(1, 8, 8), &files.fds());
-    assert!(matches!(reply, Message::Registered { .. }), "{reply:?}");
-    touch(&files);
+    let (mut c, _files, backing) = registered_and_touched(&daemon);
     assert_eq!(c.request(&Message::Goodbye), Message::Goodbye);
     check_backing(&backing);
     assert_eq!(daemon.status().free_frames, 64);
@@ -126,11 +133,7 @@ fn goodbye_with_regions_still_registered_writes_them_back_before_answering() {
 #[test]
 fn a_region_the_client_unregisters_is_not_written_back_by_the_daemon() {
     let daemon = Daemon::start(CONFIG);
-    let backing = backing_file(daemon.dir.path(), "data", BACKING_LEN, 0xAA);
-    let mut c = daemon.client();
-    let files = RegionFilesOnDisk::new(PAGES, &backing);
-    c.request_with(&files.register(1, 8, 8), &files.fds());
-    touch(&files);
+    let (mut c, files, backing) = registered_and_touched(&daemon);
     let reply = c.request(&Message::UnregisterRegion {
         region: RegionId(1),
     });
@@ -147,12 +150,7 @@ fn a_region_the_client_unregisters_is_not_written_back_by_the_daemon() {
 #[test]
 fn a_client_whose_connection_ends_while_its_process_runs_is_not_written_back() {
     let daemon = Daemon::start(CONFIG);
-    let backing = backing_file(daemon.dir.path(), "data", BACKING_LEN, 0xAA);
-    let mut c = daemon.client();
-    let files = RegionFilesOnDisk::new(PAGES, &backing);
-    let reply = c.request_with(&files.register(1, 8, 8), &files.fds());
-    assert!(matches!(reply, Message::Registered { .. }), "{reply:?}");
-    touch(&files);
+    let (c, _files, backing) = registered_and_touched(&daemon);
     // This process keeps running: its memory is its own, and a write-back
     // racing with its own could put an older page over a newer one.
     drop(c);
