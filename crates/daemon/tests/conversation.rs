@@ -280,15 +280,7 @@ fn test_status_lists_each_client_and_region_and_always_encodes() {
         },
     );
     send(&mut core, a, region(3, 20, 40));
-    send(
-        &mut core,
-        a,
-        Message::Pin {
-            region: RegionId(3),
-            offset: 0,
-            len: 8192,
-        },
-    );
+    send(&mut core, a, pin(3, 0, 8192));
     let out = send(&mut core, a, Message::Status);
     let Message::StatusReply(s) = &out[0].message else {
         panic!("{out:?}")

@@ -175,11 +175,7 @@ fn test_pins_beyond_the_users_pin_quota_are_refused_with_edquot() {
     );
     assert_eq!(core.pinned_of(a), Some(8));
     // Unpinning makes room again.
-    let unpin = Message::Unpin {
-        region: RegionId(1),
-        offset: 0,
-        len: 2 * 4096,
-    };
+    let unpin = unpin(1, 0, 2 * 4096);
     assert_eq!(
         send(&mut core, a, unpin)[0].message,
         Message::Pinned {
@@ -203,35 +199,11 @@ fn test_pins_must_fit_in_the_regions_min_frame_and_unpins_must_be_pinned() {
     let a = join(&mut core, 3000, 3000);
     send(&mut core, a, region(1, 4, 100));
     // Pinned pages are part of the guaranteed minimum: never reclaimed.
-    let out = send(
-        &mut core,
-        a,
-        Message::Pin {
-            region: RegionId(1),
-            offset: 0,
-            len: 5 * 4096,
-        },
-    );
+    let out = send(&mut core, a, pin(1, 0, 5 * 4096));
     assert_eq!(refusal(&out), (ErrorCode::PinQuota, Some(Kind::Pin)));
-    let out = send(
-        &mut core,
-        a,
-        Message::Unpin {
-            region: RegionId(1),
-            offset: 0,
-            len: 1,
-        },
-    );
+    let out = send(&mut core, a, unpin(1, 0, 1));
     assert_eq!(refusal(&out), (ErrorCode::BadRange, Some(Kind::Unpin)));
-    let out = send(
-        &mut core,
-        a,
-        Message::Pin {
-            region: RegionId(9),
-            offset: 0,
-            len: 1,
-        },
-    );
+    let out = send(&mut core, a, pin(9, 0, 1));
     assert_eq!(refusal(&out), (ErrorCode::UnknownRegion, Some(Kind::Pin)));
 }
 

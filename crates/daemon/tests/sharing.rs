@@ -220,11 +220,7 @@ fn test_a_newcomer_cannot_pin_frames_it_does_not_hold_yet() {
     send(&mut core, a, region(1, 0, 1000));
     send(&mut core, a, request(1, 995));
     assert_eq!(granted(&send(&mut core, b, region(1, 50, 50))), 5);
-    let pin = |pages: u64| Message::Pin {
-        region: RegionId(1),
-        offset: 0,
-        len: pages * 4096,
-    };
+    let pin = |pages: u64| pin(1, 0, pages * 4096);
     assert_eq!(
         refusal(&send(&mut core, b, pin(6))).0,
         pagepilot_protocol::ErrorCode::PinQuota

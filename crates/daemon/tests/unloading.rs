@@ -26,15 +26,7 @@ fn test_a_client_disconnecting_returns_every_frame_and_settles_newcomers() {
             },
         );
     }
-    send(
-        &mut core,
-        a,
-        Message::Pin {
-            region: RegionId(2),
-            offset: 0,
-            len: 40960,
-        },
-    );
+    send(&mut core, a, pin(2, 0, 40960));
     assert_eq!(core.free_frames(), 100);
     let out = send(&mut core, b, region(9, 400, 400));
     assert_eq!(granted(&out), 100);
@@ -114,15 +106,7 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
             held_frames: 40
         }
     );
-    send(
-        &mut core,
-        a,
-        Message::Pin {
-            region: RegionId(1),
-            offset: 0,
-            len: 10 * 4096,
-        },
-    );
+    send(&mut core, a, pin(1, 0, 10 * 4096));
     let out = send(&mut core, a, release(1, 1000));
     assert_eq!(
         out[0].message,
@@ -131,15 +115,7 @@ fn test_release_gives_frames_back_but_never_pinned_ones() {
             held_frames: 10
         }
     );
-    send(
-        &mut core,
-        a,
-        Message::Unpin {
-            region: RegionId(1),
-            offset: 0,
-            len: 10 * 4096,
-        },
-    );
+    send(&mut core, a, unpin(1, 0, 10 * 4096));
     let out = send(&mut core, a, release(1, 1000));
     assert_eq!(
         out[0].message,

@@ -73,6 +73,24 @@ pub fn request(region: u32, frames: u64) -> Message {
     }
 }
 
+/// `Pin` of `len` bytes at `offset` of region `region`.
+pub fn pin(region: u32, offset: u64, len: u64) -> Message {
+    Message::Pin {
+        region: RegionId(region),
+        offset,
+        len,
+    }
+}
+
+/// `Unpin` of `len` bytes at `offset` of region `region`.
+pub fn unpin(region: u32, offset: u64, len: u64) -> Message {
+    Message::Unpin {
+        region: RegionId(region),
+        offset,
+        len,
+    }
+}
+
 /// `ReleaseFrames` of `frames` for region `region`.
 pub fn release(region: u32, frames: u64) -> Message {
     Message::ReleaseFrames {

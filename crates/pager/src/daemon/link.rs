@@ -163,8 +163,11 @@ fn report(inner: &Inner) {
         let Some(shared) = link.shared.upgrade() else {
             continue;
         };
-        let s = shared.stats.snapshot();
-        let faults = s.missing_faults + s.minor_faults + s.wp_faults;
+        let c = &shared.stats;
+        let faults = [&c.missing_faults, &c.minor_faults, &c.wp_faults]
+            .iter()
+            .map(|n| n.load(SeqCst))
+            .sum();
         let postponed = shared
             .fault_limit
             .as_ref()
