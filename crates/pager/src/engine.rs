@@ -15,10 +15,10 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use pagepilot_policy::Policy;
 
-use crate::backing::Dataspace;
 use crate::resident::{State, Table};
 use crate::stats::Counters;
 use crate::sys::{self, Uffd, PAGE};
+use pagepilot_dataspace::PageStore;
 
 /// Read-ahead tuning.
 #[derive(Clone, Copy, Debug)]
@@ -198,7 +198,7 @@ pub struct Shared {
     /// Whether the application may write (dirty tracking is on).
     pub writable: bool,
     /// The backing store.
-    pub store: Box<dyn Dataspace>,
+    pub store: Box<dyn PageStore>,
     /// Frame table and policy.
     pub inner: Mutex<Inner>,
     /// Signalled when a page leaves a transition state.

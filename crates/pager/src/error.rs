@@ -87,6 +87,10 @@ pub enum MapError {
         /// The registry's reason.
         source: RegistryError,
     },
+    /// The dataspace's manager refused to open it (for a reason none of
+    /// the variants above names).
+    #[error(transparent)]
+    Dataspace(#[from] pagepilot_dataspace::OpenError),
     /// The swap file for an anonymous region could not be created.
     #[error("cannot create swap file in {dir}: {source}")]
     Swap {

@@ -47,7 +47,6 @@ mod ring;
 mod sigbus;
 mod source;
 mod stats;
-mod stored;
 pub mod sys;
 mod threads;
 mod writeback;

@@ -9,7 +9,7 @@ use pagepilot_policy::Policy;
 
 use super::Region;
 use crate::around::ReadAround;
-use crate::backing::{Backing, Dataspace, FileDataspace, SwapDataspace};
+use crate::backing::Backing;
 use crate::engine::{FaultReads, Inner, Shared, Tuning};
 use crate::error::MapError;
 use crate::guard::Guarded;
@@ -34,20 +34,15 @@ impl Region {
         given: Option<Box<dyn Policy>>,
     ) -> Result<Region, MapError> {
         opts.check()?;
-        let (store, len, writable): (Box<dyn Dataspace>, usize, bool) = match &opts.backing {
-            Backing::File { path, writable } => {
-                let f = FileDataspace::open(path, *writable, opts.len)?;
-                let len = opts.len.unwrap_or(f.len() as usize);
-                check_len(len)?;
-                (Box::new(f), len, *writable)
-            }
-            Backing::Anonymous { len } => {
-                check_len(*len)?;
-                let dir = opts.swap_dir.clone().unwrap_or_else(std::env::temp_dir);
-                let s = SwapDataspace::create(&dir)?;
-                (Box::new(s), *len, true)
-            }
+        if let Backing::Anonymous { len } = &opts.backing {
+            check_len(*len)?;
+        }
+        let (store, writable) = opts.backing.open(opts.len, opts.swap_dir.as_deref())?;
+        let len = match &opts.backing {
+            Backing::File { .. } => opts.len.unwrap_or(store.size() as usize),
+            Backing::Anonymous { len } => *len,
         };
+        check_len(len)?;
         let pages = len.div_ceil(PAGE);
         let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
         let given_policy = given.is_some();

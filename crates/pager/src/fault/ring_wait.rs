@@ -101,7 +101,7 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
         g.inflight.pop_front();
         let want = n * PAGE;
         // Whole pages the read brought; the rest (end of file, or the
-        // kernel stopped early) is read here, as `Dataspace::read` would.
+        // kernel stopped early) is read here, as `PageStore::read` would.
         let whole = usize::try_from(res).map_or(0, |b| b.min(want) / PAGE);
         let mut read = if res < 0 {
             Err(std::io::Error::from_raw_os_error(-res))

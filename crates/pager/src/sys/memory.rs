@@ -83,15 +83,6 @@ pub fn advise_random(addr: usize, len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Allocates the frames behind `[addr, addr+len)` of a shared mapping
-/// (MADV_POPULATE_WRITE): zero pages for a memfd hole.
-pub fn populate(addr: usize, len: usize) -> io::Result<()> {
-    // SAFETY: populating a shared memfd mapping allocates zeroed frames in
-    // holes and leaves existing data untouched.
-    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) })?;
-    Ok(())
-}
-
 /// A shared mapping of a file or memfd ([`map_shared`]), unmapped on drop.
 pub struct Mapping {
     addr: usize,
@@ -144,12 +135,12 @@ impl Mapping {
     }
 
     /// Allocates (zeroed, if new) the pages of `[off, off+len)` of the mapping without
-    /// touching them from user space ([`populate`]).
+    /// touching them from user space ([`populate`](super::populate)).
     pub fn populate_write(&self, off: usize, len: usize) -> io::Result<()> {
         if off.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
-        populate(self.addr + off, len)
+        super::populate(self.addr + off, len)
     }
 
     /// Tells the kernel the mapping is read at random ([`advise_random`]).

@@ -4,6 +4,10 @@
 //! too (plus the few page-cache and resource-usage calls at the end), so the
 //! workspace keeps its raw calls in this one module.
 //!
+//! The page stores' own calls (direct opens, positioned I/O, `cachestat`,
+//! populating) live in `pagepilot-dataspace`'s `sys` and are re-exported
+//! here.
+//!
 //! One file per kind: `uffd` (the userfaultfd ABI and its ioctls), `memory`
 //! (mappings and the memfd), `file` (backing files and the page cache),
 //! `signal`, `process`.
@@ -22,6 +26,10 @@ pub use process::*;
 pub use signal::*;
 pub use uffd::*;
 
+/// Populating a mapping with zero frames: a page store's call, made once
+/// in `pagepilot-dataspace`.
+pub use pagepilot_dataspace::sys::populate;
+
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -31,7 +39,7 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// The page size this pager works in.
-pub const PAGE: usize = 4096;
+pub const PAGE: usize = pagepilot_dataspace::PAGE;
 
 /// Runs a system call again while a signal interrupts it (EINTR): the
 /// application's signals (a timer) reach the threads that serve faults in

@@ -11,7 +11,7 @@ use pagepilot_policy::hash::BuildVpnHasher;
 
 /// A set of page numbers, added to and read from any thread.
 #[derive(Default)]
-pub struct StoredPages {
+pub(crate) struct StoredPages {
     words: RwLock<HashMap<u32, AtomicU64, BuildVpnHasher>>,
 }
 

@@ -1,0 +1,261 @@
+//! The anonymous manager: zero-filled dataspaces in swap files of
+//! pagepilot's own, named by a number within the process.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::error::{
+    CloseError, CopyError, CreateError, DeleteError, IdentifyError, NoSuch, OpenError, ShareError,
+    TransferError, Unsupported,
+};
+use crate::manager::{
+    Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
+};
+use crate::{PageStore, SwapStore};
+
+/// Serves anonymous memory: `create` makes a fresh zero-filled dataspace
+/// of a length (an unnamed swap file in the manager's directory), `open`
+/// hands out its page store (read-write, one open at a time), `close`
+/// takes the store back with its contents, so a later `open` sees them,
+/// `delete` drops a closed dataspace. A store dropped without `close`
+/// takes its dataspace with it (as unmapping anonymous memory does).
+///
+/// Share, copy and transfer are not supported: ids mean nothing outside
+/// the process and the swap file has no name to pass (sharing across
+/// processes goes through the daemon); a copy belongs to a lazy-copy
+/// manager and a transfer to stacking (both later items of issue 16).
+#[derive(Debug)]
+pub struct AnonymousManager {
+    dir: PathBuf,
+    table: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    next: u64,
+    entries: HashMap<u64, Entry>,
+}
+
+#[derive(Debug)]
+enum Entry {
+    /// Closed: the manager holds the store.
+    Closed(SwapStore),
+    /// Open: the store holds the other end; `len` for `identify`.
+    Open { len: u64, alive: Weak<()> },
+}
+
+impl std::fmt::Debug for SwapStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapStore")
+            .field("len", &self.size())
+            .finish()
+    }
+}
+
+impl AnonymousManager {
+    /// Its name.
+    pub const NAME: &'static str = "anonymous";
+
+    const CAPABILITIES: Capabilities = Capabilities {
+        operations: &[
+            Operation::Identify,
+            Operation::Open,
+            Operation::Close,
+            Operation::Interrogate,
+            Operation::Create,
+            Operation::Delete,
+        ],
+        flavours: &[Flavour::ReadWrite, Flavour::Anonymous],
+    };
+
+    /// A manager whose swap files go in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        AnonymousManager {
+            dir: dir.into(),
+            table: Mutex::default(),
+        }
+    }
+
+    /// The table, without the dataspaces whose stores were dropped open.
+    fn table(&self) -> MutexGuard<'_, Table> {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        t.entries.retain(|_, e| match e {
+            Entry::Closed(_) => true,
+            Entry::Open { alive, .. } => alive.strong_count() > 0,
+        });
+        t
+    }
+
+    fn unsupported(operation: Operation, flavour: Option<Flavour>) -> Unsupported {
+        Unsupported {
+            manager: Self::NAME,
+            operation,
+            flavour,
+        }
+    }
+}
+
+/// The number of an anonymous id, or `no_such(id)`.
+fn number<E>(id: &DataspaceId, no_such: impl FnOnce(DataspaceId) -> E) -> Result<u64, E> {
+    match id {
+        DataspaceId::Anonymous(n) => Ok(*n),
+        other => Err(no_such(other.clone())),
+    }
+}
+
+impl Manager for AnonymousManager {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn interrogate(&self) -> Capabilities {
+        Self::CAPABILITIES
+    }
+
+    fn identify(&self, id: &DataspaceId) -> Result<Identity, IdentifyError> {
+        let no_such = |id| {
+            IdentifyError::from(NoSuch {
+                manager: Self::NAME,
+                id,
+            })
+        };
+        let n = number(id, no_such)?;
+        let len = match self.table().entries.get(&n) {
+            Some(Entry::Closed(s)) => s.size(),
+            Some(Entry::Open { len, .. }) => *len,
+            None => return Err(no_such(id.clone())),
+        };
+        Ok(Identity {
+            id: id.clone(),
+            manager: Self::NAME,
+            len,
+            inode: None,
+        })
+    }
+
+    fn open(
+        &self,
+        id: &DataspaceId,
+        access: Access,
+        at_least: Option<u64>,
+    ) -> Result<Box<dyn PageStore>, OpenError> {
+        if access != Access::ReadWrite {
+            return Err(Self::unsupported(Operation::Open, Some(access.flavour())).into());
+        }
+        let no_such = |id| {
+            OpenError::from(NoSuch {
+                manager: Self::NAME,
+                id,
+            })
+        };
+        let n = number(id, no_such)?;
+        let mut t = self.table();
+        let len = match t.entries.get(&n) {
+            None => return Err(no_such(id.clone())),
+            Some(Entry::Open { .. }) => return Err(OpenError::Busy(id.clone())),
+            Some(Entry::Closed(s)) => s.size(),
+        };
+        if let Some(want) = at_least.filter(|&w| w > len) {
+            return Err(OpenError::Short {
+                id: id.clone(),
+                actual: len,
+                expected: want,
+            });
+        }
+        let alive = Arc::new(());
+        let open = Entry::Open {
+            len,
+            alive: Arc::downgrade(&alive),
+        };
+        let Some(Entry::Closed(mut store)) = t.entries.insert(n, open) else {
+            unreachable!("checked closed above");
+        };
+        store.attached = Some(alive);
+        Ok(Box::new(store))
+    }
+
+    fn close(&self, id: &DataspaceId, store: Box<dyn PageStore>) -> Result<(), CloseError> {
+        let foreign = || CloseError::Foreign {
+            manager: Self::NAME,
+            id: id.clone(),
+        };
+        let n = number(id, |_| foreign())?;
+        let mut store = store
+            .into_any()
+            .downcast::<SwapStore>()
+            .map_err(|_| foreign())?;
+        let mut t = self.table();
+        // The entry the store was opened from: `id`'s, or another's (then
+        // it goes back there, and the caller hears it named the wrong id).
+        let Some(held) = store.attached.take() else {
+            return Err(foreign());
+        };
+        let from = t.entries.iter().find_map(|(k, e)| match e {
+            Entry::Open { alive, .. } if std::ptr::eq(alive.as_ptr(), Arc::as_ptr(&held)) => {
+                Some(*k)
+            }
+            _ => None,
+        });
+        let Some(from) = from else {
+            return Err(foreign());
+        };
+        t.entries.insert(from, Entry::Closed(*store));
+        if from == n {
+            Ok(())
+        } else {
+            Err(foreign())
+        }
+    }
+
+    fn create(&self, name: Option<&Path>, len: u64) -> Result<DataspaceId, CreateError> {
+        if name.is_some() {
+            return Err(CreateError::BadName {
+                manager: Self::NAME,
+                why: "anonymous dataspaces are named by the manager",
+            });
+        }
+        if len == 0 {
+            return Err(CreateError::Empty {
+                manager: Self::NAME,
+            });
+        }
+        let store = SwapStore::create(&self.dir, len)?;
+        let mut t = self.table();
+        let n = t.next;
+        t.next += 1;
+        t.entries.insert(n, Entry::Closed(store));
+        Ok(DataspaceId::Anonymous(n))
+    }
+
+    fn delete(&self, id: &DataspaceId) -> Result<(), DeleteError> {
+        let no_such = |id| {
+            DeleteError::from(NoSuch {
+                manager: Self::NAME,
+                id,
+            })
+        };
+        let n = number(id, no_such)?;
+        let mut t = self.table();
+        match t.entries.get(&n) {
+            None => Err(no_such(id.clone())),
+            Some(Entry::Open { .. }) => Err(DeleteError::Open(id.clone())),
+            Some(Entry::Closed(_)) => {
+                t.entries.remove(&n);
+                Ok(())
+            }
+        }
+    }
+
+    fn share(&self, _: &DataspaceId, _: Access) -> Result<Share, ShareError> {
+        Err(Self::unsupported(Operation::Share, None).into())
+    }
+
+    fn copy(&self, _: &DataspaceId, _: Option<&Path>) -> Result<DataspaceId, CopyError> {
+        Err(Self::unsupported(Operation::Copy, None).into())
+    }
+
+    fn transfer(&self, _: &DataspaceId, _: &dyn Manager) -> Result<DataspaceId, TransferError> {
+        Err(Self::unsupported(Operation::Transfer, None).into())
+    }
+}

@@ -1,0 +1,257 @@
+//! Typed errors, one enum per manager operation. Each has an
+//! `Unsupported` variant: what a manager answers for an operation or
+//! flavour its `interrogate` does not list.
+
+use std::io;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::manager::{DataspaceId, Flavour, Operation};
+
+/// An operation, or a flavour of one, the manager does not support.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("the {manager} manager does not support {operation}{}", flavour.map(|f| format!(" {f:?}")).unwrap_or_default())]
+pub struct Unsupported {
+    /// The manager.
+    pub manager: &'static str,
+    /// The operation.
+    pub operation: Operation,
+    /// The flavour asked for, where the operation is supported but not it.
+    pub flavour: Option<Flavour>,
+}
+
+/// The manager has no dataspace of that id (no such file; an unknown
+/// number; an id of another manager's kind).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{manager}: no dataspace {id}")]
+pub struct NoSuch {
+    /// The manager.
+    pub manager: &'static str,
+    /// The id asked for.
+    pub id: DataspaceId,
+}
+
+/// Errors that may say `Unsupported`.
+pub trait MaybeUnsupported {
+    /// The `Unsupported` answer, if this is one.
+    fn unsupported(&self) -> Option<&Unsupported>;
+}
+
+macro_rules! maybe_unsupported {
+    ($($t:ty),*) => {$(
+        impl MaybeUnsupported for $t {
+            fn unsupported(&self) -> Option<&Unsupported> {
+                match self {
+                    Self::Unsupported(u) => Some(u),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+maybe_unsupported!(
+    IdentifyError,
+    OpenError,
+    CloseError,
+    CreateError,
+    DeleteError,
+    ShareError,
+    CopyError,
+    TransferError
+);
+
+/// Why `identify` failed.
+#[derive(Debug, Error)]
+pub enum IdentifyError {
+    /// Not supported.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The manager has no such dataspace (no such file; an unknown id).
+    #[error(transparent)]
+    NoSuch(#[from] NoSuch),
+    /// The path is not a regular file.
+    #[error("{0} is not a regular file")]
+    NotAFile(PathBuf),
+    /// The system refused.
+    #[error("cannot identify {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `open` failed.
+#[derive(Debug, Error)]
+pub enum OpenError {
+    /// Not supported (or not this access).
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The manager has no such dataspace (no such file; an unknown id).
+    #[error(transparent)]
+    NoSuch(#[from] NoSuch),
+    /// The path is not a regular file.
+    #[error("{0} is not a regular file")]
+    NotAFile(PathBuf),
+    /// The file is empty: there is nothing to page.
+    #[error("{0} is empty")]
+    Empty(PathBuf),
+    /// The dataspace is shorter than asked for.
+    #[error("{id} has {actual} bytes, {expected} were asked for")]
+    Short {
+        /// The dataspace.
+        id: DataspaceId,
+        /// Its length.
+        actual: u64,
+        /// The length asked for.
+        expected: u64,
+    },
+    /// Read-write access to a read-only file was asked for.
+    #[error("{0} is read-only but read-write access was asked for")]
+    ReadOnly(PathBuf),
+    /// The dataspace is open already and opens are exclusive.
+    #[error("{0} is open already")]
+    Busy(DataspaceId),
+    /// The system refused.
+    #[error("cannot open {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `close` failed.
+#[derive(Debug, Error)]
+pub enum CloseError {
+    /// Not supported.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The store was not opened from this id by this manager.
+    #[error("{manager}: the store closed is not an open {id}")]
+    Foreign {
+        /// The manager.
+        manager: &'static str,
+        /// The id given.
+        id: DataspaceId,
+    },
+    /// Completed writes could not be made durable.
+    #[error("closing {id}: sync failed: {source}")]
+    Sync {
+        /// The dataspace.
+        id: DataspaceId,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `create` failed.
+#[derive(Debug, Error)]
+pub enum CreateError {
+    /// Not supported.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The name given does not suit the manager (missing, or given to one
+    /// that names its dataspaces itself).
+    #[error("{manager}: create: {why}")]
+    BadName {
+        /// The manager.
+        manager: &'static str,
+        /// What was wrong.
+        why: &'static str,
+    },
+    /// A dataspace of no bytes was asked for.
+    #[error("{manager}: create: a dataspace of 0 bytes")]
+    Empty {
+        /// The manager.
+        manager: &'static str,
+    },
+    /// The name is taken.
+    #[error("cannot create {0}: it exists")]
+    Exists(PathBuf),
+    /// The system refused (for anonymous dataspaces `path` is the swap directory).
+    #[error("cannot create {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `delete` failed.
+#[derive(Debug, Error)]
+pub enum DeleteError {
+    /// Not supported.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The manager has no such dataspace (no such file; an unknown id).
+    #[error(transparent)]
+    NoSuch(#[from] NoSuch),
+    /// The dataspace is open: close it first.
+    #[error("cannot delete {0}: it is open")]
+    Open(DataspaceId),
+    /// The system refused.
+    #[error("cannot delete {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `share` failed.
+#[derive(Debug, Error)]
+pub enum ShareError {
+    /// Not supported (or not this access).
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The manager has no such dataspace (no such file; an unknown id).
+    #[error(transparent)]
+    NoSuch(#[from] NoSuch),
+    /// The system refused the handle.
+    #[error("cannot share {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `copy` failed.
+#[derive(Debug, Error)]
+pub enum CopyError {
+    /// Not supported.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The manager has no such dataspace (no such file; an unknown id).
+    #[error(transparent)]
+    NoSuch(#[from] NoSuch),
+    /// The copy could not be created.
+    #[error(transparent)]
+    Create(#[from] CreateError),
+    /// The bytes could not be copied (`path` is the copy, removed again).
+    #[error("cannot copy into {path}: {source}")]
+    Io {
+        /// The copy.
+        path: PathBuf,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Why `transfer` failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TransferError {
+    /// Not supported.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+}

@@ -1,0 +1,99 @@
+//! The page-I/O interface a region's fault path calls: a dataspace opened
+//! by its manager, addressed in pages. Buffers are page aligned and whole
+//! pages.
+
+use std::io;
+use std::os::fd::{BorrowedFd, RawFd};
+
+/// An open dataspace, page-addressed: what [`crate::Manager::open`] hands
+/// out and a region's fault path reads from and writes back to (one call on
+/// this trait object per read or write).
+pub trait PageStore: Send + Sync {
+    /// Fills `pages` pages at `dst` with the data of pages `first..first+pages`.
+    /// Returns how many of them exist: fewer than `pages` when the store
+    /// ends before (a file truncated while mapped); the bytes of the last
+    /// page beyond the end are left zero.
+    ///
+    /// # Safety
+    /// `dst` must be page aligned, valid for `pages * PAGE` bytes of writes and
+    /// not accessed by anyone else during the call.
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize>;
+
+    /// Stores `pages` pages from `src` as pages `first..first+pages`. Bytes
+    /// beyond the store's current end are dropped, as the kernel drops the
+    /// pages of a truncated file.
+    ///
+    /// # Safety
+    /// `src` must be page aligned and valid for `pages * PAGE` bytes of reads.
+    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()>;
+
+    /// Makes completed writes durable (fdatasync for files).
+    fn sync(&self) -> io::Result<()>;
+
+    /// The dataspace's length in bytes when it was opened.
+    fn size(&self) -> u64;
+
+    /// Whether the store is accessed with O_DIRECT.
+    fn direct(&self) -> bool;
+
+    /// How many pages the kernel would read around a fault on a mapping of
+    /// the store (its device's `read_ahead_kb`), if it would.
+    fn readaround_pages(&self) -> Option<usize> {
+        None
+    }
+
+    /// Whether page `page` must be read (false: it is known to be zero).
+    fn has_data(&self, page: usize) -> bool {
+        let _ = page;
+        true
+    }
+
+    /// The descriptor and offset from which pages `first..first+pages` can
+    /// be read by one positioned read (an io_uring read), if they can.
+    fn read_source(&self, first: usize, pages: usize) -> Option<(RawFd, u64)> {
+        let _ = (first, pages);
+        None
+    }
+
+    /// The file a child process maps in the region's place after `fork`
+    /// (`None`: the region is absent in the child).
+    fn file(&self) -> Option<RawFd> {
+        None
+    }
+
+    /// A buffered (not O_DIRECT) descriptor of the backing file open for
+    /// writing, for the daemon to write pages back with if the client dies
+    /// (`None`: no writable file).
+    fn writable_file(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    /// Bytes the store's own records hold (what it remembers per page).
+    fn bookkeeping_bytes(&self) -> usize {
+        0
+    }
+
+    /// Bytes read from the kernel's page cache rather than the device (the
+    /// store's data was there already).
+    fn cached_bytes_read(&self) -> u64 {
+        0
+    }
+
+    /// Whether a write-back is needed for a page that was never modified.
+    /// (Anonymous memory that was never written need not be stored.)
+    fn persistent(&self) -> bool;
+
+    /// The store as `Any`, for its manager to take it back on
+    /// [`crate::Manager::close`].
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+impl std::fmt::Debug for dyn PageStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageStore")
+            .field("size", &self.size())
+            .field("direct", &self.direct())
+            .field("persistent", &self.persistent())
+            .finish()
+    }
+}

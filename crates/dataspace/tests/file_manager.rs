@@ -1,0 +1,254 @@
+//! The file manager, operation by operation, on real files in a temp dir.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use common::{numbered_file, read, write};
+use pagepilot_dataspace::{
+    Access, AnonymousManager, CloseError, CopyError, CreateError, DataspaceId, DeleteError,
+    FileManager, IdentifyError, Manager, NoSuch, OpenError, PAGE,
+};
+
+fn path_id(p: &std::path::Path) -> DataspaceId {
+    DataspaceId::Path(p.into())
+}
+
+#[test]
+fn test_file_identify_gives_path_length_and_inode() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 3);
+    let who = FileManager.identify(&path_id(&p)).unwrap();
+    assert_eq!(who.id, path_id(&p));
+    assert_eq!(who.manager, "file");
+    assert_eq!(who.len, 3 * PAGE as u64);
+    assert_eq!(who.inode, Some(std::fs::metadata(&p).unwrap().ino()));
+}
+
+#[test]
+fn test_file_identify_of_missing_file_or_directory_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nope");
+    let e = FileManager.identify(&path_id(&p)).unwrap_err();
+    assert!(
+        matches!(&e, IdentifyError::NoSuch(NoSuch { id, .. }) if *id == path_id(&p)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("nope"), "{e}");
+    let e = FileManager.identify(&path_id(dir.path())).unwrap_err();
+    assert!(matches!(e, IdentifyError::NotAFile(_)), "{e}");
+}
+
+#[test]
+fn test_file_open_read_only_reads_the_files_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 3);
+    let id = path_id(&p);
+    let s = FileManager
+        .open(&id, Access::ReadOnly, Some(2 * PAGE as u64))
+        .unwrap();
+    assert_eq!(s.size(), 3 * PAGE as u64);
+    assert!(s.persistent());
+    let (got, bytes) = read(s.as_ref(), 1, 2);
+    assert_eq!(got, 2);
+    assert!(bytes[..PAGE].iter().all(|&b| b == 2) && bytes[PAGE..].iter().all(|&b| b == 3));
+    // Past the end: no pages.
+    assert_eq!(read(s.as_ref(), 3, 1).0, 0);
+    assert!(s.writable_file().is_none());
+    FileManager.close(&id, s).unwrap();
+}
+
+#[test]
+fn test_file_open_read_write_writes_pages_into_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 2);
+    let id = path_id(&p);
+    let s = FileManager.open(&id, Access::ReadWrite, None).unwrap();
+    assert!(s.writable_file().is_some());
+    write(s.as_ref(), 1, 1, 0xab);
+    FileManager.close(&id, s).unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    assert!(bytes[..PAGE].iter().all(|&b| b == 1));
+    assert!(bytes[PAGE..].iter().all(|&b| b == 0xab));
+}
+
+#[test]
+fn test_file_open_refusals_name_the_path_and_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let e = FileManager
+        .open(&path_id(&missing), Access::ReadOnly, None)
+        .unwrap_err();
+    assert!(
+        matches!(&e, OpenError::NoSuch(NoSuch { id, .. }) if *id == path_id(&missing)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("missing"), "{e}");
+
+    let e = FileManager
+        .open(&path_id(dir.path()), Access::ReadOnly, None)
+        .unwrap_err();
+    assert!(
+        matches!(&e, OpenError::NotAFile(p) if p == dir.path()),
+        "{e}"
+    );
+
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let e = FileManager
+        .open(&path_id(&empty), Access::ReadOnly, None)
+        .unwrap_err();
+    assert!(matches!(&e, OpenError::Empty(p) if *p == empty), "{e}");
+
+    let short = dir.path().join("short");
+    numbered_file(&short, 3);
+    let want = Some(4 * PAGE as u64);
+    let e = FileManager
+        .open(&path_id(&short), Access::ReadOnly, want)
+        .unwrap_err();
+    assert!(
+        matches!(&e, OpenError::Short { id, actual, expected }
+            if *id == path_id(&short) && *actual == 3 * PAGE as u64 && *expected == 4 * PAGE as u64),
+        "{e}"
+    );
+    assert!(e.to_string().contains("short"), "{e}");
+}
+
+#[test]
+fn test_file_open_read_write_of_a_read_only_file_is_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ro");
+    numbered_file(&p, 1);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let e = FileManager
+        .open(&path_id(&p), Access::ReadWrite, None)
+        .unwrap_err();
+    assert!(matches!(&e, OpenError::ReadOnly(x) if *x == p), "{e}");
+    let s = FileManager
+        .open(&path_id(&p), Access::ReadOnly, None)
+        .unwrap();
+    FileManager.close(&path_id(&p), s).unwrap();
+}
+
+#[test]
+fn test_file_close_refuses_a_store_another_manager_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let anon = AnonymousManager::new(dir.path());
+    let a = anon.create(None, PAGE as u64).unwrap();
+    let s = anon.open(&a, Access::ReadWrite, None).unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 1);
+    let e = FileManager.close(&path_id(&p), s).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CloseError::Foreign {
+                manager: "file",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn test_file_create_makes_a_sparse_file_of_the_length_and_refuses_a_taken_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("new");
+    let id = FileManager.create(Some(&p), 5 * PAGE as u64).unwrap();
+    assert_eq!(id, path_id(&p));
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), 5 * PAGE as u64);
+    let s = FileManager.open(&id, Access::ReadOnly, None).unwrap();
+    assert!(read(s.as_ref(), 4, 1).1.iter().all(|&b| b == 0));
+    let e = FileManager.create(Some(&p), PAGE as u64).unwrap_err();
+    assert!(matches!(&e, CreateError::Exists(x) if *x == p), "{e}");
+    let e = FileManager.create(None, PAGE as u64).unwrap_err();
+    assert!(matches!(e, CreateError::BadName { .. }), "{e}");
+    let e = FileManager
+        .create(Some(&dir.path().join("zero")), 0)
+        .unwrap_err();
+    assert!(matches!(e, CreateError::Empty { .. }), "{e}");
+}
+
+#[test]
+fn test_file_delete_unlinks_while_an_open_store_keeps_its_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 2);
+    let id = path_id(&p);
+    let s = FileManager.open(&id, Access::ReadOnly, None).unwrap();
+    FileManager.delete(&id).unwrap();
+    assert!(!p.exists());
+    assert!(read(s.as_ref(), 1, 1).1.iter().all(|&b| b == 2));
+    let e = FileManager.delete(&id).unwrap_err();
+    assert!(
+        matches!(&e, DeleteError::NoSuch(NoSuch { id: x, .. }) if *x == id),
+        "{e}"
+    );
+}
+
+#[test]
+fn test_file_copy_has_the_same_bytes_in_a_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, q) = (dir.path().join("f"), dir.path().join("g"));
+    numbered_file(&p, 3);
+    let copy = FileManager.copy(&path_id(&p), Some(&q)).unwrap();
+    assert_eq!(copy, path_id(&q));
+    assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&q).unwrap());
+    let (a, b) = (
+        FileManager.identify(&path_id(&p)),
+        FileManager.identify(&copy),
+    );
+    assert_ne!(a.unwrap().inode, b.unwrap().inode);
+    let e = FileManager.copy(&path_id(&p), Some(&q)).unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Create(CreateError::Exists(x)) if *x == q),
+        "{e}"
+    );
+    let missing = path_id(&dir.path().join("missing"));
+    let e = FileManager
+        .copy(&missing, Some(&dir.path().join("h")))
+        .unwrap_err();
+    assert!(matches!(e, CopyError::NoSuch(NoSuch { .. })), "{e}");
+}
+
+#[test]
+fn test_file_share_hands_out_a_descriptor_of_the_same_file_with_the_access() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 1);
+    let id = path_id(&p);
+    let ro = FileManager.share(&id, Access::ReadOnly).unwrap();
+    assert_eq!(
+        ro.handle.metadata().unwrap().ino(),
+        std::fs::metadata(&p).unwrap().ino()
+    );
+    assert!(
+        (&ro.handle).write_all(b"x").is_err(),
+        "read-only share wrote"
+    );
+    let rw = FileManager.share(&id, Access::ReadWrite).unwrap();
+    (&rw.handle).write_all(b"x").unwrap();
+    assert_eq!(std::fs::read(&p).unwrap()[0], b'x');
+}
+
+#[test]
+fn test_file_manager_has_no_anonymous_dataspaces() {
+    let id = DataspaceId::Anonymous(0);
+    let e = FileManager.open(&id, Access::ReadOnly, None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            OpenError::NoSuch(NoSuch {
+                manager: "file",
+                ..
+            })
+        ),
+        "{e}"
+    );
+    assert!(FileManager.identify(&id).is_err());
+}
