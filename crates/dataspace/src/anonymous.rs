@@ -12,7 +12,7 @@ use crate::error::{
 use crate::manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
-use crate::{PageStore, SwapStore};
+use crate::{ManagerKey, PageStore, SwapStore};
 
 /// Serves anonymous memory: `create` makes a fresh zero-filled dataspace
 /// of a length (an unnamed swap file in the manager's directory), `open`
@@ -21,12 +21,13 @@ use crate::{PageStore, SwapStore};
 /// `delete` drops a closed dataspace. A store dropped without `close`
 /// takes its dataspace with it (as unmapping anonymous memory does).
 ///
-/// Share, copy and transfer are not supported: ids mean nothing outside
-/// the process and the swap file has no name to pass (sharing across
-/// processes goes through the daemon); a copy belongs to a lazy-copy
-/// manager and a transfer to stacking (both later items of issue 16).
+/// `transfer` hands a dataspace to a stacked manager (its store goes with
+/// it). Share and copy are not supported: ids mean nothing outside the
+/// process and the swap file has no name to pass (sharing across processes
+/// goes through the daemon); a copy is the lazy-copy manager's.
 #[derive(Debug)]
 pub struct AnonymousManager {
+    key: ManagerKey,
     dir: PathBuf,
     table: Mutex<Table>,
 }
@@ -65,6 +66,7 @@ impl AnonymousManager {
             Operation::Interrogate,
             Operation::Create,
             Operation::Delete,
+            Operation::Transfer,
         ],
         flavours: &[Flavour::ReadWrite, Flavour::Anonymous],
     };
@@ -72,6 +74,7 @@ impl AnonymousManager {
     /// A manager whose swap files go in `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         AnonymousManager {
+            key: ManagerKey::fresh(Self::NAME),
             dir: dir.into(),
             table: Mutex::default(),
         }
@@ -107,6 +110,10 @@ fn number<E>(id: &DataspaceId, no_such: impl FnOnce(DataspaceId) -> E) -> Result
 impl Manager for AnonymousManager {
     fn name(&self) -> &'static str {
         Self::NAME
+    }
+
+    fn key(&self) -> ManagerKey {
+        self.key
     }
 
     fn interrogate(&self) -> Capabilities {
@@ -255,7 +262,7 @@ impl Manager for AnonymousManager {
         Err(Self::unsupported(Operation::Copy, None).into())
     }
 
-    fn transfer(&self, _: &DataspaceId, _: &dyn Manager) -> Result<DataspaceId, TransferError> {
-        Err(Self::unsupported(Operation::Transfer, None).into())
+    fn transfer(&self, id: &DataspaceId, to: &dyn Manager) -> Result<DataspaceId, TransferError> {
+        crate::hand_over(self, id, to)
     }
 }

@@ -251,7 +251,48 @@ pub enum CopyError {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum TransferError {
-    /// Not supported.
+    /// Not supported (by the manager handing over, or, with flavour
+    /// `Stacked`, by the one receiving).
     #[error(transparent)]
     Unsupported(#[from] Unsupported),
+    /// The manager handing over has no such dataspace.
+    #[error(transparent)]
+    NoSuch(#[from] NoSuch),
+    /// The receiving manager is already in the dataspace's stack.
+    #[error("cannot transfer {id} to the {to}: it is already stacked on it (stack, bottom first: {})", .stack.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "))]
+    Cycle {
+        /// The dataspace.
+        id: DataspaceId,
+        /// The manager it was to go to.
+        to: crate::ManagerKey,
+        /// Its stack, bottom first.
+        stack: Vec<crate::ManagerKey>,
+    },
+    /// The stack would be deeper than [`crate::MAX_STACK_DEPTH`].
+    #[error("cannot transfer {id}: the stack would be {depth} managers deep, at most {} are allowed", crate::MAX_STACK_DEPTH)]
+    TooDeep {
+        /// The dataspace.
+        id: DataspaceId,
+        /// The depth it would have.
+        depth: usize,
+    },
+    /// The dataspace could not be opened to be handed over (it is open, or
+    /// its store failed).
+    #[error("cannot transfer {id}: {source}")]
+    Open {
+        /// The dataspace.
+        id: DataspaceId,
+        /// Why.
+        source: Box<OpenError>,
+    },
+    /// The receiving manager could not take it over.
+    #[error("the {manager} manager cannot take over {id}: {source}")]
+    Io {
+        /// The receiving manager.
+        manager: &'static str,
+        /// The dataspace.
+        id: DataspaceId,
+        /// Why.
+        source: io::Error,
+    },
 }

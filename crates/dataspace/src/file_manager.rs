@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{
     CloseError, CopyError, CreateError, DeleteError, IdentifyError, NoSuch, OpenError, ShareError,
-    TransferError, Unsupported,
+    TransferError,
 };
 use crate::manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
-use crate::{sys, FileStore, PageStore};
+use crate::{sys, FileStore, ManagerKey, PageStore};
 
 /// Serves files as dataspaces: open read-only or read-write, identify
 /// (path, length, inode), create (a new file of a length), delete
@@ -38,6 +38,7 @@ impl FileManager {
             Operation::Delete,
             Operation::Share,
             Operation::Copy,
+            Operation::Transfer,
         ],
         flavours: &[Flavour::ReadOnly, Flavour::ReadWrite, Flavour::Persistent],
     };
@@ -81,6 +82,14 @@ fn create_file(path: &Path, len: u64) -> Result<File, CreateError> {
 impl Manager for FileManager {
     fn name(&self) -> &'static str {
         Self::NAME
+    }
+
+    fn key(&self) -> ManagerKey {
+        // Stateless: every instance serves the same files.
+        ManagerKey {
+            name: Self::NAME,
+            instance: 0,
+        }
     }
 
     fn interrogate(&self) -> Capabilities {
@@ -236,12 +245,7 @@ impl Manager for FileManager {
         Ok(DataspaceId::Path(to))
     }
 
-    fn transfer(&self, _: &DataspaceId, _: &dyn Manager) -> Result<DataspaceId, TransferError> {
-        Err(Unsupported {
-            manager: Self::NAME,
-            operation: Operation::Transfer,
-            flavour: None,
-        }
-        .into())
+    fn transfer(&self, id: &DataspaceId, to: &dyn Manager) -> Result<DataspaceId, TransferError> {
+        crate::hand_over(self, id, to)
     }
 }

@@ -27,6 +27,7 @@ mod file;
 mod file_manager;
 mod manager;
 mod store;
+mod stack;
 mod stored;
 mod swap;
 pub mod sys;
@@ -41,6 +42,7 @@ pub use file_manager::FileManager;
 pub use manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
+pub use stack::{hand_over, Lower, ManagerKey, MAX_STACK_DEPTH};
 pub use store::PageStore;
 pub use swap::SwapStore;
 pub use sys::PAGE;

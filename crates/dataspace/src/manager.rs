@@ -11,6 +11,7 @@ use crate::error::{
     CloseError, CopyError, CreateError, DeleteError, IdentifyError, OpenError, ShareError,
     TransferError,
 };
+use crate::stack::{Lower, ManagerKey};
 use crate::PageStore;
 
 /// A dataspace's name within its manager: a file's path, or the number an
@@ -19,8 +20,12 @@ use crate::PageStore;
 pub enum DataspaceId {
     /// A file, by path.
     Path(PathBuf),
-    /// An anonymous dataspace, by the number its manager gave it.
+    /// An anonymous dataspace, by the number its manager gave it (also
+    /// the ids of the layered managers' dataspaces: numbers within the
+    /// process).
     Anonymous(u64),
+    /// A dataspace by name (a persistent one, one in far memory).
+    Name(String),
 }
 
 impl fmt::Display for DataspaceId {
@@ -28,6 +33,7 @@ impl fmt::Display for DataspaceId {
         match self {
             DataspaceId::Path(p) => write!(f, "{}", p.display()),
             DataspaceId::Anonymous(n) => write!(f, "anonymous dataspace {n}"),
+            DataspaceId::Name(n) => write!(f, "dataspace {n:?}"),
         }
     }
 }
@@ -87,6 +93,15 @@ pub enum Flavour {
     Persistent,
     /// Zero-filled memory, gone with its last holder.
     Anonymous,
+    /// Serves dataspaces transferred to it, over the dataspace handed over
+    /// (stacking: it receives; see [`crate::hand_over`]).
+    Stacked,
+    /// Pages never evicted while a region maps them.
+    Pinned,
+    /// Pages kept compressed in memory.
+    Compressed,
+    /// Pages stored on other machines.
+    Far,
 }
 
 /// How a dataspace is opened or shared.
@@ -169,6 +184,29 @@ pub trait Manager: Send + Sync {
     /// Its name, in errors and capabilities.
     fn name(&self) -> &'static str;
 
+    /// This instance, in dataspace stacks.
+    fn key(&self) -> ManagerKey;
+
+    /// The managers dataspace `id` is served through, bottom first, ending
+    /// with this one (`None`: no such dataspace). A dataspace of the
+    /// manager's own is a stack of one.
+    fn stack(&self, id: &DataspaceId) -> Option<Vec<ManagerKey>> {
+        self.identify(id).ok().map(|_| vec![self.key()])
+    }
+
+    /// Takes over a dataspace another manager's `transfer` hands it (see
+    /// [`crate::hand_over`], which calls this), serving it from then on
+    /// over `lower`: the new id. Managers offering [`Flavour::Stacked`]
+    /// implement it.
+    fn receive(&self, _lower: Lower) -> Result<DataspaceId, TransferError> {
+        Err(crate::Unsupported {
+            manager: self.name(),
+            operation: Operation::Transfer,
+            flavour: Some(Flavour::Stacked),
+        }
+        .into())
+    }
+
     /// Which operations and flavours it supports.
     fn interrogate(&self) -> Capabilities;
 
@@ -202,6 +240,8 @@ pub trait Manager: Send + Sync {
     /// manager names dataspaces by path.
     fn copy(&self, id: &DataspaceId, to: Option<&Path>) -> Result<DataspaceId, CopyError>;
 
-    /// Hands `id` to manager `to`, which serves it from then on.
+    /// Hands `id` to manager `to`, which serves it from then on (stacked
+    /// over what this manager served: [`crate::hand_over`]); the id `to`
+    /// gave it.
     fn transfer(&self, id: &DataspaceId, to: &dyn Manager) -> Result<DataspaceId, TransferError>;
 }

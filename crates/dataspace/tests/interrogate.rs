@@ -20,7 +20,7 @@ fn answer(m: &dyn Manager, op: Operation, dir: &std::path::Path) -> Option<Unsup
             Err(e) => Some(e.unsupported().cloned().unwrap_or_else(|| panic!("{e:?}"))),
         }
     }
-    let other = AnonymousManager::new(dir);
+    let other = common::Layer::new();
     let u = match op {
         Operation::Identify => verdict(m.identify(&id)),
         Operation::Open => verdict(m.open(&id, Access::ReadWrite, None)),

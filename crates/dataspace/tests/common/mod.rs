@@ -34,3 +34,7 @@ pub fn numbered_file(path: &std::path::Path, pages: usize) {
     let bytes: Vec<u8> = (0..pages).flat_map(|i| [i as u8 + 1; PAGE]).collect();
     std::fs::write(path, bytes).unwrap();
 }
+
+mod layer;
+#[allow(unused_imports)]
+pub use layer::Layer;
