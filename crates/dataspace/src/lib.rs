@@ -27,6 +27,8 @@ mod file;
 mod file_manager;
 mod manager;
 mod store;
+mod opened;
+mod routed;
 mod stack;
 mod stored;
 mod swap;
@@ -42,6 +44,8 @@ pub use file_manager::FileManager;
 pub use manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
+pub use opened::Opened;
+pub use routed::{AttachError, Attached, Routed};
 pub use stack::{hand_over, Lower, ManagerKey, MAX_STACK_DEPTH};
 pub use store::PageStore;
 pub use swap::SwapStore;

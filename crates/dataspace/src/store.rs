@@ -79,8 +79,15 @@ pub trait PageStore: Send + Sync {
         0
     }
 
-    /// Whether a write-back is needed for a page that was never modified.
-    /// (Anonymous memory that was never written need not be stored.)
+    /// Whether the pages must stay resident while a region maps them (a
+    /// pinned dataspace): the pager pins them, within its quota.
+    fn pinned(&self) -> bool {
+        false
+    }
+
+    /// Whether the contents outlive the region mapping the store, so that a
+    /// flush (and an unmap, and the exit) writes the modified pages back:
+    /// false for a region's own anonymous memory, gone with it.
     fn persistent(&self) -> bool;
 
     /// The store as `Any`, for its manager to take it back on

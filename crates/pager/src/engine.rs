@@ -199,6 +199,8 @@ pub struct Shared {
     pub writable: bool,
     /// The backing store.
     pub store: Box<dyn PageStore>,
+    /// The dataspaces attached, by offset in the region.
+    pub attached: Vec<crate::backing::Mapped>,
     /// Frame table and policy.
     pub inner: Mutex<Inner>,
     /// Signalled when a page leaves a transition state.

@@ -91,6 +91,24 @@ pub enum MapError {
     /// the variants above names).
     #[error(transparent)]
     Dataspace(#[from] pagepilot_dataspace::OpenError),
+    /// An attached dataspace's manager refused to open it.
+    #[error("attachment {index} ({manager} manager): {source}")]
+    Attach {
+        /// Its place in the list of attachments.
+        index: usize,
+        /// The manager.
+        manager: &'static str,
+        /// Why.
+        source: pagepilot_dataspace::OpenError,
+    },
+    /// The attachments do not make a region (overlapping, beyond their
+    /// dataspaces, none at all, or mixing read-only and read-write).
+    #[error("attached dataspaces: {0}")]
+    Attachments(String),
+    /// A pinned dataspace's pages could not be pinned (over the budget or
+    /// the pin quota).
+    #[error("pinning the pinned dataspace's pages: {0}")]
+    Pin(#[source] crate::PinError),
     /// The swap file for an anonymous region could not be created.
     #[error("cannot create swap file in {dir}: {source}")]
     Swap {

@@ -27,6 +27,7 @@
 mod around;
 mod auto;
 mod backing;
+mod region_map;
 mod daemon;
 mod dirty;
 pub mod doctor;
@@ -51,7 +52,9 @@ pub mod sys;
 mod threads;
 mod writeback;
 
-pub use backing::Backing;
+pub use backing::{Attachment, Backing};
+pub use pagepilot_dataspace as dataspace;
+pub use region_map::{region_map, Mapped};
 pub use daemon::{Client, DaemonError, DAEMON_ENV};
 pub use error::{FailedPage, FlushError, MapError, PinError, PrefaultError};
 pub use evictions::{Drained, Eviction};

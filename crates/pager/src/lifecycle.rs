@@ -90,6 +90,11 @@ fn live() -> MutexGuard<'static, Vec<Weak<Shared>>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The regions mapped (some may be gone).
+pub fn regions() -> Vec<Weak<Shared>> {
+    live().clone()
+}
+
 /// Registers a region just mapped: it is written back at exit and given to
 /// a child as its file at fork. Leaves both views out of children.
 pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {

@@ -38,7 +38,7 @@ pub struct Region {
 }
 
 // Building a region: `Region::map`.
-#[path = "region_map.rs"]
+#[path = "mapping.rs"]
 mod map;
 
 impl Region {

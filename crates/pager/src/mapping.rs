@@ -1,0 +1,350 @@
+//! Mapping a region: the backing store and the policy opened, both views of
+//! the memfd mapped and registered with userfaultfd, the budget drawn from
+//! a pool or the daemon, the dirty map made, the fault service started.
+
+use std::sync::{Arc, Condvar, Mutex};
+
+use pagepilot_policy::registry::{self, Setup};
+use pagepilot_policy::Policy;
+
+use super::Region;
+use crate::around::ReadAround;
+use crate::backing::Backing;
+use crate::engine::{FaultReads, Inner, Shared, Tuning};
+use crate::error::MapError;
+use crate::guard::Guarded;
+use crate::options::{FaultService, RegionOptions};
+use crate::resident::Table;
+use crate::stats::Counters;
+use crate::sys::{self, PAGE};
+use crate::{auto, lifecycle, sigbus, threads};
+
+const MAX_PAGES: usize = u32::MAX as usize - 1;
+/// Most handler threads of `FaultService::HandlerPerCpu`: each fault wakes
+/// every idle one, so more would cost more spurious wake-ups than the
+/// CPU-local hand-off saves.
+const MAX_PER_CPU: usize = 4;
+/// Reader threads for missing faults that wait behind others in a batch
+/// (`FaultReads::ReadersWhenQueued`): with the handler, four reads in flight.
+const QUEUED_READERS: usize = 3;
+
+impl Region {
+    pub(super) fn map_inner(
+        opts: RegionOptions,
+        given: Option<Box<dyn Policy>>,
+    ) -> Result<Region, MapError> {
+        opts.check()?;
+        if let Backing::Anonymous { len } = &opts.backing {
+            check_len(*len)?;
+        }
+        let opened = opts.backing.open(opts.len, opts.swap_dir.as_deref())?;
+        let pinned = opened.pinned.clone();
+        let region = Region::start(opts, given, opened)?;
+        // A pinned dataspace's pages stay resident while it is attached.
+        for r in pinned {
+            region
+                .pin(r.start * PAGE, (r.end - r.start) * PAGE)
+                .map_err(MapError::Pin)?;
+        }
+        Ok(region)
+    }
+
+    /// Maps the region over its opened backing and starts its fault service.
+    fn start(
+        opts: RegionOptions,
+        given: Option<Box<dyn Policy>>,
+        opened: crate::backing::Opening,
+    ) -> Result<Region, MapError> {
+        let (store, writable, attached) = (opened.store, opened.writable, opened.map);
+        let len = match &opts.backing {
+            Backing::File { .. } => opts.len.unwrap_or(store.size() as usize),
+            Backing::Anonymous { len } => *len,
+            Backing::Dataspaces(_) => store.size() as usize,
+        };
+        check_len(len)?;
+        let pages = len.div_ceil(PAGE);
+        let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
+        let given_policy = given.is_some();
+        let policy = match given {
+            Some(p) => p,
+            None => registry::build_live(
+                &opts.policy,
+                &Setup {
+                    slots: budget_frames * (1 + crate::resident::HISTORY_PER_FRAME),
+                    frames: budget_frames,
+                    future: None,
+                },
+            )
+            .map_err(|source| MapError::Policy {
+                spec: opts.policy.clone(),
+                source,
+            })?,
+        };
+        let policy: Box<dyn Policy> = Box::new(Guarded::new(policy));
+        let policy_name = policy.name();
+        // What the options leave to the pager: the window from the policy,
+        // the region's size and its budget.
+        // A policy program, or an object of the caller's: it may keep its
+        // own record of the pages it was told about (see `auto::window`).
+        let program = given_policy || pagepilot_policy::program::is_program_spec(&opts.policy);
+        let auto = auto::window(&policy_name, program, pages, budget_frames);
+        let readahead_max = match opts.readahead_max_pages {
+            0 => auto.pages,
+            n => n,
+        };
+        let (readahead_depth, async_readahead) = match opts.readahead_depth {
+            0 => (auto.depth.max(1), opts.async_readahead && auto.depth > 0),
+            n => (n, opts.async_readahead),
+        };
+        let async_readahead = async_readahead && readahead_max > 1;
+        // Several application threads faulting at once get their reads in
+        // flight together; policy programs get no overlapping fills (they
+        // would name pages not read yet, see `reader_threads`).
+        let (fault_reads, fault_readers) = match (
+            opts.fault_service == FaultService::FaultingThread,
+            opts.reader_threads,
+        ) {
+            (true, _) => (FaultReads::Handler, 0),
+            (false, 0) if program => (FaultReads::Handler, 0),
+            (false, 0) => (FaultReads::ReadersWhenQueued, QUEUED_READERS),
+            (false, n) => (FaultReads::Readers, n),
+        };
+        let device_readaround = store.readaround_pages();
+        let map_len = pages * PAGE;
+        let sys_err = |call| move |source| MapError::Sys { call, source };
+
+        let memfd = sys::memfd("pagepilot-region", map_len).map_err(sys_err("memfd_create"))?;
+        // A writable file region shares its dirty state with the daemon.
+        let file = matches!(opts.backing, Backing::File { .. });
+        let (dirty_memfd, dirty) = crate::dirty::DirtyMirror::for_region(writable && file, pages)
+            .map_err(sys_err("dirty map"))?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
+        let app = sys::map_shared(fd, map_len, writable).map_err(sys_err("mmap"))?;
+        let pager = match sys::map_shared(fd, map_len, true) {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: `app` was just mapped and is not yet shared.
+                unsafe { sys::unmap(app, map_len) };
+                return Err(MapError::Sys {
+                    call: "mmap",
+                    source: e,
+                });
+            }
+        };
+        let guard = Views {
+            app,
+            pager,
+            map_len,
+        };
+        let in_thread = opts.fault_service == FaultService::FaultingThread;
+        if in_thread && !cfg!(target_arch = "x86_64") {
+            // The write bit of a fault is read from the x86-64 signal context.
+            return Err(MapError::Unsupported("SIGBUS mode outside x86-64"));
+        }
+        let want = if in_thread { sys::FEATURE_SIGBUS } else { 0 }
+            | sys::FEATURE_MINOR_SHMEM
+            | sys::FEATURE_POISON
+            | if writable { sys::FEATURE_WP_SHMEM } else { 0 };
+        let (uffd, got, uffd_access) = sys::Uffd::open(want)?;
+        if in_thread && got & sys::FEATURE_SIGBUS == 0 {
+            return Err(MapError::Unsupported("SIGBUS mode"));
+        }
+        if got & sys::FEATURE_MINOR_SHMEM == 0 {
+            return Err(MapError::Unsupported("minor faults on shmem"));
+        }
+        if writable && got & sys::FEATURE_WP_SHMEM == 0 {
+            return Err(MapError::Unsupported("write-protect on shmem"));
+        }
+        let mode = sys::MODE_MISSING | sys::MODE_MINOR | if writable { sys::MODE_WP } else { 0 };
+        let ioctls = uffd
+            .register(app, map_len, mode)
+            .map_err(sys_err("UFFDIO_REGISTER"))?;
+        if ioctls & (1 << 7) == 0 {
+            return Err(MapError::Unsupported("UFFDIO_CONTINUE"));
+        }
+        let stop = sys::eventfd().map_err(sys_err("eventfd"))?;
+        // Prefetched windows are read on a ring where the kernel has one;
+        // reader threads otherwise (and when asked for: `io_uring: false`).
+        let ring = (opts.io_uring && async_readahead && opts.reader_threads == 0)
+            .then(crate::ring::Ring::new)
+            .and_then(Result::ok)
+            .map(Mutex::new);
+        std::mem::forget(guard);
+        // In a pool the region is guaranteed its minimum and asks for the
+        // rest of its budget.
+        let membership = match &opts.pool {
+            Some(pool) => {
+                let min = match opts.min_frames {
+                    0 => budget_frames,
+                    n => n.min(budget_frames),
+                };
+                Some(pool.shared().membership(min, budget_frames)?)
+            }
+            None => None,
+        };
+        // Outside a pool, the daemon's, if the process joined one: the
+        // budget is what it grants (set as the region registers).
+        let daemon = match opts.pool {
+            Some(_) => None,
+            None => opts.daemon.client()?,
+        };
+        let capacity = match (&membership, &daemon) {
+            (Some(m), _) => m.held.max(1),
+            (None, Some(_)) => 1,
+            (None, None) => budget_frames,
+        };
+        let fault_limit = match opts.fault_limit {
+            Some((faults, period)) => {
+                let control = opts
+                    .pool
+                    .as_ref()
+                    .map_or_else(crate::limit::controller, |p| p.shared().rate.clone());
+                let limit = crate::limit::FaultLimit::admit(control, opts.reserve, faults, period);
+                Some(limit?)
+            }
+            None => None,
+        };
+        let pool_link = membership.as_ref().map(|m| (m.pool().clone(), m.holder));
+        let mut table = Table::new(pages, capacity, app);
+        table.source = membership.map(crate::source::Source::Pool);
+        table.dirty = dirty;
+        let shared = Arc::new(Shared {
+            fault_limit,
+            uffd,
+            memfd,
+            dirty_memfd,
+            pins: Mutex::new(()),
+            app,
+            pager,
+            map_len,
+            len,
+            writable,
+            store,
+            attached,
+            inner: Mutex::new(Inner {
+                table,
+                policy,
+                time: 0,
+                next_expected: u32::MAX,
+                window: 1,
+                recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
+                around: ReadAround::for_region(
+                    budget_frames,
+                    readahead_max,
+                    device_readaround,
+                    auto::mru_like(&policy_name),
+                ),
+                confirmed: false,
+                streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
+                pending: Default::default(),
+                inflight: Default::default(),
+                queued: Vec::new(),
+                readers: None,
+                prefetch_issued: 0,
+                prefetch_done: 0,
+                evictions: None,
+            }),
+            cv: Condvar::new(),
+            stats: Counters::default(),
+            tuning: Tuning {
+                fault_around: opts.fault_around_pages,
+                readahead_max: readahead_max.max(1),
+                zero_around_max: opts.zero_around_max_pages.max(1),
+                spin_us: opts.handler_spin_us.min(1_000_000),
+                async_readahead,
+                readahead_depth: readahead_depth.clamp(1, crate::options::MAX_PREFETCHERS),
+                fault_reads,
+                reclaim_event_only: program && !given_policy,
+            },
+            ring,
+            poison: got & sys::FEATURE_POISON != 0,
+            uffd_access,
+            stop,
+            evict_seq: std::sync::atomic::AtomicU64::new(0),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            owner: std::process::id(),
+            child_view: std::sync::atomic::AtomicBool::new(false),
+        });
+        if let Some((pool, holder)) = pool_link {
+            pool.attach(holder, &shared);
+        }
+        if let Some(client) = &daemon {
+            let terms = crate::daemon::Terms {
+                min_frames: match opts.min_frames {
+                    0 => budget_frames,
+                    n => n.min(budget_frames),
+                },
+                budget_frames,
+                fault_limit: opts.fault_limit,
+                reserve: opts.reserve,
+            };
+            crate::daemon::join(client, &shared, &terms)?;
+        }
+        lifecycle::adopt(&shared)?;
+        let mut region = Region {
+            shared: shared.clone(),
+            handlers: Vec::new(),
+            blocking: None,
+            policy_name,
+            budget_frames,
+            handler_threads: if in_thread { 0 } else { opts.handler_threads },
+            in_thread,
+            closed: false,
+        };
+        let readers = threads::spawn_readers(&shared, fault_readers)?;
+        region.handlers.extend(readers);
+        if in_thread {
+            sigbus::register(shared)?;
+            return Ok(region);
+        }
+        // A policy program, or a caller's policy object, keeps its own record
+        // of the pages it was told about: fills overlapping on several
+        // handlers leave it naming victims not read yet (`reader_threads`),
+        // so it gets one handler, the service it had before per-CPU handlers.
+        let per_cpu = opts.fault_service == FaultService::HandlerPerCpu && !program;
+        let lone = match opts.fault_service {
+            FaultService::HandlerThreads => opts.handler_threads == 1,
+            _ => !per_cpu,
+        };
+        if lone && opts.handler_spin_us == 0 {
+            if let Some(b) = threads::spawn_blocking(&shared) {
+                region.blocking = Some(Box::new(b));
+                return Ok(region);
+            }
+        }
+
+        let handlers = if per_cpu {
+            let cpus = sys::allowed_cpus(MAX_PER_CPU).map_err(sys_err("sched_getaffinity"))?;
+            threads::spawn_handlers(&shared, cpus.into_iter().map(Some).collect())?
+        } else {
+            threads::spawn_handlers(&shared, vec![None; opts.handler_threads])?
+        };
+        region.handler_threads = handlers.len();
+        region.handlers.extend(handlers);
+        Ok(region)
+    }
+}
+
+fn check_len(len: usize) -> Result<(), MapError> {
+    if len == 0 || len.div_ceil(PAGE) > MAX_PAGES {
+        return Err(MapError::BadLength(len));
+    }
+    Ok(())
+}
+
+/// Unmaps both views if mapping fails half way.
+struct Views {
+    app: usize,
+    pager: usize,
+    map_len: usize,
+}
+
+impl Drop for Views {
+    fn drop(&mut self) {
+        // SAFETY: both views were mapped by `Region::map` and were never handed out.
+        unsafe {
+            sys::unmap(self.app, self.map_len);
+            sys::unmap(self.pager, self.map_len);
+        }
+    }
+}
