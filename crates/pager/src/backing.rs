@@ -151,7 +151,7 @@ impl Backing {
         let whole = |(store, writable): (Box<dyn PageStore>, bool), manager, id| {
             let pages = (store.size() as usize).div_ceil(PAGE);
             Opening {
-                pinned: if store.pinned() { vec![0..pages] } else { Vec::new() },
+                pinned: std::iter::once(0..pages).filter(|_| store.pinned()).collect(),
                 map: vec![Mapped {
                     start: 0,
                     end: pages * PAGE,
@@ -202,7 +202,7 @@ fn attach(list: &[Attachment]) -> Result<Opening, MapError> {
     let mut parts = Vec::with_capacity(list.len());
     for (index, a) in list.iter().enumerate() {
         let aligned = |what, v: u64| {
-            if v % PAGE as u64 == 0 {
+            if v.is_multiple_of(PAGE as u64) {
                 Ok(())
             } else {
                 Err(bad(format!("attachment {index}: {what} {v} is not a whole number of pages")))

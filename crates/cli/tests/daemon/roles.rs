@@ -188,7 +188,7 @@ fn churn(args: &[String]) -> Result<(), String> {
         };
         let file = match &backing {
             Backing::File { path, .. } => Some(path.clone()),
-            Backing::Anonymous { .. } => None,
+            _ => None,
         };
         // A small minimum, the rest of the budget asked for: the clients
         // take frames from each other as they come and go.
