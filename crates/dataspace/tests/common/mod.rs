@@ -38,3 +38,7 @@ pub fn numbered_file(path: &std::path::Path, pages: usize) {
 mod layer;
 #[allow(unused_imports)]
 pub use layer::Layer;
+
+mod memory;
+#[allow(unused_imports)]
+pub use memory::Memory;
