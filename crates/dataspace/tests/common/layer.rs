@@ -11,10 +11,13 @@ use pagepilot_dataspace::{
     PageStore, Share, ShareError, TransferError, Unsupported,
 };
 
+/// A dataspace held: its store and the stack below.
+type Held = (Arc<dyn PageStore>, Vec<ManagerKey>);
+
 /// Serves the dataspaces transferred to it as they are.
 pub struct Layer {
     key: ManagerKey,
-    held: Mutex<HashMap<u64, (Arc<dyn PageStore>, Vec<ManagerKey>)>>,
+    held: Mutex<HashMap<u64, Held>>,
 }
 
 impl Layer {
@@ -25,7 +28,7 @@ impl Layer {
         }
     }
 
-    fn get(&self, id: &DataspaceId) -> Option<(Arc<dyn PageStore>, Vec<ManagerKey>)> {
+    fn get(&self, id: &DataspaceId) -> Option<Held> {
         match id {
             DataspaceId::Anonymous(n) => self.held.lock().unwrap().get(n).cloned(),
             _ => None,
