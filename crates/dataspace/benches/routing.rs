@@ -3,6 +3,9 @@
 //! attachments (the store copies one page from memory, so the difference
 //! is the routing). `cargo bench -p pagepilot-dataspace --bench routing`.
 
+// criterion_group! generates undocumented items.
+#![allow(missing_docs)]
+
 use std::io;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
