@@ -279,3 +279,77 @@ fn test_concurrent_readers_and_writers_under_a_small_budget_see_their_own_writes
         assert_eq!(file[p * PAGE..(p + 1) * PAGE], noise(49_000 + p as u64 + 1).0, "page {p}");
     }
 }
+
+/// Compression ratio and read-path pages/s of the tier on a realistic mix
+/// (text-like log lines, counters, zero pages, some noise). A measurement,
+/// not a check: `cargo test --release -p pagepilot-dataspace --test
+/// compressed -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_tier_ratio_and_read_path_pages_per_second() {
+    let n = 16384;
+    let dir = tempfile::tempdir().unwrap();
+    let cm = CompressedManager::with_dir(usize::MAX, dir.path());
+    let id = cm.create(None, (n * PAGE) as u64).unwrap();
+    let store = cm.open(&id, Access::ReadWrite, None).unwrap();
+    let mut buf = pages(n);
+    let mut line = 0u64;
+    for (i, p) in buf.iter_mut().enumerate() {
+        match i % 10 {
+            0..=5 => {
+                let mut text = Vec::with_capacity(PAGE + 128);
+                while text.len() < PAGE {
+                    line += 1;
+                    let level = ["INFO", "WARN", "DEBUG"][(line % 3) as usize];
+                    text.extend_from_slice(
+                        format!("2024-05-{:02} 12:{:02}:{:02} {level} request {line} served in {} us from shard {}\n",
+                            line % 28 + 1, line % 60, (line * 7) % 60, line * 37 % 9973, line % 16).as_bytes(),
+                    );
+                }
+                p.0.copy_from_slice(&text[..PAGE]);
+            }
+            6 => {
+                for (k, w) in p.0.chunks_mut(8).enumerate() {
+                    w.copy_from_slice(&((i * 512 + k) as u64).to_le_bytes());
+                }
+            }
+            7 | 8 => {}
+            _ => p.0 = noise(i as u64 + 1).0,
+        }
+    }
+    let start = std::time::Instant::now();
+    // SAFETY: n aligned pages of ours.
+    unsafe { store.write(0, n, buf.as_ptr().cast()) }.unwrap();
+    let wrote = start.elapsed();
+    let s = cm.stats(&id).unwrap();
+    let nonzero = s.pages - s.zero_pages;
+    let mut out = pages(1);
+    let rounds = 8;
+    let start = std::time::Instant::now();
+    for _ in 0..rounds {
+        for p in 0..n {
+            // SAFETY: one aligned page of ours.
+            unsafe { store.read(p, 1, out.as_mut_ptr().cast()) }.unwrap();
+        }
+    }
+    let read = start.elapsed();
+    assert_eq!(read_back_check(store.as_ref(), &buf), 0);
+    println!(
+        "{n} pages ({} zero, held as nothing): {} compressed bytes; ratio {:.2} over all pages, {:.2} over non-zero ones; \
+         write {:.0} pages/s, read {:.0} pages/s ({:.0} MiB/s)",
+        n - nonzero,
+        s.compressed_bytes,
+        (n * PAGE) as f64 / s.compressed_bytes as f64,
+        (nonzero * PAGE) as f64 / s.compressed_bytes as f64,
+        n as f64 / wrote.as_secs_f64(),
+        (rounds * n) as f64 / read.as_secs_f64(),
+        (rounds * n * PAGE) as f64 / read.as_secs_f64() / (1 << 20) as f64,
+    );
+    cm.close(&id, store).unwrap();
+}
+
+/// Pages of `store` differing from `want`.
+fn read_back_check(store: &dyn PageStore, want: &[Page]) -> usize {
+    let (_, got) = read(store, 0, want.len());
+    got.chunks(PAGE).zip(want).filter(|(g, w)| *g != w.0.as_slice()).count()
+}
