@@ -237,6 +237,36 @@ pub enum CopyError {
     /// The copy could not be created.
     #[error(transparent)]
     Create(#[from] CreateError),
+    /// The dataspace to copy could not be opened (from its manager, which
+    /// is named).
+    #[error("cannot copy {id}: the {manager} manager cannot open it: {source}")]
+    Open {
+        /// The dataspace to copy.
+        id: DataspaceId,
+        /// Its manager.
+        manager: &'static str,
+        /// Why.
+        source: Box<OpenError>,
+    },
+    /// The dataspace is open and a copy would have to freeze it.
+    #[error("{manager}: cannot copy {id}: it is open")]
+    Busy {
+        /// The manager.
+        manager: &'static str,
+        /// The dataspace.
+        id: DataspaceId,
+    },
+    /// The copy would read through more layers than
+    /// [`crate::MAX_STACK_DEPTH`].
+    #[error("{manager}: cannot copy {id}: the copy would read through {depth} layers, at most {} are allowed", crate::MAX_STACK_DEPTH)]
+    TooDeep {
+        /// The manager.
+        manager: &'static str,
+        /// The dataspace.
+        id: DataspaceId,
+        /// The depth the copy would have.
+        depth: usize,
+    },
     /// The bytes could not be copied (`path` is the copy, removed again).
     #[error("cannot copy into {path}: {source}")]
     Io {

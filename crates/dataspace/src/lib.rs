@@ -6,9 +6,12 @@
 //! transfer where it makes sense); an open dataspace is a [`PageStore`],
 //! which a region's fault path reads pages from and writes them back to.
 //!
-//! Managers: [`FileManager`] (files by path) and [`AnonymousManager`]
-//! (zero-filled memory in swap files of pagepilot's own). See
-//! `docs/dataspaces.md`.
+//! Managers: [`FileManager`] (files by path), [`AnonymousManager`]
+//! (zero-filled memory in swap files of pagepilot's own), and two stacked
+//! ones that take dataspaces by `transfer`: [`CompressedManager`] (pages
+//! lz4-compressed in memory under a budget over the lower dataspace) and
+//! [`LazyCopyManager`] (copy-on-write copies reading through to their
+//! source). See `docs/dataspaces.md`.
 //!
 //! ```
 //! use pagepilot_dataspace::{Access, AnonymousManager, Manager, Operation};
@@ -22,9 +25,11 @@
 //! ```
 
 mod anonymous;
+mod compressed;
 mod error;
 mod file;
 mod file_manager;
+mod lazy_copy;
 mod manager;
 mod store;
 mod opened;
@@ -32,9 +37,13 @@ mod routed;
 mod stack;
 mod stored;
 mod swap;
+mod tier;
 pub mod sys;
 
 pub use anonymous::AnonymousManager;
+pub use compressed::{CompressedManager, CompressedStore};
+pub use lazy_copy::{LazyCopyManager, LazyCopyStats, LazyCopyStore};
+pub use tier::CompressedStats;
 pub use error::{
     CloseError, CopyError, CreateError, DeleteError, IdentifyError, MaybeUnsupported, NoSuch,
     OpenError, ShareError, TransferError, Unsupported,

@@ -1,19 +1,36 @@
-//! `interrogate` predicts what each manager does: every operation it does
-//! not list answers `Unsupported`, every one it lists does not, and the
-//! flavours it offers are the accesses `open` takes.
+//! `interrogate` predicts what each manager does (file, anonymous,
+//! compressed, lazy copy): every operation it does not list answers
+//! `Unsupported`, every one it lists does not, and the flavours it offers
+//! are the accesses `open` takes.
 
 mod common;
 
 use pagepilot_dataspace::{
-    Access, AnonymousManager, FileManager, Flavour, Manager, MaybeUnsupported, Operation,
-    Unsupported,
+    Access, AnonymousManager, CompressedManager, DataspaceId, FileManager, Flavour,
+    LazyCopyManager, Manager, MaybeUnsupported, Operation, Unsupported,
 };
+
+/// A fresh dataspace of `m`'s, `name`d in `dir` where it is a file: made by
+/// `create`, or for a manager that cannot create (the lazy-copy manager)
+/// a file transferred to it.
+fn fresh(m: &dyn Manager, dir: &std::path::Path, name: &str, len: u64) -> DataspaceId {
+    let path = dir.join(name);
+    if m.name() == FileManager::NAME {
+        return m.create(Some(&path), len).unwrap();
+    }
+    if m.interrogate().supports(Operation::Create) {
+        return m.create(None, len).unwrap();
+    }
+    let _ = std::fs::remove_file(&path);
+    let file = FileManager.create(Some(&path), len).unwrap();
+    FileManager.transfer(&file, m).unwrap()
+}
 
 /// Performs `op` on a fresh dataspace of `m`'s with valid input; returns
 /// the `Unsupported` answer if it gave one, panics on any other error.
 fn answer(m: &dyn Manager, op: Operation, dir: &std::path::Path) -> Option<Unsupported> {
     let file = |name: &str| (m.name() == FileManager::NAME).then(|| dir.join(name));
-    let id = m.create(file("ds").as_deref(), 4 * 4096).unwrap();
+    let id = fresh(m, dir, "ds", 4 * 4096);
     fn verdict<T, E: MaybeUnsupported + std::fmt::Debug>(r: Result<T, E>) -> Option<Unsupported> {
         match r {
             Ok(_) => None,
@@ -46,7 +63,12 @@ fn answer(m: &dyn Manager, op: Operation, dir: &std::path::Path) -> Option<Unsup
 }
 
 fn managers(dir: &std::path::Path) -> Vec<Box<dyn Manager>> {
-    vec![Box::new(FileManager), Box::new(AnonymousManager::new(dir))]
+    vec![
+        Box::new(FileManager),
+        Box::new(AnonymousManager::new(dir)),
+        Box::new(CompressedManager::with_dir(4096, dir)),
+        Box::new(LazyCopyManager::new(dir)),
+    ]
 }
 
 #[test]
@@ -86,9 +108,7 @@ fn test_interrogate_flavours_match_the_accesses_open_takes() {
     let dir = tempfile::tempdir().unwrap();
     for m in managers(dir.path()) {
         let caps = m.interrogate();
-        let path = dir.path().join("ds");
-        let name = (m.name() == FileManager::NAME).then_some(path.as_path());
-        let id = m.create(name, 4096).unwrap();
+        let id = fresh(m.as_ref(), dir.path(), "ds", 4096);
         for access in [Access::ReadOnly, Access::ReadWrite] {
             match m.open(&id, access, None) {
                 Ok(s) => {
@@ -106,12 +126,49 @@ fn test_interrogate_flavours_match_the_accesses_open_takes() {
                 }
             }
         }
+        // Persistent or Anonymous, never both; a stacked manager offering
+        // neither keeps its lower dataspace's persistence.
         let persistent = caps.offers(Flavour::Persistent);
-        assert_eq!(persistent, !caps.offers(Flavour::Anonymous), "{}", m.name());
+        let anonymous = caps.offers(Flavour::Anonymous);
+        assert!(!(persistent && anonymous), "{}", m.name());
+        assert!(persistent || anonymous || caps.offers(Flavour::Stacked), "{}", m.name());
         let store = m.open(&id, Access::ReadWrite, None).unwrap();
-        assert_eq!(store.persistent(), persistent, "{}", m.name());
+        if persistent || anonymous {
+            assert_eq!(store.persistent(), persistent, "{}", m.name());
+        }
         m.close(&id, store).unwrap();
         m.delete(&id).unwrap();
         assert!(m.identify(&id).is_err());
+        let _ = std::fs::remove_file(dir.path().join("ds"));
     }
+}
+
+#[test]
+fn test_stacked_flavour_is_offered_exactly_by_the_managers_that_take_transfers() {
+    let dir = tempfile::tempdir().unwrap();
+    for m in managers(dir.path()) {
+        let file = FileManager.create(Some(&dir.path().join("t")), 4096).unwrap();
+        let taken = FileManager.transfer(&file, m.as_ref());
+        assert_eq!(taken.is_ok(), m.interrogate().offers(Flavour::Stacked), "{}", m.name());
+        if let Ok(id) = taken {
+            let mut stack = m.stack(&id).unwrap();
+            assert_eq!(stack.pop(), Some(m.key()), "{}", m.name());
+            assert_eq!(stack, vec![FileManager.key()], "{}", m.name());
+        }
+        std::fs::remove_file(dir.path().join("t")).unwrap();
+    }
+}
+
+#[test]
+fn test_compressed_flavour_means_pages_are_held_compressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cm = CompressedManager::with_dir(1 << 20, dir.path());
+    assert!(cm.interrogate().offers(Flavour::Compressed));
+    assert!(!LazyCopyManager::new(dir.path()).interrogate().offers(Flavour::Compressed));
+    let id = cm.create(None, 4 * 4096).unwrap();
+    let store = cm.open(&id, Access::ReadWrite, None).unwrap();
+    common::write(store.as_ref(), 0, 4, 0x5c);
+    let s = cm.stats(&id).unwrap();
+    assert!(s.pages == 4 && s.compressed_bytes < 4 * 4096 / 8, "{s:?}");
+    cm.close(&id, store).unwrap();
 }

@@ -94,3 +94,62 @@ fn test_transfer_to_a_manager_that_takes_no_dataspaces_is_unsupported() {
     // Nothing moved: the dataspace is still the anonymous manager's.
     assert!(anon.open(&id, Access::ReadWrite, None).is_ok());
 }
+
+#[test]
+fn test_compressed_over_lazy_copy_over_compressed_is_refused_as_a_cycle() {
+    use pagepilot_dataspace::{CompressedManager, LazyCopyManager};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("base");
+    common::numbered_file(&path, 4);
+    let cm = CompressedManager::with_dir(4096, dir.path());
+    let lc = LazyCopyManager::new(dir.path());
+    let on_cm = FileManager.transfer(&DataspaceId::Path(path), &cm).unwrap();
+    let on_lc = cm.transfer(&on_cm, &lc).unwrap();
+    let err = lc.transfer(&on_lc, &cm).unwrap_err();
+    match &err {
+        TransferError::Cycle { to, stack, .. } => {
+            assert_eq!(*to, cm.key());
+            assert_eq!(stack, &vec![FileManager.key(), cm.key(), lc.key()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Refused before anything moved: the copy is still the lazy-copy manager's.
+    let store = lc.open(&on_lc, Access::ReadOnly, None).unwrap();
+    assert_eq!(read(store.as_ref(), 3, 1).1[0], 4);
+}
+
+#[test]
+fn test_stack_of_alternating_compressed_and_lazy_copy_managers_stops_at_max_depth() {
+    use pagepilot_dataspace::{CompressedManager, LazyCopyManager};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("base");
+    common::numbered_file(&path, 4);
+    let before = std::fs::read(&path).unwrap();
+    let managers: Vec<Box<dyn Manager>> = (0..MAX_STACK_DEPTH)
+        .map(|i| -> Box<dyn Manager> {
+            if i % 2 == 0 {
+                Box::new(CompressedManager::with_dir(4096, dir.path()))
+            } else {
+                Box::new(LazyCopyManager::new(dir.path()))
+            }
+        })
+        .collect();
+    let mut id = DataspaceId::Path(path.clone());
+    let mut from: &dyn Manager = &FileManager;
+    for m in &managers[..MAX_STACK_DEPTH - 1] {
+        id = from.transfer(&id, m.as_ref()).unwrap();
+        from = m.as_ref();
+    }
+    assert_eq!(from.stack(&id).unwrap().len(), MAX_STACK_DEPTH);
+    let err = from.transfer(&id, managers[MAX_STACK_DEPTH - 1].as_ref()).unwrap_err();
+    assert!(matches!(err, TransferError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1), "{err:?}");
+    // The top reads the file through every layer; its writes, synced down
+    // through the compressed layers, stop at the lowest lazy copy.
+    let store = from.open(&id, Access::ReadWrite, None).unwrap();
+    assert_eq!(read(store.as_ref(), 2, 1).1[0], 3);
+    write(store.as_ref(), 0, 4, 0x7e);
+    from.close(&id, store).unwrap();
+    let store = from.open(&id, Access::ReadOnly, None).unwrap();
+    assert!(read(store.as_ref(), 0, 4).1.iter().all(|&b| b == 0x7e));
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file under the lazy copies is never written");
+}

@@ -1,0 +1,433 @@
+//! The compressed tier of a compressed dataspace: pages kept lz4-compressed
+//! in memory under a byte budget, over a lower dataspace that receives what
+//! the tier evicts (least recently used first) and, at `sync`, every page
+//! newer than its copy there.
+//!
+//! Locking: `state` (the page table and LRU order) is held only to look up,
+//! insert or remove entries; compression and decompression happen outside
+//! it. `flushing` lets one eviction or sync at a time write to the lower
+//! dataspace, so two versions of a page never race there; an entry being
+//! written down stays in the table (reads still find it) until the write
+//! completes, and is then dropped only if no newer version replaced it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::sys::PAGE;
+use crate::{DataspaceId, PageStore};
+
+/// A page's contents in the tier.
+#[derive(Clone)]
+pub(crate) enum Data {
+    /// All zero: nothing stored.
+    Zero,
+    /// lz4 block-compressed.
+    Lz4(Arc<[u8]>),
+    /// Stored as is (it did not compress below a page).
+    Raw(Arc<[u8]>),
+}
+
+impl Data {
+    /// The bytes it holds.
+    fn bytes(&self) -> usize {
+        match self {
+            Data::Zero => 0,
+            Data::Lz4(b) | Data::Raw(b) => b.len(),
+        }
+    }
+
+    /// The tier's form of `page` (one page of bytes).
+    fn of(page: &[u8]) -> Data {
+        if is_zero(page) {
+            return Data::Zero;
+        }
+        let packed = lz4_flex::block::compress(page);
+        if packed.len() < PAGE {
+            Data::Lz4(packed.into())
+        } else {
+            Data::Raw(page.into())
+        }
+    }
+}
+
+/// Whether `page` is all zero bytes.
+fn is_zero(page: &[u8]) -> bool {
+    let (head, words, tail) = {
+        // SAFETY: every bit pattern is a valid u64; align_to only splits
+        // the slice at alignment boundaries.
+        unsafe { page.align_to::<u64>() }
+    };
+    head.iter().all(|&b| b == 0) && words.iter().all(|&w| w == 0) && tail.iter().all(|&b| b == 0)
+}
+
+struct Entry {
+    data: Data,
+    /// Its place in the LRU order (0: out of it, being written down).
+    stamp: u64,
+    /// Which write put it there.
+    version: u64,
+    /// Newer than the lower dataspace's copy.
+    dirty: bool,
+}
+
+#[derive(Default)]
+struct State {
+    pages: HashMap<usize, Entry>,
+    /// Stamp -> page, least recently used first.
+    lru: BTreeMap<u64, usize>,
+    clock: u64,
+    /// Compressed bytes held.
+    bytes: usize,
+}
+
+impl State {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// Moves `page` to the most recently used end (if it is in the order).
+    fn touch(&mut self, page: usize) {
+        let stamp = self.tick();
+        if let Some(e) = self.pages.get_mut(&page) {
+            if e.stamp != 0 {
+                self.lru.remove(&e.stamp);
+                e.stamp = stamp;
+                self.lru.insert(stamp, page);
+            }
+        }
+    }
+
+    fn remove(&mut self, page: usize) {
+        if let Some(e) = self.pages.remove(&page) {
+            self.bytes -= e.data.bytes();
+            if e.stamp != 0 {
+                self.lru.remove(&e.stamp);
+            }
+        }
+    }
+}
+
+/// What a compressed dataspace's tier holds and has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompressedStats {
+    /// Pages held in the tier (zero pages included).
+    pub pages: usize,
+    /// Of them, zero pages (held as nothing).
+    pub zero_pages: usize,
+    /// Of them, pages newer than the lower dataspace's copy.
+    pub dirty_pages: usize,
+    /// Compressed bytes held.
+    pub compressed_bytes: usize,
+    /// The tier's budget in bytes.
+    pub budget_bytes: usize,
+    /// Pages written into the tier.
+    pub pages_written: u64,
+    /// Pages written down to the lower dataspace to make room.
+    pub evictions_to_lower: u64,
+    /// Pages written down to the lower dataspace by `sync`.
+    pub synced_to_lower: u64,
+    /// Page reads served from the tier.
+    pub reads_from_tier: u64,
+    /// Page reads served from the lower dataspace.
+    pub reads_from_lower: u64,
+}
+
+/// A page-aligned page, for writes down to an O_DIRECT lower store.
+#[derive(Clone)]
+#[repr(C, align(4096))]
+struct PageBuf([u8; PAGE]);
+
+/// The compressed tier over a lower dataspace.
+pub(crate) struct Tier {
+    /// The dataspace's id under the compressed manager, for errors.
+    pub id: DataspaceId,
+    lower: Box<dyn PageStore>,
+    budget: usize,
+    /// Pages in the dataspace.
+    pages: usize,
+    state: Mutex<State>,
+    flushing: Mutex<()>,
+    written: AtomicU64,
+    evicted: AtomicU64,
+    synced: AtomicU64,
+    from_tier: AtomicU64,
+    from_lower: AtomicU64,
+}
+
+impl Tier {
+    /// A tier of `budget` bytes over `lower`, named `id`.
+    pub fn new(id: DataspaceId, lower: Box<dyn PageStore>, budget: usize) -> Self {
+        Tier {
+            id,
+            pages: (lower.size() as usize).div_ceil(PAGE),
+            lower,
+            budget,
+            state: Mutex::default(),
+            flushing: Mutex::default(),
+            written: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            from_tier: AtomicU64::new(0),
+            from_lower: AtomicU64::new(0),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lower dataspace.
+    pub fn lower(&self) -> &dyn PageStore {
+        self.lower.as_ref()
+    }
+
+    /// Its statistics now.
+    pub fn stats(&self) -> CompressedStats {
+        let s = self.state();
+        let zero_pages = s.pages.values().filter(|e| matches!(e.data, Data::Zero)).count();
+        CompressedStats {
+            pages: s.pages.len(),
+            zero_pages,
+            dirty_pages: s.pages.values().filter(|e| e.dirty).count(),
+            compressed_bytes: s.bytes,
+            budget_bytes: self.budget,
+            pages_written: self.written.load(Ordering::Relaxed),
+            evictions_to_lower: self.evicted.load(Ordering::Relaxed),
+            synced_to_lower: self.synced.load(Ordering::Relaxed),
+            reads_from_tier: self.from_tier.load(Ordering::Relaxed),
+            reads_from_lower: self.from_lower.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Bytes of memory the tier holds (entries and compressed pages).
+    pub fn bookkeeping_bytes(&self) -> usize {
+        let s = self.state();
+        s.bytes + s.pages.capacity() * (std::mem::size_of::<(usize, Entry)>() + 1) + s.lru.len() * 32
+    }
+
+    /// Decompresses `data`, the tier's copy of `page`, into `dst`.
+    fn unpack(&self, page: usize, data: &Data, dst: &mut [u8]) -> io::Result<()> {
+        match data {
+            Data::Zero => dst.fill(0),
+            Data::Raw(b) => dst.copy_from_slice(b),
+            Data::Lz4(b) => {
+                let bad = |why: String| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("compressed dataspace {}: page {page} does not decompress: {why}", self.id),
+                    )
+                };
+                let n = lz4_flex::block::decompress_into(b, dst).map_err(|e| bad(e.to_string()))?;
+                if n != PAGE {
+                    return Err(bad(format!("{n} bytes, not a page")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads pages `first..first+pages` into `dst`: from the tier where it
+    /// holds them, runs of the rest from the lower dataspace.
+    ///
+    /// # Safety
+    /// As [`PageStore::read`].
+    pub unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
+        let avail = self.pages.saturating_sub(first).min(pages);
+        let held: Vec<Option<Data>> = {
+            let mut s = self.state();
+            (first..first + avail)
+                .map(|p| {
+                    let d = s.pages.get(&p).map(|e| e.data.clone());
+                    if d.is_some() {
+                        s.touch(p);
+                    }
+                    d
+                })
+                .collect()
+        };
+        let mut i = 0;
+        while i < avail {
+            // SAFETY: `i < pages`: inside the caller's buffer.
+            let at = unsafe { dst.add(i * PAGE) };
+            if let Some(data) = &held[i] {
+                // SAFETY: one page of the caller's buffer, lent for the call.
+                let page = unsafe { std::slice::from_raw_parts_mut(at, PAGE) };
+                self.unpack(first + i, data, page)?;
+                if first + i + 1 == self.pages {
+                    // Bytes beyond the dataspace's end read as zero.
+                    let tail = (self.lower.size() as usize) - (self.pages - 1) * PAGE;
+                    page[tail..].fill(0);
+                }
+                self.from_tier.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < avail && held[i].is_none() {
+                i += 1;
+            }
+            // SAFETY: pages `start..i` of the caller's buffer, lent for the call.
+            let got = unsafe { self.lower.read(first + start, i - start, at) }?;
+            self.from_lower.fetch_add(got as u64, Ordering::Relaxed);
+            if got < i - start {
+                return Ok(start + got);
+            }
+        }
+        Ok(avail)
+    }
+
+    /// Stores pages `first..first+pages` from `src` in the tier, then
+    /// evicts down to the budget if it is exceeded.
+    ///
+    /// # Safety
+    /// As [`PageStore::write`].
+    pub unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
+        let n = self.pages.saturating_sub(first).min(pages);
+        let packed: Vec<(usize, Data)> = (0..n)
+            .map(|i| {
+                // SAFETY: page `i < pages` of the caller's buffer.
+                let page = unsafe { std::slice::from_raw_parts(src.add(i * PAGE), PAGE) };
+                (first + i, Data::of(page))
+            })
+            .collect();
+        // Zero pages the lower dataspace knows are zero need no entry.
+        let keep: Vec<bool> = packed
+            .iter()
+            .map(|(p, d)| !matches!(d, Data::Zero) || self.lower.has_data(*p))
+            .collect();
+        let over = {
+            let mut s = self.state();
+            for ((page, data), keep) in packed.into_iter().zip(keep) {
+                s.remove(page);
+                if keep {
+                    let stamp = s.tick();
+                    s.bytes += data.bytes();
+                    s.lru.insert(stamp, page);
+                    s.pages.insert(
+                        page,
+                        Entry {
+                            data,
+                            stamp,
+                            version: stamp,
+                            dirty: true,
+                        },
+                    );
+                }
+            }
+            s.bytes > self.budget
+        };
+        self.written.fetch_add(n as u64, Ordering::Relaxed);
+        if over {
+            self.evict()?;
+        }
+        Ok(())
+    }
+
+    /// Writes `pages` (page, data, version) down to the lower dataspace,
+    /// sorted and in runs of consecutive pages.
+    fn write_down(&self, pages: &mut [(usize, Data, u64)]) -> io::Result<()> {
+        pages.sort_by_key(|v| v.0);
+        let mut buf: Vec<PageBuf> = Vec::new();
+        let mut i = 0;
+        while i < pages.len() {
+            let start = i;
+            i += 1;
+            while i < pages.len() && pages[i].0 == pages[i - 1].0 + 1 {
+                i += 1;
+            }
+            buf.clear();
+            buf.resize(i - start, PageBuf([0; PAGE]));
+            for (b, (page, data, _)) in buf.iter_mut().zip(&pages[start..i]) {
+                self.unpack(*page, data, &mut b.0)?;
+            }
+            // SAFETY: `buf` is `i - start` page-aligned pages, ours.
+            unsafe { self.lower.write(pages[start].0, i - start, buf.as_ptr().cast()) }?;
+        }
+        Ok(())
+    }
+
+    /// Drops least recently used pages until the tier holds at most 7/8 of
+    /// its budget, writing the dirty ones down to the lower dataspace.
+    fn evict(&self) -> io::Result<()> {
+        let _one = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
+        let target = self.budget - self.budget / 8;
+        let mut down = Vec::new();
+        {
+            let mut s = self.state();
+            let mut bytes = s.bytes;
+            while bytes > target {
+                let Some((_, page)) = s.lru.pop_first() else { break };
+                let e = s.pages.get_mut(&page).expect("an LRU page is in the table");
+                bytes -= e.data.bytes();
+                if e.dirty {
+                    e.stamp = 0;
+                    down.push((page, e.data.clone(), e.version));
+                } else {
+                    e.stamp = 0;
+                    s.remove(page);
+                }
+            }
+        }
+        let result = self.write_down(&mut down);
+        let mut s = self.state();
+        for (page, _, version) in &down {
+            let current = s.pages.get(page).map(|e| (e.version, e.stamp));
+            match current {
+                Some((v, _)) if v == *version && result.is_ok() => s.remove(*page),
+                // Not written down: back in the LRU order, still dirty.
+                Some((v, 0)) if v == *version => {
+                    let stamp = s.tick();
+                    s.lru.insert(stamp, *page);
+                    s.pages.get_mut(page).expect("present").stamp = stamp;
+                }
+                _ => {}
+            }
+        }
+        if result.is_ok() {
+            self.evicted.fetch_add(down.len() as u64, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Writes every page newer than the lower dataspace's copy down, then
+    /// syncs the lower dataspace. The pages stay in the tier, clean.
+    pub fn sync(&self) -> io::Result<()> {
+        let _one = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut down: Vec<(usize, Data, u64)> = {
+            let s = self.state();
+            s.pages
+                .iter()
+                .filter(|(_, e)| e.dirty)
+                .map(|(&p, e)| (p, e.data.clone(), e.version))
+                .collect()
+        };
+        self.write_down(&mut down)?;
+        {
+            let mut s = self.state();
+            for (page, _, version) in &down {
+                if let Some(e) = s.pages.get_mut(page).filter(|e| e.version == *version) {
+                    e.dirty = false;
+                }
+            }
+        }
+        self.synced.fetch_add(down.len() as u64, Ordering::Relaxed);
+        self.lower.sync()
+    }
+
+    /// Whether page `page` must be read (false: known zero).
+    pub fn has_data(&self, page: usize) -> bool {
+        let held = self.state().pages.get(&page).map(|e| !matches!(e.data, Data::Zero));
+        held.unwrap_or_else(|| self.lower.has_data(page))
+    }
+
+    /// Replaces page `page`'s compressed bytes (tests: a corrupt page).
+    #[cfg(test)]
+    pub fn corrupt(&self, page: usize) {
+        if let Some(e) = self.state().pages.get_mut(&page) {
+            e.data = Data::Lz4(Arc::from(&[0xffu8, 1, 2][..]));
+        }
+    }
+}
