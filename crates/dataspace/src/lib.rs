@@ -6,9 +6,11 @@
 //! transfer where it makes sense); an open dataspace is a [`PageStore`],
 //! which a region's fault path reads pages from and writes them back to.
 //!
-//! Managers: [`FileManager`] (files by path) and [`AnonymousManager`]
-//! (zero-filled memory in swap files of pagepilot's own). See
-//! `docs/dataspaces.md`.
+//! Managers: [`FileManager`] (files by path), [`AnonymousManager`]
+//! (zero-filled memory in swap files of pagepilot's own, or over a
+//! dataspace transferred to it), [`PersistentManager`] (named dataspaces
+//! that outlive the process) and [`PinnedManager`] (dataspaces transferred
+//! to it, served pinned, within a quota). See `docs/dataspaces.md`.
 //!
 //! ```
 //! use pagepilot_dataspace::{Access, AnonymousManager, Manager, Operation};
@@ -22,22 +24,26 @@
 //! ```
 
 mod anonymous;
+mod anonymous_over;
 mod error;
 mod file;
 mod file_manager;
 mod manager;
-mod store;
 mod opened;
+mod persistent;
+mod persistent_files;
+mod pinned;
 mod routed;
 mod stack;
+mod store;
 mod stored;
 mod swap;
 pub mod sys;
 
 pub use anonymous::AnonymousManager;
 pub use error::{
-    CloseError, CopyError, CreateError, DeleteError, IdentifyError, MaybeUnsupported, NoSuch,
-    OpenError, ShareError, TransferError, Unsupported,
+    CloseError, CopyError, Corrupt, CreateError, DeleteError, IdentifyError, InvalidName,
+    MaybeUnsupported, NoSuch, OpenError, ShareError, TransferError, Unsupported,
 };
 pub use file::FileStore;
 pub use file_manager::FileManager;
@@ -45,8 +51,11 @@ pub use manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
 pub use opened::Opened;
+pub use persistent::{PersistentManager, PersistentStore};
+pub use persistent_files::MAX_NAME;
+pub use pinned::{PinnedManager, PinnedStore};
 pub use routed::{AttachError, Attached, Routed};
-pub use stack::{hand_over, Lower, ManagerKey, MAX_STACK_DEPTH};
+pub use stack::{hand_over, hand_over_with, Lower, ManagerKey, MAX_STACK_DEPTH};
 pub use store::PageStore;
 pub use swap::SwapStore;
 pub use sys::PAGE;

@@ -6,8 +6,8 @@ mod common;
 
 use common::{read, write, Layer};
 use pagepilot_dataspace::{
-    Access, AnonymousManager, DataspaceId, FileManager, Flavour, Manager, Operation,
-    TransferError, MAX_STACK_DEPTH,
+    Access, AnonymousManager, DataspaceId, FileManager, Flavour, Manager, Operation, TransferError,
+    MAX_STACK_DEPTH,
 };
 
 #[test]
@@ -48,9 +48,15 @@ fn test_stack_of_max_depth_is_built_and_one_more_is_refused() {
     }
     assert_eq!(from.stack(&id).unwrap().len(), MAX_STACK_DEPTH);
     let store = from.open(&id, Access::ReadOnly, None).unwrap();
-    assert_eq!(read(store.as_ref(), 2, 1).1[0], 3, "page 2 of the file, 8 managers up");
+    assert_eq!(
+        read(store.as_ref(), 2, 1).1[0],
+        3,
+        "page 2 of the file, 8 managers up"
+    );
 
-    let err = from.transfer(&id, &layers[MAX_STACK_DEPTH - 1]).unwrap_err();
+    let err = from
+        .transfer(&id, &layers[MAX_STACK_DEPTH - 1])
+        .unwrap_err();
     assert!(
         matches!(err, TransferError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1),
         "{err:?}"
