@@ -87,12 +87,12 @@ fn test_transfer_back_to_a_manager_in_the_stack_is_refused_as_a_cycle() {
 fn test_transfer_to_a_manager_that_takes_no_dataspaces_is_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let anon = AnonymousManager::new(dir.path());
-    let other = AnonymousManager::new(dir.path());
+    let other = FileManager;
     assert!(!other.interrogate().offers(Flavour::Stacked));
     let id = anon.create(None, 4096).unwrap();
     match anon.transfer(&id, &other).unwrap_err() {
         TransferError::Unsupported(u) => {
-            assert_eq!((u.manager, u.operation), ("anonymous", Operation::Transfer));
+            assert_eq!((u.manager, u.operation), ("file", Operation::Transfer));
             assert_eq!(u.flavour, Some(Flavour::Stacked));
         }
         e => panic!("{e:?}"),
