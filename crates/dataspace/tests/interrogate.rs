@@ -150,7 +150,11 @@ fn test_interrogate_flavours_match_the_accesses_open_takes() {
                     m.close(&id, st).unwrap();
                 }
                 Err(e) => {
-                    assert!(!caps.offers(access.flavour()), "{} {access:?}: {e}", m.name());
+                    assert!(
+                        !caps.offers(access.flavour()),
+                        "{} {access:?}: {e}",
+                        m.name()
+                    );
                     let u = e.unsupported().expect("Unsupported");
                     assert_eq!(u.flavour, Some(access.flavour()));
                 }
@@ -170,7 +174,8 @@ fn test_interrogate_flavours_match_the_accesses_open_takes() {
         if caps.offers(Flavour::Stacked) {
             let anon = AnonymousManager::new(&s.dir);
             let id = anon.create(None, 4096).unwrap();
-            anon.transfer(&id, m).unwrap_or_else(|e| panic!("{}: {e}", m.name()));
+            anon.transfer(&id, m)
+                .unwrap_or_else(|e| panic!("{}: {e}", m.name()));
         }
         m.delete(&id).unwrap();
         assert!(m.identify(&id).is_err());

@@ -52,7 +52,11 @@ fn test_only_the_pages_written_take_space_in_the_data_file() {
     pm.close(&id, store).unwrap();
     let meta = std::fs::metadata(dir.path().join("big.pages")).unwrap();
     assert_eq!(meta.len(), len);
-    assert!(meta.blocks() * 512 <= 256 * 1024, "{} bytes allocated", meta.blocks() * 512);
+    assert!(
+        meta.blocks() * 512 <= 256 * 1024,
+        "{} bytes allocated",
+        meta.blocks() * 512
+    );
     let store = pm.open(&id, Access::ReadOnly, None).unwrap();
     assert_eq!(read(store.as_ref(), 1001, 1).1[0], 7);
     assert_eq!(read(store.as_ref(), 200_000, 1).1[PAGE - 1], 9);
@@ -79,11 +83,22 @@ fn test_create_refuses_a_taken_name_zero_bytes_and_no_name() {
     let pm = PersistentManager::new(dir.path());
     pm.create_named("a", PAGE as u64).unwrap();
     let e = pm.create_named("a", PAGE as u64).unwrap_err();
-    assert!(matches!(&e, CreateError::Exists(p) if p.ends_with("a.meta")), "{e}");
-    assert!(matches!(pm.create_named("b", 0), Err(CreateError::Empty { .. })));
-    assert!(matches!(pm.create(None, 1), Err(CreateError::BadName { .. })));
+    assert!(
+        matches!(&e, CreateError::Exists(p) if p.ends_with("a.meta")),
+        "{e}"
+    );
+    assert!(matches!(
+        pm.create_named("b", 0),
+        Err(CreateError::Empty { .. })
+    ));
+    assert!(matches!(
+        pm.create(None, 1),
+        Err(CreateError::BadName { .. })
+    ));
     // Through the trait, the name is given as a path of one component.
-    let id = pm.create(Some(std::path::Path::new("c")), PAGE as u64).unwrap();
+    let id = pm
+        .create(Some(std::path::Path::new("c")), PAGE as u64)
+        .unwrap();
     assert_eq!(id, name("c"));
 }
 
@@ -126,7 +141,10 @@ fn test_a_damaged_header_or_data_file_is_reported_corrupt_naming_the_file() {
 
     std::fs::write(&meta, &good[..10]).unwrap();
     let e = corrupt("truncated");
-    assert!(e.contains(&meta.display().to_string()) && e.contains("10 bytes"), "{e}");
+    assert!(
+        e.contains(&meta.display().to_string()) && e.contains("10 bytes"),
+        "{e}"
+    );
 
     let mut bad = good.clone();
     bad[0] = b'X';
@@ -139,7 +157,12 @@ fn test_a_damaged_header_or_data_file_is_reported_corrupt_naming_the_file() {
     assert!(corrupt("length").contains("checksum"));
 
     std::fs::write(&meta, &good).unwrap();
-    std::fs::OpenOptions::new().write(true).open(&data).unwrap().set_len(PAGE as u64).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&data)
+        .unwrap()
+        .set_len(PAGE as u64)
+        .unwrap();
     let e = corrupt("short data");
     assert!(e.contains(&data.display().to_string()), "{e}");
     assert!(e.contains(&format!("{} bytes", PAGE)), "{e}");
@@ -160,14 +183,22 @@ fn test_a_second_read_write_open_is_busy_until_the_first_is_closed() {
     let store = pm.open(&id, Access::ReadWrite, None).unwrap();
     let e = other.open(&id, Access::ReadWrite, None).unwrap_err();
     assert!(matches!(&e, OpenError::Busy(x) if *x == id), "{e}");
-    assert!(matches!(other.open(&id, Access::ReadOnly, None), Err(OpenError::Busy(_))));
+    assert!(matches!(
+        other.open(&id, Access::ReadOnly, None),
+        Err(OpenError::Busy(_))
+    ));
     pm.close(&id, store).unwrap();
     // Readers share.
     let r1 = other.open(&id, Access::ReadOnly, None).unwrap();
     let r2 = pm.open(&id, Access::ReadOnly, None).unwrap();
-    assert!(matches!(pm.open(&id, Access::ReadWrite, None), Err(OpenError::Busy(_))));
+    assert!(matches!(
+        pm.open(&id, Access::ReadWrite, None),
+        Err(OpenError::Busy(_))
+    ));
     drop((r1, r2));
-    let e = pm.open(&id, Access::ReadWrite, Some(2 * PAGE as u64)).unwrap_err();
+    let e = pm
+        .open(&id, Access::ReadWrite, Some(2 * PAGE as u64))
+        .unwrap_err();
     assert!(matches!(e, OpenError::Short { .. }), "{e}");
 }
 
@@ -194,7 +225,11 @@ fn test_delete_removes_both_files_and_refuses_an_open_dataspace() {
     assert!(matches!(pm.delete(&id), Err(DeleteError::Open(_))));
     pm.close(&id, store).unwrap();
     pm.delete(&id).unwrap();
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file left");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no file left"
+    );
     assert!(matches!(pm.delete(&id), Err(DeleteError::NoSuch(_))));
     // The name is free again.
     pm.create_named("d", PAGE as u64).unwrap();
@@ -216,9 +251,15 @@ fn test_copy_makes_a_new_name_with_the_same_bytes_independent_of_the_original() 
     let dup = pm.open(&copy, Access::ReadOnly, None).unwrap();
     let (_, bytes) = read(dup.as_ref(), 0, 4);
     assert!(bytes[..PAGE].iter().all(|&b| b == 0));
-    assert!(bytes[PAGE..3 * PAGE].iter().all(|&b| b == 0x42), "the copy kept the old bytes");
+    assert!(
+        bytes[PAGE..3 * PAGE].iter().all(|&b| b == 0x42),
+        "the copy kept the old bytes"
+    );
     let e = pm.copy(&id, Some("dup".as_ref())).unwrap_err();
-    assert!(matches!(e, CopyError::Create(CreateError::Exists(_))), "{e}");
+    assert!(
+        matches!(e, CopyError::Create(CreateError::Exists(_))),
+        "{e}"
+    );
     let e = pm.copy(&id, Some("../x".as_ref())).unwrap_err();
     assert!(e.to_string().contains("\"../x\""), "{e}");
 }
@@ -250,7 +291,10 @@ fn test_transfer_to_an_anonymous_manager_keeps_what_is_written_under_the_name() 
     let e = pm.open(&id, Access::ReadWrite, None).unwrap_err();
     assert!(matches!(e, OpenError::Busy(_)), "{e}");
     let store = anon.open(&on_anon, Access::ReadWrite, None).unwrap();
-    assert!(read(store.as_ref(), 0, 16).1.iter().all(|&b| b == 0), "zero-filled");
+    assert!(
+        read(store.as_ref(), 0, 16).1.iter().all(|&b| b == 0),
+        "zero-filled"
+    );
     write(store.as_ref(), 3, 4, 0x3c);
     store.sync().unwrap();
     anon.close(&on_anon, store).unwrap();
@@ -278,7 +322,10 @@ fn test_transfer_to_a_layer_and_on_keeps_the_stack_bottom_first() {
     let id = pm.create_named("s", PAGE as u64).unwrap();
     let on_layer = pm.transfer(&id, &layer).unwrap();
     let on_anon = layer.transfer(&on_layer, &anon).unwrap();
-    assert_eq!(anon.stack(&on_anon).unwrap(), vec![pm.key(), layer.key(), anon.key()]);
+    assert_eq!(
+        anon.stack(&on_anon).unwrap(),
+        vec![pm.key(), layer.key(), anon.key()]
+    );
     let e = anon.transfer(&on_anon, &layer).unwrap_err();
     assert!(matches!(e, TransferError::Cycle { .. }), "{e}");
 }

@@ -29,7 +29,10 @@ fn test_transferred_dataspace_is_served_pinned_with_its_contents() {
     let pinned = PinnedManager::new(16 * PAGE as u64);
     let id = numbered(&anon, 4);
     let on_pinned = anon.transfer(&id, &pinned).unwrap();
-    assert_eq!(pinned.stack(&on_pinned).unwrap(), vec![anon.key(), pinned.key()]);
+    assert_eq!(
+        pinned.stack(&on_pinned).unwrap(),
+        vec![anon.key(), pinned.key()]
+    );
     assert_eq!(pinned.identify(&on_pinned).unwrap().len, 4 * PAGE as u64);
     assert_eq!(pinned.pinned_bytes(), 4 * PAGE as u64);
     let store = pinned.open(&on_pinned, Access::ReadWrite, None).unwrap();
@@ -53,13 +56,18 @@ fn test_transfer_beyond_the_quota_is_refused_and_the_dataspace_stays_with_its_ma
     pinned_ok(anon.transfer(&small, &pinned));
     let e = anon.transfer(&big, &pinned).unwrap_err();
     match &e {
-        TransferError::Quota { asked, left, quota, .. } => {
+        TransferError::Quota {
+            asked, left, quota, ..
+        } => {
             assert_eq!((*asked, *left, *quota), (3 * 4096, 2 * 4096, 6 * 4096));
         }
         other => panic!("{other:?}"),
     }
     let msg = e.to_string();
-    assert!(msg.contains("12288 bytes asked") && msg.contains("8192 of its quota of 24576"), "{msg}");
+    assert!(
+        msg.contains("12288 bytes asked") && msg.contains("8192 of its quota of 24576"),
+        "{msg}"
+    );
     // Nothing lost: the refused dataspace is still the anonymous manager's.
     let store = anon.open(&big, Access::ReadWrite, None).unwrap();
     assert_eq!(read(store.as_ref(), 2, 1).1[0], 3);
@@ -80,7 +88,10 @@ fn test_quota_counts_whole_pages() {
     let b = anon.create(None, 10).unwrap();
     pinned_ok(anon.transfer(&a, &pinned));
     assert_eq!(pinned.pinned_bytes(), PAGE as u64);
-    assert!(matches!(anon.transfer(&b, &pinned), Err(TransferError::Quota { .. })));
+    assert!(matches!(
+        anon.transfer(&b, &pinned),
+        Err(TransferError::Quota { .. })
+    ));
 }
 
 #[test]
@@ -93,7 +104,10 @@ fn test_transferring_out_unpins_and_gives_the_quota_back() {
     let layer = Layer::new();
     let out = pinned.transfer(&on_pinned, &layer).unwrap();
     assert_eq!(pinned.pinned_bytes(), 0);
-    assert!(pinned.identify(&on_pinned).is_err(), "no longer the pinned manager's");
+    assert!(
+        pinned.identify(&on_pinned).is_err(),
+        "no longer the pinned manager's"
+    );
     // Unpinned, the same pages; the pinned manager left the stack.
     let store = layer.open(&out, Access::ReadWrite, None).unwrap();
     assert!(!store.pinned());
@@ -132,13 +146,24 @@ fn test_open_is_exclusive_read_write_and_delete_releases_the_quota() {
     let pinned = PinnedManager::new(8 * PAGE as u64);
     let id = pinned_ok(anon.transfer(&numbered(&anon, 2), &pinned));
     let store = pinned.open(&id, Access::ReadWrite, None).unwrap();
-    assert!(matches!(pinned.open(&id, Access::ReadWrite, None), Err(OpenError::Busy(_))));
+    assert!(matches!(
+        pinned.open(&id, Access::ReadWrite, None),
+        Err(OpenError::Busy(_))
+    ));
     assert!(matches!(pinned.delete(&id), Err(DeleteError::Open(_))));
-    assert!(matches!(pinned.transfer(&id, &Layer::new()), Err(TransferError::Open { .. })));
+    assert!(matches!(
+        pinned.transfer(&id, &Layer::new()),
+        Err(TransferError::Open { .. })
+    ));
     pinned.close(&id, store).unwrap();
     let e = pinned.open(&id, Access::ReadOnly, None).unwrap_err();
-    assert_eq!(e.to_string(), "the pinned manager does not support Open ReadOnly");
-    let e = pinned.open(&id, Access::ReadWrite, Some(3 * PAGE as u64)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the pinned manager does not support Open ReadOnly"
+    );
+    let e = pinned
+        .open(&id, Access::ReadWrite, Some(3 * PAGE as u64))
+        .unwrap_err();
     assert!(matches!(e, OpenError::Short { .. }), "{e}");
     pinned.delete(&id).unwrap();
     assert_eq!(pinned.pinned_bytes(), 0);
