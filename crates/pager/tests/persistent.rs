@@ -142,10 +142,8 @@ fn test_persistent_dataspace_below_an_anonymous_one_keeps_its_pages_across_a_res
         // Anonymous memory to its user: mapped again, the same pages.
         let region = map(anon, id, BUDGET).unwrap();
         // SAFETY: inside the region.
-        assert_eq!(
-            unsafe { region.as_ptr().add(7 * PAGE + 1).read() },
-            data(5)[7 * PAGE + 1]
-        );
+        let byte = unsafe { region.as_ptr().add(7 * PAGE + 1).read() };
+        assert_eq!(byte, data(5)[7 * PAGE + 1]);
         region.unmap().unwrap();
     });
     assert!(out.succeeded(), "{out:?}");
@@ -170,7 +168,7 @@ fn test_persistent_dataspace_mapped_read_write_twice_is_refused_while_the_first_
         .create_named("b", 8 * PAGE as u64)
         .unwrap();
     let first = map(pm.clone(), id.clone(), BUDGET).unwrap();
-    let e = map(pm.clone(), id.clone(), BUDGET).err().expect("refused");
+    let e = map(pm.clone(), id.clone(), BUDGET).expect_err("refused");
     assert!(matches!(e, MapError::Attach { .. }), "{e}");
     assert!(e.to_string().contains("open already"), "{e}");
     first.unmap().unwrap();
@@ -252,9 +250,7 @@ fn test_pinned_dataspace_pages_are_never_evicted_under_pressure_on_the_rest() {
 fn test_pinned_dataspace_larger_than_the_budget_is_refused_at_map_and_kept_by_its_manager() {
     let scratch = Scratch::new("pds-pin-budget");
     let (pinned, id) = pinned_dataspace(&scratch.path, 16, 16);
-    let e = map(pinned.clone(), id.clone(), 8 * PAGE)
-        .err()
-        .expect("refused");
+    let e = map(pinned.clone(), id.clone(), 8 * PAGE).expect_err("refused");
     assert!(matches!(e, MapError::Pin(_)), "{e}");
     let msg = e.to_string();
     assert!(
