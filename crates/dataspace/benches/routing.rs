@@ -17,7 +17,9 @@ struct Memory(Vec<u8>);
 impl PageStore for Memory {
     unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
         // SAFETY: the benchmark reads inside the store into a buffer of `pages` pages.
-        unsafe { std::ptr::copy_nonoverlapping(self.0.as_ptr().add(first * PAGE), dst, pages * PAGE) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.0.as_ptr().add(first * PAGE), dst, pages * PAGE)
+        };
         Ok(pages)
     }
     unsafe fn write(&self, _: usize, _: usize, _: *const u8) -> io::Result<()> {
@@ -63,7 +65,11 @@ fn bench(c: &mut Criterion) {
     let two: Box<dyn PageStore> = Box::new(routed(2, 128));
     let sixteen: Box<dyn PageStore> = Box::new(routed(16, 16));
     let mut g = c.benchmark_group("one page read");
-    for (name, store) in [("direct", &direct), ("routed, 2 attachments", &two), ("routed, 16 attachments", &sixteen)] {
+    for (name, store) in [
+        ("direct", &direct),
+        ("routed, 2 attachments", &two),
+        ("routed, 16 attachments", &sixteen),
+    ] {
         let mut p = 0;
         g.bench_function(name, |b| {
             b.iter(|| {

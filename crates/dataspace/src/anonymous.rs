@@ -1,10 +1,12 @@
 //! The anonymous manager: zero-filled dataspaces in swap files of
-//! pagepilot's own, named by a number within the process.
+//! pagepilot's own, or over a dataspace transferred to it, named by a
+//! number within the process.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use crate::anonymous_over::Held;
 use crate::error::{
     CloseError, CopyError, CreateError, DeleteError, IdentifyError, NoSuch, OpenError, ShareError,
     TransferError, Unsupported,
@@ -12,7 +14,7 @@ use crate::error::{
 use crate::manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
-use crate::{ManagerKey, PageStore, SwapStore};
+use crate::{Lower, ManagerKey, PageStore, SwapStore};
 
 /// Serves anonymous memory: `create` makes a fresh zero-filled dataspace
 /// of a length (an unnamed swap file in the manager's directory), `open`
@@ -22,7 +24,14 @@ use crate::{ManagerKey, PageStore, SwapStore};
 /// takes its dataspace with it (as unmapping anonymous memory does).
 ///
 /// `transfer` hands a dataspace to a stacked manager (its store goes with
-/// it). Share and copy are not supported: ids mean nothing outside the
+/// it). It also takes dataspaces transferred to it ([`Flavour::Stacked`]):
+/// an anonymous dataspace whose pages live in the received store instead
+/// of a swap file of its own, anonymous otherwise (read-write, one open at
+/// a time, zero where nothing was written). Over a persistent dataspace
+/// this is SawMill's persistence by insertion below (Figure 5): what is
+/// written reaches the persistent store at write-back, and the dataspace
+/// can be reopened by name from its persistent manager once the anonymous
+/// one gives it up (`delete`, or the manager dropped). Share and copy are not supported: ids mean nothing outside the
 /// process and the swap file has no name to pass (sharing across processes
 /// goes through the daemon); a copy is the lazy-copy manager's.
 #[derive(Debug)]
@@ -41,9 +50,14 @@ struct Table {
 #[derive(Debug)]
 enum Entry {
     /// Closed: the manager holds the store.
-    Closed(SwapStore),
-    /// Open: the store holds the other end; `len` for `identify`.
-    Open { len: u64, alive: Weak<()> },
+    Closed(Held),
+    /// Open: the store holds the other end; `len` for `identify`, `below`
+    /// for `stack`.
+    Open {
+        len: u64,
+        below: Vec<ManagerKey>,
+        alive: Weak<()>,
+    },
 }
 
 impl std::fmt::Debug for SwapStore {
@@ -68,7 +82,7 @@ impl AnonymousManager {
             Operation::Delete,
             Operation::Transfer,
         ],
-        flavours: &[Flavour::ReadWrite, Flavour::Anonymous],
+        flavours: &[Flavour::ReadWrite, Flavour::Anonymous, Flavour::Stacked],
     };
 
     /// A manager whose swap files go in `dir`.
@@ -120,6 +134,27 @@ impl Manager for AnonymousManager {
         Self::CAPABILITIES
     }
 
+    fn stack(&self, id: &DataspaceId) -> Option<Vec<ManagerKey>> {
+        let DataspaceId::Anonymous(n) = id else {
+            return None;
+        };
+        let mut stack = match self.table().entries.get(n)? {
+            Entry::Closed(held) => held.below().to_vec(),
+            Entry::Open { below, .. } => below.clone(),
+        };
+        stack.push(self.key);
+        Some(stack)
+    }
+
+    fn receive(&self, lower: Lower) -> Result<DataspaceId, TransferError> {
+        let mut t = self.table();
+        let n = t.next;
+        t.next += 1;
+        t.entries
+            .insert(n, Entry::Closed(Held::over(lower.store, lower.stack)));
+        Ok(DataspaceId::Anonymous(n))
+    }
+
     fn identify(&self, id: &DataspaceId) -> Result<Identity, IdentifyError> {
         let no_such = |id| {
             IdentifyError::from(NoSuch {
@@ -158,10 +193,10 @@ impl Manager for AnonymousManager {
         };
         let n = number(id, no_such)?;
         let mut t = self.table();
-        let len = match t.entries.get(&n) {
+        let (len, below) = match t.entries.get(&n) {
             None => return Err(no_such(id.clone())),
             Some(Entry::Open { .. }) => return Err(OpenError::Busy(id.clone())),
-            Some(Entry::Closed(s)) => s.size(),
+            Some(Entry::Closed(s)) => (s.size(), s.below().to_vec()),
         };
         if let Some(want) = at_least.filter(|&w| w > len) {
             return Err(OpenError::Short {
@@ -173,13 +208,13 @@ impl Manager for AnonymousManager {
         let alive = Arc::new(());
         let open = Entry::Open {
             len,
+            below,
             alive: Arc::downgrade(&alive),
         };
-        let Some(Entry::Closed(mut store)) = t.entries.insert(n, open) else {
+        let Some(Entry::Closed(held)) = t.entries.insert(n, open) else {
             unreachable!("checked closed above");
         };
-        store.attached = Some(alive);
-        Ok(Box::new(store))
+        Ok(held.open(alive))
     }
 
     fn close(&self, id: &DataspaceId, store: Box<dyn PageStore>) -> Result<(), CloseError> {
@@ -188,16 +223,10 @@ impl Manager for AnonymousManager {
             id: id.clone(),
         };
         let n = number(id, |_| foreign())?;
-        let mut store = store
-            .into_any()
-            .downcast::<SwapStore>()
-            .map_err(|_| foreign())?;
+        let (store, held) = Held::take_back(store.into_any()).ok_or_else(foreign)?;
         let mut t = self.table();
         // The entry the store was opened from: `id`'s, or another's (then
         // it goes back there, and the caller hears it named the wrong id).
-        let Some(held) = store.attached.take() else {
-            return Err(foreign());
-        };
         let from = t.entries.iter().find_map(|(k, e)| match e {
             Entry::Open { alive, .. } if std::ptr::eq(alive.as_ptr(), Arc::as_ptr(&held)) => {
                 Some(*k)
@@ -207,7 +236,7 @@ impl Manager for AnonymousManager {
         let Some(from) = from else {
             return Err(foreign());
         };
-        t.entries.insert(from, Entry::Closed(*store));
+        t.entries.insert(from, Entry::Closed(store));
         if from == n {
             Ok(())
         } else {
@@ -231,7 +260,7 @@ impl Manager for AnonymousManager {
         let mut t = self.table();
         let n = t.next;
         t.next += 1;
-        t.entries.insert(n, Entry::Closed(store));
+        t.entries.insert(n, Entry::Closed(Held::Swap(store)));
         Ok(DataspaceId::Anonymous(n))
     }
 

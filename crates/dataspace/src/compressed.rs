@@ -53,7 +53,9 @@ struct Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("dataspaces", &self.entries.len()).finish()
+        f.debug_struct("Table")
+            .field("dataspaces", &self.entries.len())
+            .finish()
     }
 }
 
@@ -149,13 +151,7 @@ impl CompressedManager {
         t.next += 1;
         let id = DataspaceId::Anonymous(n);
         let tier = Arc::new(Tier::new(id.clone(), lower, self.budget));
-        t.entries.insert(
-            n,
-            Held {
-                tier,
-                stack,
-            },
-        );
+        t.entries.insert(n, Held { tier, stack });
         id
     }
 }
@@ -367,7 +363,10 @@ mod tests {
         let err = unsafe { store.read(2, 1, page.0.as_mut_ptr()) }.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         let text = err.to_string();
-        assert!(text.contains("anonymous dataspace 0") && text.contains("page 2"), "{text}");
+        assert!(
+            text.contains("anonymous dataspace 0") && text.contains("page 2"),
+            "{text}"
+        );
         // The sync that writes it down fails the same way, without a panic.
         assert!(m.close(&id, store).is_err());
     }

@@ -32,6 +32,30 @@ pub struct NoSuch {
     pub id: DataspaceId,
 }
 
+/// A dataspace name the manager refuses (a persistent dataspace's name
+/// becomes a file name: no `/`, no leading `.`, not empty, bounded).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{manager}: bad dataspace name {name:?}: {why}")]
+pub struct InvalidName {
+    /// The manager.
+    pub manager: &'static str,
+    /// The name given.
+    pub name: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+/// A dataspace whose files do not hold what the manager wrote (a header
+/// truncated or overwritten, a data file of the wrong length).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{} is corrupt: {why}", path.display())]
+pub struct Corrupt {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub why: String,
+}
+
 /// Errors that may say `Unsupported`.
 pub trait MaybeUnsupported {
     /// The `Unsupported` answer, if this is one.
@@ -83,6 +107,12 @@ pub enum IdentifyError {
         /// The system's reason.
         source: io::Error,
     },
+    /// The name is not one the manager accepts.
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+    /// The dataspace's files are damaged.
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
 }
 
 /// Why `open` failed.
@@ -124,6 +154,12 @@ pub enum OpenError {
         /// The system's reason.
         source: io::Error,
     },
+    /// The name is not one the manager accepts.
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+    /// The dataspace's files are damaged.
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
 }
 
 /// Why `close` failed.
@@ -182,6 +218,9 @@ pub enum CreateError {
         /// The system's reason.
         source: io::Error,
     },
+    /// The name is not one the manager accepts.
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
 }
 
 /// Why `delete` failed.
@@ -204,6 +243,9 @@ pub enum DeleteError {
         /// The system's reason.
         source: io::Error,
     },
+    /// The name is not one the manager accepts.
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
 }
 
 /// Why `share` failed.
@@ -223,6 +265,12 @@ pub enum ShareError {
         /// The system's reason.
         source: io::Error,
     },
+    /// The name is not one the manager accepts.
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+    /// The dataspace's files are damaged.
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
 }
 
 /// Why `copy` failed.
@@ -275,6 +323,12 @@ pub enum CopyError {
         /// The system's reason.
         source: io::Error,
     },
+    /// The name is not one the manager accepts.
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+    /// The dataspace's files are damaged.
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
 }
 
 /// Why `transfer` failed.
@@ -299,7 +353,10 @@ pub enum TransferError {
         stack: Vec<crate::ManagerKey>,
     },
     /// The stack would be deeper than [`crate::MAX_STACK_DEPTH`].
-    #[error("cannot transfer {id}: the stack would be {depth} managers deep, at most {} are allowed", crate::MAX_STACK_DEPTH)]
+    #[error(
+        "cannot transfer {id}: the stack would be {depth} managers deep, at most {} are allowed",
+        crate::MAX_STACK_DEPTH
+    )]
     TooDeep {
         /// The dataspace.
         id: DataspaceId,
@@ -324,5 +381,20 @@ pub enum TransferError {
         id: DataspaceId,
         /// Why.
         source: io::Error,
+    },
+    /// The receiving manager's quota cannot take the dataspace (a pinned
+    /// manager: bytes it may pin).
+    #[error("the {manager} manager cannot take {id}: {asked} bytes asked, {left} of its quota of {quota} left")]
+    Quota {
+        /// The receiving manager.
+        manager: &'static str,
+        /// The dataspace.
+        id: DataspaceId,
+        /// Its length, in whole pages.
+        asked: u64,
+        /// The quota left.
+        left: u64,
+        /// The whole quota.
+        quota: u64,
     },
 }

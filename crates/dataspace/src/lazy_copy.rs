@@ -56,7 +56,9 @@ struct Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("copies", &self.entries.len()).finish()
+        f.debug_struct("Table")
+            .field("copies", &self.entries.len())
+            .finish()
     }
 }
 
@@ -193,10 +195,7 @@ impl LazyCopyManager {
         let depth = stack.len() + 1;
         let copy = Arc::new(LazyCopy::new(id.clone(), source, &self.dir, depth)?);
         t.next += 1;
-        let held = Held {
-            copy,
-            stack,
-        };
+        let held = Held { copy, stack };
         t.entries.insert(n, held);
         Ok(id)
     }

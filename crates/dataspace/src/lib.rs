@@ -7,11 +7,14 @@
 //! which a region's fault path reads pages from and writes them back to.
 //!
 //! Managers: [`FileManager`] (files by path), [`AnonymousManager`]
-//! (zero-filled memory in swap files of pagepilot's own), and two stacked
-//! ones that take dataspaces by `transfer`: [`CompressedManager`] (pages
-//! lz4-compressed in memory under a budget over the lower dataspace) and
-//! [`LazyCopyManager`] (copy-on-write copies reading through to their
-//! source). See `docs/dataspaces.md`.
+//! (zero-filled memory in swap files of pagepilot's own, or over a
+//! dataspace transferred to it), [`PersistentManager`] (named dataspaces
+//! that outlive the process), and three stacked ones that take dataspaces
+//! by `transfer`: [`CompressedManager`] (pages lz4-compressed in memory
+//! under a budget over the lower dataspace), [`LazyCopyManager`]
+//! (copy-on-write copies reading through to their source) and
+//! [`PinnedManager`] (served pinned, within a quota). See
+//! `docs/dataspaces.md`.
 //!
 //! ```
 //! use pagepilot_dataspace::{Access, AnonymousManager, Manager, Operation};
@@ -25,37 +28,44 @@
 //! ```
 
 mod anonymous;
+mod anonymous_over;
 mod compressed;
 mod error;
 mod file;
 mod file_manager;
 mod lazy_copy;
 mod manager;
-mod store;
 mod opened;
+mod persistent;
+mod persistent_files;
+mod pinned;
 mod routed;
 mod stack;
+mod store;
 mod stored;
 mod swap;
-mod tier;
 pub mod sys;
+mod tier;
 
 pub use anonymous::AnonymousManager;
 pub use compressed::{CompressedManager, CompressedStore};
-pub use lazy_copy::{LazyCopyManager, LazyCopyStats, LazyCopyStore};
-pub use tier::CompressedStats;
 pub use error::{
-    CloseError, CopyError, CreateError, DeleteError, IdentifyError, MaybeUnsupported, NoSuch,
-    OpenError, ShareError, TransferError, Unsupported,
+    CloseError, CopyError, Corrupt, CreateError, DeleteError, IdentifyError, InvalidName,
+    MaybeUnsupported, NoSuch, OpenError, ShareError, TransferError, Unsupported,
 };
 pub use file::FileStore;
 pub use file_manager::FileManager;
+pub use lazy_copy::{LazyCopyManager, LazyCopyStats, LazyCopyStore};
 pub use manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
 pub use opened::Opened;
+pub use persistent::{PersistentManager, PersistentStore};
+pub use persistent_files::MAX_NAME;
+pub use pinned::{PinnedManager, PinnedStore};
 pub use routed::{AttachError, Attached, Routed};
-pub use stack::{hand_over, Lower, ManagerKey, MAX_STACK_DEPTH};
+pub use stack::{hand_over, hand_over_with, Lower, ManagerKey, MAX_STACK_DEPTH};
 pub use store::PageStore;
 pub use swap::SwapStore;
 pub use sys::PAGE;
+pub use tier::CompressedStats;

@@ -207,6 +207,14 @@ pub trait Manager: Send + Sync {
         .into())
     }
 
+    /// Whether it would take a dataspace of `len` bytes handed over by
+    /// `transfer` (a quota): asked by [`crate::hand_over`] before the
+    /// dataspace leaves the manager handing it over, so that a refusal
+    /// loses nothing. `receive` checks again.
+    fn admit(&self, _id: &DataspaceId, _len: u64) -> Result<(), TransferError> {
+        Ok(())
+    }
+
     /// Which operations and flavours it supports.
     fn interrogate(&self) -> Capabilities;
 

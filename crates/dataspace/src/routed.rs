@@ -201,7 +201,10 @@ impl PageStore for Routed {
     }
 
     fn readaround_pages(&self) -> Option<usize> {
-        self.parts.iter().filter_map(|p| p.store.readaround_pages()).max()
+        self.parts
+            .iter()
+            .filter_map(|p| p.store.readaround_pages())
+            .max()
     }
 
     fn has_data(&self, page: usize) -> bool {
@@ -218,7 +221,10 @@ impl PageStore for Routed {
     }
 
     fn bookkeeping_bytes(&self) -> usize {
-        self.parts.iter().map(|p| p.store.bookkeeping_bytes()).sum::<usize>()
+        self.parts
+            .iter()
+            .map(|p| p.store.bookkeeping_bytes())
+            .sum::<usize>()
             + self.parts.capacity() * std::mem::size_of::<Attached>()
     }
 

@@ -66,14 +66,37 @@ impl fmt::Debug for Lower {
 }
 
 /// The common half of `transfer`, for managers that support it: refuses a
-/// manager that does not take stacked dataspaces, a cycle and a stack
-/// deeper than [`MAX_STACK_DEPTH`], then opens `id` read-write from `from`
-/// and hands it to `to`, whose id for it is returned. `from` stops serving
-/// `id` (the store is `to`'s now).
+/// manager that does not take stacked dataspaces, a cycle, a stack deeper
+/// than [`MAX_STACK_DEPTH`] and a dataspace `to` does not [admit]
+/// ([`Manager::admit`]), then opens `id` read-write from `from` and hands
+/// it to `to`, whose id for it is returned. `from` stops serving `id` (the
+/// store is `to`'s now).
+///
+/// [admit]: Manager::admit
 pub fn hand_over(
     from: &dyn Manager,
     id: &DataspaceId,
     to: &dyn Manager,
+) -> Result<DataspaceId, TransferError> {
+    let stack = from.stack(id).ok_or_else(|| NoSuch {
+        manager: from.name(),
+        id: id.clone(),
+    })?;
+    hand_over_with(from, id, to, stack, || {
+        from.open(id, Access::ReadWrite, None)
+    })
+}
+
+/// [`hand_over`] for a manager that hands over something other than what
+/// its `open` gives (a pinned manager hands over the store it pinned, not
+/// its pinned view of it): `stack` is the dataspace's stack as `to` will
+/// see it below itself, `take` gives up the store once the checks passed.
+pub fn hand_over_with(
+    from: &dyn Manager,
+    id: &DataspaceId,
+    to: &dyn Manager,
+    stack: Vec<ManagerKey>,
+    take: impl FnOnce() -> Result<Box<dyn PageStore>, crate::OpenError>,
 ) -> Result<DataspaceId, TransferError> {
     if !to.interrogate().offers(Flavour::Stacked) {
         return Err(Unsupported {
@@ -83,10 +106,6 @@ pub fn hand_over(
         }
         .into());
     }
-    let stack = from.stack(id).ok_or_else(|| NoSuch {
-        manager: from.name(),
-        id: id.clone(),
-    })?;
     if stack.contains(&to.key()) {
         return Err(TransferError::Cycle {
             id: id.clone(),
@@ -100,12 +119,14 @@ pub fn hand_over(
             depth: stack.len() + 1,
         });
     }
-    let store = from
-        .open(id, Access::ReadWrite, None)
-        .map_err(|source| TransferError::Open {
-            id: id.clone(),
-            source: Box::new(source),
-        })?;
+    // The length, for `admit`: a manager that cannot say (its stack
+    // answered, so it has the dataspace) is treated as having none.
+    let len = from.identify(id).map_or(0, |i| i.len);
+    to.admit(id, len)?;
+    let store = take().map_err(|source| TransferError::Open {
+        id: id.clone(),
+        source: Box::new(source),
+    })?;
     to.receive(Lower {
         id: id.clone(),
         store,

@@ -200,3 +200,28 @@ pub fn cached_pages(fd: RawFd, off: u64, len: u64) -> io::Result<u64> {
     }
     Ok(stat.nr_cache)
 }
+
+/// Locks `file` for this open file description with `flock`, shared or
+/// exclusive, without waiting: `Ok(false)` if another holds a conflicting
+/// lock. Released when the descriptor is closed (also when the process
+/// dies).
+pub fn try_flock(file: &std::fs::File, exclusive: bool) -> io::Result<bool> {
+    let how = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    };
+    loop {
+        // SAFETY: flock on a descriptor `file` keeps open for the call; no
+        // memory is passed.
+        let r = unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(true);
+        }
+        match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok(false),
+            e if e.kind() == io::ErrorKind::Interrupted => continue,
+            e => return Err(e),
+        }
+    }
+}

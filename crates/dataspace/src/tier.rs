@@ -182,7 +182,11 @@ impl Tier {
     /// Its statistics now.
     pub fn stats(&self) -> CompressedStats {
         let s = self.state();
-        let zero_pages = s.pages.values().filter(|e| matches!(e.data, Data::Zero)).count();
+        let zero_pages = s
+            .pages
+            .values()
+            .filter(|e| matches!(e.data, Data::Zero))
+            .count();
         CompressedStats {
             pages: s.pages.len(),
             zero_pages,
@@ -200,7 +204,9 @@ impl Tier {
     /// Bytes of memory the tier holds (entries and compressed pages).
     pub fn bookkeeping_bytes(&self) -> usize {
         let s = self.state();
-        s.bytes + s.pages.capacity() * (std::mem::size_of::<(usize, Entry)>() + 1) + s.lru.len() * 32
+        s.bytes
+            + s.pages.capacity() * (std::mem::size_of::<(usize, Entry)>() + 1)
+            + s.lru.len() * 32
     }
 
     /// Decompresses `data`, the tier's copy of `page`, into `dst`.
@@ -212,7 +218,10 @@ impl Tier {
                 let bad = |why: String| {
                     io::Error::new(
                         io::ErrorKind::InvalidData,
-                        format!("compressed dataspace {}: page {page} does not decompress: {why}", self.id),
+                        format!(
+                            "compressed dataspace {}: page {page} does not decompress: {why}",
+                            self.id
+                        ),
                     )
                 };
                 let n = lz4_flex::block::decompress_into(b, dst).map_err(|e| bad(e.to_string()))?;
@@ -339,7 +348,10 @@ impl Tier {
                 self.unpack(*page, data, &mut b.0)?;
             }
             // SAFETY: `buf` is `i - start` page-aligned pages, ours.
-            unsafe { self.lower.write(pages[start].0, i - start, buf.as_ptr().cast()) }?;
+            unsafe {
+                self.lower
+                    .write(pages[start].0, i - start, buf.as_ptr().cast())
+            }?;
         }
         Ok(())
     }
@@ -354,7 +366,9 @@ impl Tier {
             let mut s = self.state();
             let mut bytes = s.bytes;
             while bytes > target {
-                let Some((_, page)) = s.lru.pop_first() else { break };
+                let Some((_, page)) = s.lru.pop_first() else {
+                    break;
+                };
                 let e = s.pages.get_mut(&page).expect("an LRU page is in the table");
                 bytes -= e.data.bytes();
                 if e.dirty {
@@ -414,7 +428,11 @@ impl Tier {
 
     /// Whether page `page` must be read (false: known zero).
     pub fn has_data(&self, page: usize) -> bool {
-        let held = self.state().pages.get(&page).map(|e| !matches!(e.data, Data::Zero));
+        let held = self
+            .state()
+            .pages
+            .get(&page)
+            .map(|e| !matches!(e.data, Data::Zero));
         held.unwrap_or_else(|| self.lower.has_data(page))
     }
 

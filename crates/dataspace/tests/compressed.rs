@@ -20,7 +20,9 @@ fn compressed_file(
 ) -> (std::path::PathBuf, DataspaceId) {
     let path = dir.path().join("data");
     numbered_file(&path, n);
-    let id = FileManager.transfer(&DataspaceId::Path(path.clone()), cm).unwrap();
+    let id = FileManager
+        .transfer(&DataspaceId::Path(path.clone()), cm)
+        .unwrap();
     (path, id)
 }
 
@@ -55,7 +57,10 @@ fn test_transferred_file_reads_through_and_writes_reach_it_only_at_sync() {
     let store = cm.open(&id, Access::ReadWrite, None).unwrap();
     let (got, bytes) = read(store.as_ref(), 0, 16);
     assert_eq!(got, 16);
-    assert!(bytes.chunks(PAGE).enumerate().all(|(i, p)| p.iter().all(|&b| b == i as u8 + 1)));
+    assert!(bytes
+        .chunks(PAGE)
+        .enumerate()
+        .all(|(i, p)| p.iter().all(|&b| b == i as u8 + 1)));
     assert_eq!(cm.stats(&id).unwrap().reads_from_lower, 16);
 
     write(store.as_ref(), 3, 2, 0xaa);
@@ -64,12 +69,19 @@ fn test_transferred_file_reads_through_and_writes_reach_it_only_at_sync() {
     assert!(bytes.iter().all(|&b| b == 0xaa));
     let s = cm.stats(&id).unwrap();
     assert_eq!((s.reads_from_tier, s.pages, s.dirty_pages), (2, 2, 2));
-    assert!(s.compressed_bytes < 2 * PAGE / 10, "a page of one byte compresses: {s:?}");
+    assert!(
+        s.compressed_bytes < 2 * PAGE / 10,
+        "a page of one byte compresses: {s:?}"
+    );
 
     store.sync().unwrap();
     assert_eq!(file_byte(&path, 4 * PAGE + 7), 0xaa);
     let s = cm.stats(&id).unwrap();
-    assert_eq!((s.dirty_pages, s.synced_to_lower, s.pages), (0, 2, 2), "clean, still held");
+    assert_eq!(
+        (s.dirty_pages, s.synced_to_lower, s.pages),
+        (0, 2, 2),
+        "clean, still held"
+    );
     cm.close(&id, store).unwrap();
 }
 
@@ -85,20 +97,36 @@ fn test_tier_over_budget_writes_least_recently_used_pages_down_to_lower() {
     }
     read(store.as_ref(), 0, 1); // page 0 is now the most recently used
     put(store.as_ref(), 3, &noise(4));
-    assert_eq!(cm.stats(&id).unwrap().evictions_to_lower, 0, "at the budget, not over it");
+    assert_eq!(
+        cm.stats(&id).unwrap().evictions_to_lower,
+        0,
+        "at the budget, not over it"
+    );
     put(store.as_ref(), 4, &noise(5));
     let s = cm.stats(&id).unwrap();
     assert!(s.compressed_bytes <= s.budget_bytes, "{s:?}");
     assert_eq!(s.evictions_to_lower, 2, "{s:?}");
     let file = std::fs::read(&path).unwrap();
-    assert_eq!(&file[PAGE..3 * PAGE], [noise(2).0, noise(3).0].concat(), "pages 1 and 2 went down");
+    assert_eq!(
+        &file[PAGE..3 * PAGE],
+        [noise(2).0, noise(3).0].concat(),
+        "pages 1 and 2 went down"
+    );
     assert_eq!(file[0], 1, "page 0 was used since: still only in the tier");
     // Every page reads back its latest contents, from wherever it is.
     for p in 0..5 {
-        assert_eq!(read(store.as_ref(), p, 1).1, noise(p as u64 + 1).0, "page {p}");
+        assert_eq!(
+            read(store.as_ref(), p, 1).1,
+            noise(p as u64 + 1).0,
+            "page {p}"
+        );
     }
     cm.close(&id, store).unwrap();
-    assert_eq!(std::fs::read(&path).unwrap()[..PAGE], noise(1).0, "close writes the rest down");
+    assert_eq!(
+        std::fs::read(&path).unwrap()[..PAGE],
+        noise(1).0,
+        "close writes the rest down"
+    );
 }
 
 #[test]
@@ -131,7 +159,9 @@ fn test_text_like_pages_compress_to_well_under_half() {
     let id = cm.create(None, 64 * PAGE as u64).unwrap();
     let store = cm.open(&id, Access::ReadWrite, None).unwrap();
     let text: Vec<u8> = (0..)
-        .flat_map(|i: usize| format!("line {i}: the quick brown fox jumps over the lazy dog\n").into_bytes())
+        .flat_map(|i: usize| {
+            format!("line {i}: the quick brown fox jumps over the lazy dog\n").into_bytes()
+        })
         .take(64 * PAGE)
         .collect();
     let mut buf = pages(64);
@@ -159,11 +189,26 @@ fn test_create_makes_a_compressed_dataspace_over_fresh_swap_and_refuses_bad_requ
     }
     assert!(cm.stats(&id).unwrap().evictions_to_lower > 0);
     for p in 0..8 {
-        assert_eq!(read(store.as_ref(), p, 1).1, noise(p as u64 + 100).0, "page {p}");
+        assert_eq!(
+            read(store.as_ref(), p, 1).1,
+            noise(p as u64 + 100).0,
+            "page {p}"
+        );
     }
     cm.close(&id, store).unwrap();
-    let named = cm.create(Some(&dir.path().join("x")), PAGE as u64).unwrap_err();
-    assert!(matches!(named, CreateError::BadName { manager: "compressed", .. }), "{named}");
+    let named = cm
+        .create(Some(&dir.path().join("x")), PAGE as u64)
+        .unwrap_err();
+    assert!(
+        matches!(
+            named,
+            CreateError::BadName {
+                manager: "compressed",
+                ..
+            }
+        ),
+        "{named}"
+    );
     assert!(matches!(cm.create(None, 0), Err(CreateError::Empty { .. })));
 }
 
@@ -173,8 +218,14 @@ fn test_identify_says_length_and_manager_and_refuses_unknown_ids() {
     let cm = CompressedManager::with_dir(PAGE, dir.path());
     let (_, id) = compressed_file(&dir, &cm, 3);
     let who = cm.identify(&id).unwrap();
-    assert_eq!((who.manager, who.len, who.inode), ("compressed", 3 * PAGE as u64, None));
-    for bad in [DataspaceId::Anonymous(99), DataspaceId::Path("/nope".into())] {
+    assert_eq!(
+        (who.manager, who.len, who.inode),
+        ("compressed", 3 * PAGE as u64, None)
+    );
+    for bad in [
+        DataspaceId::Anonymous(99),
+        DataspaceId::Path("/nope".into()),
+    ] {
         match cm.identify(&bad) {
             Err(IdentifyError::NoSuch(n)) => assert_eq!((n.manager, n.id), ("compressed", bad)),
             other => panic!("{other:?}"),
@@ -187,7 +238,9 @@ fn test_open_checks_length_and_read_only_stores_refuse_writes() {
     let dir = tempfile::tempdir().unwrap();
     let cm = CompressedManager::with_dir(PAGE, dir.path());
     let (_, id) = compressed_file(&dir, &cm, 2);
-    let short = cm.open(&id, Access::ReadOnly, Some(3 * PAGE as u64)).unwrap_err();
+    let short = cm
+        .open(&id, Access::ReadOnly, Some(3 * PAGE as u64))
+        .unwrap_err();
     assert!(matches!(short, OpenError::Short { actual, .. } if actual == 2 * PAGE as u64));
     let rw = cm.open(&id, Access::ReadWrite, None).unwrap();
     let ro = cm.open(&id, Access::ReadOnly, None).unwrap();
@@ -211,9 +264,18 @@ fn test_close_refuses_a_store_of_another_dataspace_or_manager() {
     let b = cm.create(None, PAGE as u64).unwrap();
     let theirs = other.create(None, PAGE as u64).unwrap();
     let store = cm.open(&a, Access::ReadWrite, None).unwrap();
-    assert!(matches!(cm.close(&b, store), Err(CloseError::Foreign { manager: "compressed", .. })));
+    assert!(matches!(
+        cm.close(&b, store),
+        Err(CloseError::Foreign {
+            manager: "compressed",
+            ..
+        })
+    ));
     let store = other.open(&theirs, Access::ReadWrite, None).unwrap();
-    assert!(matches!(cm.close(&a, store), Err(CloseError::Foreign { .. })));
+    assert!(matches!(
+        cm.close(&a, store),
+        Err(CloseError::Foreign { .. })
+    ));
 }
 
 #[test]
@@ -247,7 +309,10 @@ fn test_transfer_onwards_moves_the_dataspace_and_keeps_its_stack() {
     );
     let store = layer.open(&moved, Access::ReadWrite, None).unwrap();
     assert_eq!(read(store.as_ref(), 2, 1).1[0], 0x31);
-    assert!(matches!(cm.open(&id, Access::ReadWrite, None), Err(OpenError::NoSuch(_))));
+    assert!(matches!(
+        cm.open(&id, Access::ReadWrite, None),
+        Err(OpenError::NoSuch(_))
+    ));
     assert!(cm.stats(&id).is_some(), "its tier is alive under the layer");
 }
 
@@ -272,11 +337,18 @@ fn test_concurrent_readers_and_writers_under_a_small_budget_see_their_own_writes
         }
     });
     let s = cm.stats(&id).unwrap();
-    assert!(s.evictions_to_lower > 0 && s.compressed_bytes <= s.budget_bytes, "{s:?}");
+    assert!(
+        s.evictions_to_lower > 0 && s.compressed_bytes <= s.budget_bytes,
+        "{s:?}"
+    );
     store.sync().unwrap();
     let file = std::fs::read(&path).unwrap();
     for p in 0..64 {
-        assert_eq!(file[p * PAGE..(p + 1) * PAGE], noise(49_000 + p as u64 + 1).0, "page {p}");
+        assert_eq!(
+            file[p * PAGE..(p + 1) * PAGE],
+            noise(49_000 + p as u64 + 1).0,
+            "page {p}"
+        );
     }
 }
 
@@ -351,5 +423,8 @@ fn measure_tier_ratio_and_read_path_pages_per_second() {
 /// Pages of `store` differing from `want`.
 fn read_back_check(store: &dyn PageStore, want: &[Page]) -> usize {
     let (_, got) = read(store, 0, want.len());
-    got.chunks(PAGE).zip(want).filter(|(g, w)| *g != w.0.as_slice()).count()
+    got.chunks(PAGE)
+        .zip(want)
+        .filter(|(g, w)| *g != w.0.as_slice())
+        .count()
 }

@@ -1,36 +1,98 @@
-//! `interrogate` predicts what each manager does (file, anonymous,
-//! compressed, lazy copy): every operation it does not list answers
-//! `Unsupported`, every one it lists does not, and the flavours it offers
-//! are the accesses `open` takes.
+//! `interrogate` predicts what each manager does: every operation it does
+//! not list answers `Unsupported`, every one it lists does not, and the
+//! flavours it offers are the accesses `open` takes (and the kind of store
+//! it hands out: persistent, anonymous, pinned, compressed).
 
 mod common;
 
+use std::path::{Path, PathBuf};
+
 use pagepilot_dataspace::{
     Access, AnonymousManager, CompressedManager, DataspaceId, FileManager, Flavour,
-    LazyCopyManager, Manager, MaybeUnsupported, Operation, Unsupported,
+    LazyCopyManager, Manager, MaybeUnsupported, Operation, PersistentManager, PinnedManager,
+    Unsupported,
 };
 
-/// A fresh dataspace of `m`'s, `name`d in `dir` where it is a file: made by
-/// `create`, or for a manager that cannot create (the lazy-copy manager)
-/// a file transferred to it.
-fn fresh(m: &dyn Manager, dir: &std::path::Path, name: &str, len: u64) -> DataspaceId {
-    let path = dir.join(name);
-    if m.name() == FileManager::NAME {
-        return m.create(Some(&path), len).unwrap();
-    }
-    if m.interrogate().supports(Operation::Create) {
-        return m.create(None, len).unwrap();
-    }
-    let _ = std::fs::remove_file(&path);
-    let file = FileManager.create(Some(&path), len).unwrap();
-    FileManager.transfer(&file, m).unwrap()
+/// A manager under test, and how to get a fresh dataspace of its.
+struct Subject {
+    m: Box<dyn Manager>,
+    /// Where a stacked manager's dataspaces come from (it creates none).
+    source: Option<AnonymousManager>,
+    dir: PathBuf,
 }
 
-/// Performs `op` on a fresh dataspace of `m`'s with valid input; returns
+impl Subject {
+    /// The name `create` and `copy` take for `n`.
+    fn name(&self, n: &str) -> Option<PathBuf> {
+        match self.m.name() {
+            FileManager::NAME => Some(self.dir.join(n)),
+            PersistentManager::NAME => Some(n.into()),
+            _ => None,
+        }
+    }
+
+    /// A fresh dataspace of 4 pages.
+    fn fresh(&self) -> DataspaceId {
+        match &self.source {
+            Some(anon) => {
+                let id = anon.create(None, 4 * 4096).unwrap();
+                anon.transfer(&id, self.m.as_ref()).unwrap()
+            }
+            None => self.m.create(self.name("ds").as_deref(), 4 * 4096).unwrap(),
+        }
+    }
+}
+
+/// Every manager, each in a directory of its own under `dir`.
+fn subjects(dir: &Path) -> Vec<Subject> {
+    let sub = |n: &str| {
+        let d = dir.join(n);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    vec![
+        Subject {
+            m: Box::new(FileManager),
+            source: None,
+            dir: sub("file"),
+        },
+        Subject {
+            m: Box::new(AnonymousManager::new(sub("anon"))),
+            source: None,
+            dir: sub("anon"),
+        },
+        Subject {
+            m: Box::new(PersistentManager::new(sub("persistent"))),
+            source: None,
+            dir: sub("persistent"),
+        },
+        Subject {
+            m: Box::new(PinnedManager::new(1 << 20)),
+            source: Some(AnonymousManager::new(sub("pinned"))),
+            dir: sub("pinned"),
+        },
+        Subject {
+            m: Box::new(CompressedManager::with_dir(4096, sub("compressed"))),
+            source: None,
+            dir: sub("compressed"),
+        },
+        Subject {
+            m: Box::new(LazyCopyManager::new(sub("lazy"))),
+            source: Some(AnonymousManager::new(sub("lazy"))),
+            dir: sub("lazy"),
+        },
+    ]
+}
+
+/// Every manager.
+fn managers(dir: &Path) -> Vec<Box<dyn Manager>> {
+    subjects(dir).into_iter().map(|s| s.m).collect()
+}
+
+/// Performs `op` on a fresh dataspace of `s`'s with valid input; returns
 /// the `Unsupported` answer if it gave one, panics on any other error.
-fn answer(m: &dyn Manager, op: Operation, dir: &std::path::Path) -> Option<Unsupported> {
-    let file = |name: &str| (m.name() == FileManager::NAME).then(|| dir.join(name));
-    let id = fresh(m, dir, "ds", 4 * 4096);
+fn answer(s: &Subject, op: Operation) -> Option<Unsupported> {
+    let (m, id) = (s.m.as_ref(), s.fresh());
     fn verdict<T, E: MaybeUnsupported + std::fmt::Debug>(r: Result<T, E>) -> Option<Unsupported> {
         match r {
             Ok(_) => None,
@@ -38,51 +100,38 @@ fn answer(m: &dyn Manager, op: Operation, dir: &std::path::Path) -> Option<Unsup
         }
     }
     let other = common::Layer::new();
-    let u = match op {
+    match op {
         Operation::Identify => verdict(m.identify(&id)),
         Operation::Open => verdict(m.open(&id, Access::ReadWrite, None)),
         Operation::Close => verdict(
             m.open(&id, Access::ReadWrite, None)
-                .map(|s| m.close(&id, s))
+                .map(|st| m.close(&id, st))
                 .unwrap(),
         ),
         Operation::Interrogate => {
             m.interrogate();
             None
         }
-        Operation::Create => verdict(m.create(file("new").as_deref(), 4096)),
+        Operation::Create => verdict(m.create(s.name("new").as_deref(), 4096)),
         Operation::Delete => verdict(m.delete(&id)),
         Operation::Share => verdict(m.share(&id, Access::ReadOnly)),
-        Operation::Copy => verdict(m.copy(&id, file("copy").as_deref())),
+        Operation::Copy => verdict(m.copy(&id, s.name("copy").as_deref())),
         Operation::Transfer => verdict(m.transfer(&id, &other)),
-    };
-    for name in ["ds", "new", "copy"] {
-        let _ = std::fs::remove_file(dir.join(name));
     }
-    u
-}
-
-fn managers(dir: &std::path::Path) -> Vec<Box<dyn Manager>> {
-    vec![
-        Box::new(FileManager),
-        Box::new(AnonymousManager::new(dir)),
-        Box::new(CompressedManager::with_dir(4096, dir)),
-        Box::new(LazyCopyManager::new(dir)),
-    ]
 }
 
 #[test]
 fn test_interrogate_predicts_which_operations_answer_unsupported() {
-    let dir = tempfile::tempdir().unwrap();
-    for m in managers(dir.path()) {
-        let caps = m.interrogate();
-        for op in Operation::ALL {
-            let got = answer(m.as_ref(), op, dir.path());
+    for op in Operation::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        for s in subjects(dir.path()) {
+            let caps = s.m.interrogate();
+            let got = answer(&s, op);
             if caps.supports(op) {
-                assert_eq!(got, None, "{} {op}", m.name());
+                assert_eq!(got, None, "{} {op}", s.m.name());
             } else {
-                let u = got.unwrap_or_else(|| panic!("{} {op} answered", m.name()));
-                assert_eq!((u.manager, u.operation), (m.name(), op));
+                let u = got.unwrap_or_else(|| panic!("{} {op} answered", s.m.name()));
+                assert_eq!((u.manager, u.operation), (s.m.name(), op));
             }
         }
     }
@@ -91,14 +140,14 @@ fn test_interrogate_predicts_which_operations_answer_unsupported() {
 #[test]
 fn test_every_manager_supports_the_operations_sawmill_requires() {
     let dir = tempfile::tempdir().unwrap();
-    for m in managers(dir.path()) {
+    for s in subjects(dir.path()) {
         for op in [
             Operation::Identify,
             Operation::Open,
             Operation::Close,
             Operation::Interrogate,
         ] {
-            assert!(m.interrogate().supports(op), "{} {op}", m.name());
+            assert!(s.m.interrogate().supports(op), "{} {op}", s.m.name());
         }
     }
 }
@@ -106,14 +155,15 @@ fn test_every_manager_supports_the_operations_sawmill_requires() {
 #[test]
 fn test_interrogate_flavours_match_the_accesses_open_takes() {
     let dir = tempfile::tempdir().unwrap();
-    for m in managers(dir.path()) {
+    for s in subjects(dir.path()) {
+        let m = s.m.as_ref();
         let caps = m.interrogate();
-        let id = fresh(m.as_ref(), dir.path(), "ds", 4096);
+        let id = s.fresh();
         for access in [Access::ReadOnly, Access::ReadWrite] {
             match m.open(&id, access, None) {
-                Ok(s) => {
+                Ok(st) => {
                     assert!(caps.offers(access.flavour()), "{} {access:?}", m.name());
-                    m.close(&id, s).unwrap();
+                    m.close(&id, st).unwrap();
                 }
                 Err(e) => {
                     assert!(
@@ -126,20 +176,25 @@ fn test_interrogate_flavours_match_the_accesses_open_takes() {
                 }
             }
         }
-        // Persistent or Anonymous, never both; a stacked manager offering
-        // neither keeps its lower dataspace's persistence.
-        let persistent = caps.offers(Flavour::Persistent);
-        let anonymous = caps.offers(Flavour::Anonymous);
-        assert!(!(persistent && anonymous), "{}", m.name());
-        assert!(persistent || anonymous || caps.offers(Flavour::Stacked), "{}", m.name());
         let store = m.open(&id, Access::ReadWrite, None).unwrap();
-        if persistent || anonymous {
-            assert_eq!(store.persistent(), persistent, "{}", m.name());
+        if caps.offers(Flavour::Persistent) {
+            assert!(store.persistent(), "{}", m.name());
         }
+        if caps.offers(Flavour::Anonymous) {
+            assert!(!store.persistent(), "{}: its own swap file", m.name());
+        }
+        assert!(!(caps.offers(Flavour::Persistent) && caps.offers(Flavour::Anonymous)));
+        assert_eq!(store.pinned(), caps.offers(Flavour::Pinned), "{}", m.name());
         m.close(&id, store).unwrap();
+        // Those that take transferred dataspaces do.
+        if caps.offers(Flavour::Stacked) {
+            let anon = AnonymousManager::new(&s.dir);
+            let id = anon.create(None, 4096).unwrap();
+            anon.transfer(&id, m)
+                .unwrap_or_else(|e| panic!("{}: {e}", m.name()));
+        }
         m.delete(&id).unwrap();
         assert!(m.identify(&id).is_err());
-        let _ = std::fs::remove_file(dir.path().join("ds"));
     }
 }
 
@@ -147,9 +202,16 @@ fn test_interrogate_flavours_match_the_accesses_open_takes() {
 fn test_stacked_flavour_is_offered_exactly_by_the_managers_that_take_transfers() {
     let dir = tempfile::tempdir().unwrap();
     for m in managers(dir.path()) {
-        let file = FileManager.create(Some(&dir.path().join("t")), 4096).unwrap();
+        let file = FileManager
+            .create(Some(&dir.path().join("t")), 4096)
+            .unwrap();
         let taken = FileManager.transfer(&file, m.as_ref());
-        assert_eq!(taken.is_ok(), m.interrogate().offers(Flavour::Stacked), "{}", m.name());
+        assert_eq!(
+            taken.is_ok(),
+            m.interrogate().offers(Flavour::Stacked),
+            "{}",
+            m.name()
+        );
         if let Ok(id) = taken {
             let mut stack = m.stack(&id).unwrap();
             assert_eq!(stack.pop(), Some(m.key()), "{}", m.name());
@@ -164,7 +226,9 @@ fn test_compressed_flavour_means_pages_are_held_compressed() {
     let dir = tempfile::tempdir().unwrap();
     let cm = CompressedManager::with_dir(1 << 20, dir.path());
     assert!(cm.interrogate().offers(Flavour::Compressed));
-    assert!(!LazyCopyManager::new(dir.path()).interrogate().offers(Flavour::Compressed));
+    assert!(!LazyCopyManager::new(dir.path())
+        .interrogate()
+        .offers(Flavour::Compressed));
     let id = cm.create(None, 4 * 4096).unwrap();
     let store = cm.open(&id, Access::ReadWrite, None).unwrap();
     common::write(store.as_ref(), 0, 4, 0x5c);

@@ -44,9 +44,16 @@ fn test_copy_of_file_reads_source_until_written_and_never_writes_the_source() {
     let (got, bytes) = read(store.as_ref(), 0, 8);
     assert_eq!(got, 8);
     assert_eq!(firsts(store.as_ref(), 8), [1, 2, 0xc2, 4, 5, 0xc5, 0xc5, 8]);
-    assert!(bytes[2 * PAGE..3 * PAGE].iter().all(|&b| b == 0xc2), "whole pages are the copy's");
+    assert!(
+        bytes[2 * PAGE..3 * PAGE].iter().all(|&b| b == 0xc2),
+        "whole pages are the copy's"
+    );
     lc.close(&copy, store).unwrap();
-    assert_eq!(std::fs::read(path(&src)).unwrap(), before, "source unchanged byte for byte");
+    assert_eq!(
+        std::fs::read(path(&src)).unwrap(),
+        before,
+        "source unchanged byte for byte"
+    );
     let s = lc.stats(&copy).unwrap();
     assert_eq!(s.pages_written, 3);
     assert!(s.reads_own >= 3 && s.reads_source >= 5, "{s:?}");
@@ -106,9 +113,20 @@ fn test_copy_of_a_copy_freezes_it_so_neither_sees_the_others_later_writes() {
     assert_eq!(firsts(sb.as_ref(), 4), [1, 0xa1, 0xc2, 4]);
     assert_eq!(lc.stats(&b).unwrap().depth, lc.stats(&a).unwrap().depth);
     // An open copy cannot be frozen.
-    assert!(matches!(lc.copy(&a, None), Err(CopyError::Busy { manager: "lazy-copy", .. })));
-    let named = lc.copy(&b, Some(std::path::Path::new("/tmp/x"))).unwrap_err();
-    assert!(matches!(named, CopyError::Create(CreateError::BadName { .. })), "{named}");
+    assert!(matches!(
+        lc.copy(&a, None),
+        Err(CopyError::Busy {
+            manager: "lazy-copy",
+            ..
+        })
+    ));
+    let named = lc
+        .copy(&b, Some(std::path::Path::new("/tmp/x")))
+        .unwrap_err();
+    assert!(
+        matches!(named, CopyError::Create(CreateError::BadName { .. })),
+        "{named}"
+    );
 }
 
 #[test]
@@ -129,7 +147,10 @@ fn test_copies_of_copies_stop_at_the_stack_depth_limit() {
     };
     // The file and the first copy are two layers; each copy adds one.
     assert_eq!(made, MAX_STACK_DEPTH - 2);
-    assert!(matches!(err, CopyError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1), "{err}");
+    assert!(
+        matches!(err, CopyError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1),
+        "{err}"
+    );
     let store = lc.open(&id, Access::ReadOnly, None).unwrap();
     assert_eq!(firsts(store.as_ref(), 1), [1], "read through every layer");
 }
@@ -153,7 +174,11 @@ fn test_copy_of_anonymous_dataspace_closes_it_back_when_deleted() {
     lc.delete(&copy).unwrap();
     assert!(lc.identify(&copy).is_err());
     let s = anon.open(&id, Access::ReadWrite, None).unwrap();
-    assert_eq!(firsts(s.as_ref(), 2), [0, 0x44], "the source is back, unchanged");
+    assert_eq!(
+        firsts(s.as_ref(), 2),
+        [0, 0x44],
+        "the source is back, unchanged"
+    );
 }
 
 #[test]
@@ -178,7 +203,9 @@ fn test_identify_open_and_close_answer_for_copies_only() {
     let who = lc.identify(&copy).unwrap();
     assert_eq!((who.manager, who.len), ("lazy-copy", 3 * PAGE as u64));
     assert!(lc.identify(&src).is_err());
-    let short = lc.open(&copy, Access::ReadWrite, Some(4 * PAGE as u64)).unwrap_err();
+    let short = lc
+        .open(&copy, Access::ReadWrite, Some(4 * PAGE as u64))
+        .unwrap_err();
     assert!(matches!(short, OpenError::Short { .. }), "{short}");
     let ro = lc.open(&copy, Access::ReadOnly, None).unwrap();
     let buf = pages(1);
@@ -186,7 +213,13 @@ fn test_identify_open_and_close_answer_for_copies_only() {
     let err = unsafe { ro.write(0, 1, buf.as_ptr().cast()) }.unwrap_err();
     assert!(err.to_string().contains("read-only"), "{err}");
     let store = other.open(&theirs, Access::ReadWrite, None).unwrap();
-    assert!(matches!(lc.close(&copy, store), Err(CloseError::Foreign { manager: "lazy-copy", .. })));
+    assert!(matches!(
+        lc.close(&copy, store),
+        Err(CloseError::Foreign {
+            manager: "lazy-copy",
+            ..
+        })
+    ));
     lc.close(&copy, ro).unwrap();
     assert!(lc.create(None, PAGE as u64).is_err(), "a copy of nothing");
 }
@@ -202,8 +235,14 @@ fn test_transfer_of_a_copy_moves_it_onwards_with_its_pages() {
     lc.close(&copy, store).unwrap();
     let layer = Layer::new();
     let moved = lc.transfer(&copy, &layer).unwrap();
-    assert_eq!(layer.stack(&moved).unwrap(), vec![FileManager.key(), lc.key(), layer.key()]);
+    assert_eq!(
+        layer.stack(&moved).unwrap(),
+        vec![FileManager.key(), lc.key(), layer.key()]
+    );
     let store = layer.open(&moved, Access::ReadWrite, None).unwrap();
     assert_eq!(firsts(store.as_ref(), 2), [0x66, 2]);
-    assert!(lc.open(&copy, Access::ReadWrite, None).is_err(), "no longer served here");
+    assert!(
+        lc.open(&copy, Access::ReadWrite, None).is_err(),
+        "no longer served here"
+    );
 }

@@ -68,8 +68,18 @@ proptest! {
 #[test]
 fn test_attachments_are_sorted_by_their_place_in_the_region() {
     let parts = vec![
-        Attached { at: 8, pages: 2, offset: 0, store: Box::new(Memory::new(2, |_| 2)) },
-        Attached { at: 0, pages: 4, offset: 0, store: Box::new(Memory::new(4, |_| 1)) },
+        Attached {
+            at: 8,
+            pages: 2,
+            offset: 0,
+            store: Box::new(Memory::new(2, |_| 2)),
+        },
+        Attached {
+            at: 0,
+            pages: 4,
+            offset: 0,
+            store: Box::new(Memory::new(4, |_| 1)),
+        },
     ];
     let routed = Routed::new(parts).unwrap();
     assert_eq!(routed.parts()[0].at, 0);
@@ -81,7 +91,12 @@ fn test_attachments_are_sorted_by_their_place_in_the_region() {
 #[test]
 fn test_bad_attachments_are_refused_naming_them() {
     let mem = |pages| Box::new(Memory::new(pages, |_| 0)) as Box<dyn PageStore>;
-    let part = |at, pages, offset, store| Attached { at, pages, offset, store };
+    let part = |at, pages, offset, store| Attached {
+        at,
+        pages,
+        offset,
+        store,
+    };
     assert_eq!(Routed::new(vec![]).unwrap_err(), AttachError::Empty);
     assert_eq!(
         Routed::new(vec![part(0, 0, 0, mem(1))]).unwrap_err(),
@@ -89,11 +104,19 @@ fn test_bad_attachments_are_refused_naming_them() {
     );
     assert_eq!(
         Routed::new(vec![part(0, 4, 0, mem(4)), part(3, 1, 0, mem(1))]).unwrap_err(),
-        AttachError::Overlap { first: 0, second: 1, page: 3 }
+        AttachError::Overlap {
+            first: 0,
+            second: 1,
+            page: 3
+        }
     );
     assert_eq!(
         Routed::new(vec![part(0, 4, 2, mem(5))]).unwrap_err(),
-        AttachError::BeyondDataspace { index: 0, end: 6, pages: 5 }
+        AttachError::BeyondDataspace {
+            index: 0,
+            end: 6,
+            pages: 5
+        }
     );
 }
 
@@ -104,10 +127,24 @@ fn test_a_short_dataspace_ends_the_read_where_it_ends() {
     let short = Memory::new(4, |_| 9);
     let bytes = short.0.clone();
     let parts = vec![
-        Attached { at: 0, pages: 2, offset: 0, store: Box::new(Memory::new(2, |_| 1)) },
-        Attached { at: 2, pages: 4, offset: 0, store: Box::new(short) },
+        Attached {
+            at: 0,
+            pages: 2,
+            offset: 0,
+            store: Box::new(Memory::new(2, |_| 1)),
+        },
+        Attached {
+            at: 2,
+            pages: 4,
+            offset: 0,
+            store: Box::new(short),
+        },
     ];
     let routed = Routed::new(parts).unwrap();
     bytes.lock().unwrap().truncate(PAGE);
-    assert_eq!(read(&routed, 0, 6).0, 3, "two pages, then one of the second");
+    assert_eq!(
+        read(&routed, 0, 6).0,
+        3,
+        "two pages, then one of the second"
+    );
 }

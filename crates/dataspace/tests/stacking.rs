@@ -6,8 +6,8 @@ mod common;
 
 use common::{read, write, Layer};
 use pagepilot_dataspace::{
-    Access, AnonymousManager, DataspaceId, FileManager, Flavour, Manager, Operation,
-    TransferError, MAX_STACK_DEPTH,
+    Access, AnonymousManager, DataspaceId, FileManager, Flavour, Manager, Operation, TransferError,
+    MAX_STACK_DEPTH,
 };
 
 #[test]
@@ -48,9 +48,15 @@ fn test_stack_of_max_depth_is_built_and_one_more_is_refused() {
     }
     assert_eq!(from.stack(&id).unwrap().len(), MAX_STACK_DEPTH);
     let store = from.open(&id, Access::ReadOnly, None).unwrap();
-    assert_eq!(read(store.as_ref(), 2, 1).1[0], 3, "page 2 of the file, 8 managers up");
+    assert_eq!(
+        read(store.as_ref(), 2, 1).1[0],
+        3,
+        "page 2 of the file, 8 managers up"
+    );
 
-    let err = from.transfer(&id, &layers[MAX_STACK_DEPTH - 1]).unwrap_err();
+    let err = from
+        .transfer(&id, &layers[MAX_STACK_DEPTH - 1])
+        .unwrap_err();
     assert!(
         matches!(err, TransferError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1),
         "{err:?}"
@@ -81,12 +87,12 @@ fn test_transfer_back_to_a_manager_in_the_stack_is_refused_as_a_cycle() {
 fn test_transfer_to_a_manager_that_takes_no_dataspaces_is_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let anon = AnonymousManager::new(dir.path());
-    let other = AnonymousManager::new(dir.path());
+    let other = FileManager;
     assert!(!other.interrogate().offers(Flavour::Stacked));
     let id = anon.create(None, 4096).unwrap();
     match anon.transfer(&id, &other).unwrap_err() {
         TransferError::Unsupported(u) => {
-            assert_eq!((u.manager, u.operation), ("anonymous", Operation::Transfer));
+            assert_eq!((u.manager, u.operation), ("file", Operation::Transfer));
             assert_eq!(u.flavour, Some(Flavour::Stacked));
         }
         e => panic!("{e:?}"),
@@ -141,8 +147,13 @@ fn test_stack_of_alternating_compressed_and_lazy_copy_managers_stops_at_max_dept
         from = m.as_ref();
     }
     assert_eq!(from.stack(&id).unwrap().len(), MAX_STACK_DEPTH);
-    let err = from.transfer(&id, managers[MAX_STACK_DEPTH - 1].as_ref()).unwrap_err();
-    assert!(matches!(err, TransferError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1), "{err:?}");
+    let err = from
+        .transfer(&id, managers[MAX_STACK_DEPTH - 1].as_ref())
+        .unwrap_err();
+    assert!(
+        matches!(err, TransferError::TooDeep { depth, .. } if depth == MAX_STACK_DEPTH + 1),
+        "{err:?}"
+    );
     // The top reads the file through every layer; its writes, synced down
     // through the compressed layers, stop at the lowest lazy copy.
     let store = from.open(&id, Access::ReadWrite, None).unwrap();
@@ -151,5 +162,9 @@ fn test_stack_of_alternating_compressed_and_lazy_copy_managers_stops_at_max_dept
     from.close(&id, store).unwrap();
     let store = from.open(&id, Access::ReadOnly, None).unwrap();
     assert!(read(store.as_ref(), 0, 4).1.iter().all(|&b| b == 0x7e));
-    assert_eq!(std::fs::read(&path).unwrap(), before, "the file under the lazy copies is never written");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the file under the lazy copies is never written"
+    );
 }

@@ -55,6 +55,7 @@ impl Region {
         given: Option<Box<dyn Policy>>,
         opened: crate::backing::Opening,
     ) -> Result<Region, MapError> {
+        let spare = usize::from(!opened.pinned.is_empty());
         let (store, writable, attached) = (opened.store, opened.writable, opened.map);
         let len = match &opts.backing {
             Backing::File { .. } => opts.len.unwrap_or(store.size() as usize),
@@ -63,7 +64,10 @@ impl Region {
         };
         check_len(len)?;
         let pages = len.div_ceil(PAGE);
-        let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1));
+        // Pins leave one frame of the budget for faults: a region whose
+        // pages are all a pinned dataspace's may have one frame more than
+        // pages, or it could never be mapped.
+        let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1) + spare);
         let given_policy = given.is_some();
         let policy = match given {
             Some(p) => p,

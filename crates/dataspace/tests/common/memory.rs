@@ -11,7 +11,9 @@ pub struct Memory(pub Arc<Mutex<Vec<u8>>>);
 impl Memory {
     /// `pages` pages, page `i` filled with `fill(i)`.
     pub fn new(pages: usize, fill: impl Fn(usize) -> u8) -> Self {
-        Memory(Arc::new(Mutex::new((0..pages * PAGE).map(|b| fill(b / PAGE)).collect())))
+        Memory(Arc::new(Mutex::new(
+            (0..pages * PAGE).map(|b| fill(b / PAGE)).collect(),
+        )))
     }
 }
 
@@ -29,7 +31,9 @@ impl PageStore for Memory {
         let n = (data.len() / PAGE).saturating_sub(first).min(pages);
         // SAFETY: the caller lends `pages` pages at `src`; `n` of them go
         // inside `data`.
-        unsafe { std::ptr::copy_nonoverlapping(src, data.as_mut_ptr().add(first * PAGE), n * PAGE) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, data.as_mut_ptr().add(first * PAGE), n * PAGE)
+        };
         Ok(())
     }
     fn sync(&self) -> io::Result<()> {
