@@ -146,12 +146,33 @@ impl Manager for AnonymousManager {
         Some(stack)
     }
 
+    fn takes_back(&self) -> bool {
+        true
+    }
+
     fn receive(&self, lower: Lower) -> Result<DataspaceId, TransferError> {
+        let mut stack = lower.stack;
+        let held = if stack.last() == Some(&self.key) {
+            // One of ours, handed back (unpinned, say): it is served as it
+            // was before it left. Its old entry goes with the token.
+            stack.pop();
+            match Held::take_back(lower.store.into_any()) {
+                Some((held, _token)) => held,
+                None => {
+                    return Err(TransferError::Io {
+                        manager: Self::NAME,
+                        id: lower.id,
+                        source: std::io::Error::other("handed back a store this manager never opened"),
+                    })
+                }
+            }
+        } else {
+            Held::over(lower.store, stack)
+        };
         let mut t = self.table();
         let n = t.next;
         t.next += 1;
-        t.entries
-            .insert(n, Entry::Closed(Held::over(lower.store, lower.stack)));
+        t.entries.insert(n, Entry::Closed(held));
         Ok(DataspaceId::Anonymous(n))
     }
 

@@ -194,6 +194,15 @@ pub trait Manager: Send + Sync {
         self.identify(id).ok().map(|_| vec![self.key()])
     }
 
+    /// Whether a dataspace this manager handed on may be handed back to it
+    /// (SawMill, Figure 6: a dataspace moved to the pinned manager and back
+    /// is pinned, then unpinned). Its `receive` then gets a [`Lower`] whose
+    /// stack ends with its own key, and serves the store as its own again;
+    /// for the others, handing a dataspace back is a cycle.
+    fn takes_back(&self) -> bool {
+        false
+    }
+
     /// Takes over a dataspace another manager's `transfer` hands it (see
     /// [`crate::hand_over`], which calls this), serving it from then on
     /// over `lower`: the new id. Managers offering [`Flavour::Stacked`]
