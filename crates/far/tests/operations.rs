@@ -31,15 +31,24 @@ fn test_create_stores_metadata_and_identify_says_the_length() {
     let id = far.create(name("alpha"), 10 * 4096 + 5).unwrap();
     assert_eq!(id, DataspaceId::Name("alpha".into()));
     let who = far.identify(&id).unwrap();
-    assert_eq!((who.manager, who.len, who.inode), ("redis", 10 * 4096 + 5, None));
+    assert_eq!(
+        (who.manager, who.len, who.inode),
+        ("redis", 10 * 4096 + 5, None)
+    );
     let meta: String = server.raw().get("pp:{alpha}:meta").unwrap();
     assert_eq!(meta, "pagepilot-far 1 len=40965 window=64");
     // Another manager on the same server sees it.
     assert_eq!(server.manager(SECOND).identify(&id).unwrap().len, 40965);
     let missing = DataspaceId::Name("beta".into());
-    assert!(matches!(far.identify(&missing), Err(pagepilot_dataspace::IdentifyError::NoSuch(_))));
+    assert!(matches!(
+        far.identify(&missing),
+        Err(pagepilot_dataspace::IdentifyError::NoSuch(_))
+    ));
     let other_kind = DataspaceId::Anonymous(3);
-    assert!(matches!(far.identify(&other_kind), Err(pagepilot_dataspace::IdentifyError::NoSuch(_))));
+    assert!(matches!(
+        far.identify(&other_kind),
+        Err(pagepilot_dataspace::IdentifyError::NoSuch(_))
+    ));
 }
 
 #[test]
@@ -47,14 +56,22 @@ fn test_create_refuses_taken_bad_and_missing_names_and_empty_or_absurd_lengths()
     let server = Server::start();
     let far = server.manager(SECOND);
     far.create(name("taken"), 4096).unwrap();
-    assert!(matches!(far.create(name("taken"), 4096), Err(CreateError::Exists(p)) if p == Path::new("taken")));
+    assert!(
+        matches!(far.create(name("taken"), 4096), Err(CreateError::Exists(p)) if p == Path::new("taken"))
+    );
     for bad in ["a{b}", "a:b", "with space", "", &"x".repeat(200)] {
         let e = far.create(name(bad), 4096).unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("bad far dataspace name"), "{bad:?}: {msg}");
     }
-    assert!(matches!(far.create(None, 4096), Err(CreateError::BadName { .. })));
-    assert!(matches!(far.create(name("empty"), 0), Err(CreateError::Empty { .. })));
+    assert!(matches!(
+        far.create(None, 4096),
+        Err(CreateError::BadName { .. })
+    ));
+    assert!(matches!(
+        far.create(name("empty"), 0),
+        Err(CreateError::Empty { .. })
+    ));
     let e = far.create(name("huge"), 1 << 50).unwrap_err();
     assert!(e.to_string().contains("more than the most"), "{e}");
     // Nothing but the one dataspace's metadata was stored.
@@ -74,10 +91,17 @@ fn test_open_serves_pages_and_refuses_missing_and_short_dataspaces() {
     write(store.as_ref(), 0, &data).unwrap();
     assert_eq!(read(store.as_ref(), 0, 8).unwrap(), data);
     let missing = DataspaceId::Name("nothing".into());
-    assert!(matches!(far.open(&missing, Access::ReadWrite, None), Err(OpenError::NoSuch(_))));
+    assert!(matches!(
+        far.open(&missing, Access::ReadWrite, None),
+        Err(OpenError::NoSuch(_))
+    ));
     assert!(matches!(
         far.open(&id, Access::ReadWrite, Some(9 * 4096)),
-        Err(OpenError::Short { actual: 32768, expected: 36864, .. })
+        Err(OpenError::Short {
+            actual: 32768,
+            expected: 36864,
+            ..
+        })
     ));
     // Many opens at once see the same pages.
     let second = far.open(&id, Access::ReadOnly, None).unwrap();
@@ -106,11 +130,17 @@ fn test_close_takes_back_its_store_and_refuses_another_ones() {
     let a = far.create(name("a"), 4096).unwrap();
     let b = far.create(name("b"), 4096).unwrap();
     let store = far.open(&a, Access::ReadWrite, None).unwrap();
-    assert!(matches!(far.close(&b, store), Err(CloseError::Foreign { .. })));
+    assert!(matches!(
+        far.close(&b, store),
+        Err(CloseError::Foreign { .. })
+    ));
     // A store of another manager of the same server is not this one's.
     let other = server.manager(SECOND);
     let theirs = other.open(&a, Access::ReadWrite, None).unwrap();
-    assert!(matches!(far.close(&a, theirs), Err(CloseError::Foreign { .. })));
+    assert!(matches!(
+        far.close(&a, theirs),
+        Err(CloseError::Foreign { .. })
+    ));
     // Nor is an anonymous store.
     let anon = AnonymousManager::new(std::env::temp_dir());
     let n = anon.create(None, 4096).unwrap();
@@ -139,9 +169,15 @@ fn test_delete_removes_every_page_and_the_metadata_and_refuses_an_open_dataspace
     far.delete(&id).unwrap();
     let mut keys: Vec<String> = raw.keys("*").unwrap();
     keys.sort();
-    assert_eq!(keys, vec!["pp:{kept:0}:0".to_string(), "pp:{kept}:meta".to_string()]);
+    assert_eq!(
+        keys,
+        vec!["pp:{kept:0}:0".to_string(), "pp:{kept}:meta".to_string()]
+    );
     assert!(matches!(far.delete(&id), Err(DeleteError::NoSuch(_))));
-    assert!(matches!(far.identify(&id), Err(pagepilot_dataspace::IdentifyError::NoSuch(_))));
+    assert!(matches!(
+        far.identify(&id),
+        Err(pagepilot_dataspace::IdentifyError::NoSuch(_))
+    ));
     // The name can be used again, and its pages start as zero.
     let again = far.create(name("gone"), 4096).unwrap();
     let s = far.open(&again, Access::ReadWrite, None).unwrap();
@@ -160,7 +196,11 @@ fn test_transfer_hands_the_dataspace_to_a_stacked_manager_and_refuses_others() {
     // A manager that does not stack: Unsupported, naming the flavour.
     let anon = AnonymousManager::new(std::env::temp_dir());
     let e = far.transfer(&id, &anon).unwrap_err();
-    assert_eq!(e.unsupported().and_then(|u| u.flavour), Some(Flavour::Stacked), "{e}");
+    assert_eq!(
+        e.unsupported().and_then(|u| u.flavour),
+        Some(Flavour::Stacked),
+        "{e}"
+    );
     // One that does: it serves the same pages from then on.
     let layer = Keep::default();
     let new = far.transfer(&id, &layer).unwrap();
@@ -173,7 +213,10 @@ fn test_transfer_hands_the_dataspace_to_a_stacked_manager_and_refuses_others() {
     // It is open (held by the layer): not deleted under it.
     assert!(matches!(far.delete(&id), Err(DeleteError::Open(_))));
     let missing = DataspaceId::Name("missing".into());
-    assert!(matches!(far.transfer(&missing, &layer), Err(TransferError::NoSuch(_))));
+    assert!(matches!(
+        far.transfer(&missing, &layer),
+        Err(TransferError::NoSuch(_))
+    ));
 }
 
 /// A stacked manager that keeps the one dataspace handed to it.
@@ -185,7 +228,10 @@ impl Manager for Keep {
         "keep"
     }
     fn key(&self) -> pagepilot_dataspace::ManagerKey {
-        pagepilot_dataspace::ManagerKey { name: "keep", instance: u64::MAX }
+        pagepilot_dataspace::ManagerKey {
+            name: "keep",
+            instance: u64::MAX,
+        }
     }
     fn interrogate(&self) -> pagepilot_dataspace::Capabilities {
         pagepilot_dataspace::Capabilities {
@@ -197,10 +243,18 @@ impl Manager for Keep {
         *self.0.lock().unwrap() = Some(lower);
         Ok(DataspaceId::Anonymous(0))
     }
-    fn identify(&self, _: &DataspaceId) -> Result<pagepilot_dataspace::Identity, pagepilot_dataspace::IdentifyError> {
+    fn identify(
+        &self,
+        _: &DataspaceId,
+    ) -> Result<pagepilot_dataspace::Identity, pagepilot_dataspace::IdentifyError> {
         Err(unsupported(Operation::Identify).into())
     }
-    fn open(&self, _: &DataspaceId, _: Access, _: Option<u64>) -> Result<Box<dyn PageStore>, OpenError> {
+    fn open(
+        &self,
+        _: &DataspaceId,
+        _: Access,
+        _: Option<u64>,
+    ) -> Result<Box<dyn PageStore>, OpenError> {
         Err(unsupported(Operation::Open).into())
     }
     fn close(&self, _: &DataspaceId, _: Box<dyn PageStore>) -> Result<(), CloseError> {
@@ -212,10 +266,18 @@ impl Manager for Keep {
     fn delete(&self, _: &DataspaceId) -> Result<(), DeleteError> {
         Err(unsupported(Operation::Delete).into())
     }
-    fn share(&self, _: &DataspaceId, _: Access) -> Result<pagepilot_dataspace::Share, pagepilot_dataspace::ShareError> {
+    fn share(
+        &self,
+        _: &DataspaceId,
+        _: Access,
+    ) -> Result<pagepilot_dataspace::Share, pagepilot_dataspace::ShareError> {
         Err(unsupported(Operation::Share).into())
     }
-    fn copy(&self, _: &DataspaceId, _: Option<&Path>) -> Result<DataspaceId, pagepilot_dataspace::CopyError> {
+    fn copy(
+        &self,
+        _: &DataspaceId,
+        _: Option<&Path>,
+    ) -> Result<DataspaceId, pagepilot_dataspace::CopyError> {
         Err(unsupported(Operation::Copy).into())
     }
     fn transfer(&self, _: &DataspaceId, _: &dyn Manager) -> Result<DataspaceId, TransferError> {
@@ -224,7 +286,11 @@ impl Manager for Keep {
 }
 
 fn unsupported(operation: Operation) -> Unsupported {
-    Unsupported { manager: "keep", operation, flavour: None }
+    Unsupported {
+        manager: "keep",
+        operation,
+        flavour: None,
+    }
 }
 
 /// Performs `op` on a fresh dataspace with valid input: the `Unsupported`
@@ -242,7 +308,11 @@ fn answer(far: &RedisManager, op: Operation, n: usize) -> Option<Unsupported> {
     match op {
         Operation::Identify => verdict(far.identify(&id)),
         Operation::Open => verdict(far.open(&id, Access::ReadWrite, None)),
-        Operation::Close => verdict(far.open(&id, Access::ReadWrite, None).map(|s| far.close(&id, s)).unwrap()),
+        Operation::Close => verdict(
+            far.open(&id, Access::ReadWrite, None)
+                .map(|s| far.close(&id, s))
+                .unwrap(),
+        ),
         Operation::Interrogate => {
             far.interrogate();
             None
@@ -287,30 +357,52 @@ fn test_interrogate_predicts_which_operations_answer_unsupported_and_the_flavour
 fn test_an_unreachable_server_fails_within_the_retry_time_naming_it() {
     let port = free_ports(1);
     let far = RedisManager::new(
-        RedisConfig::single(format!("redis://127.0.0.1:{port}")).with_retry_for(Duration::from_millis(300)),
+        RedisConfig::single(format!("redis://127.0.0.1:{port}"))
+            .with_retry_for(Duration::from_millis(300)),
     )
     .unwrap();
     let t = Instant::now();
     let e = far.create(name("x"), 4096).unwrap_err();
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     let msg = e.to_string();
-    assert!(msg.contains(&format!("127.0.0.1:{port}")) && msg.contains("pp:{x}:meta"), "{msg}");
+    assert!(
+        msg.contains(&format!("127.0.0.1:{port}")) && msg.contains("pp:{x}:meta"),
+        "{msg}"
+    );
     assert!(far.retries() > 0);
     // A cluster none of whose seeds answers: the same.
-    let far = RedisManager::new(RedisConfig::cluster(&[format!("127.0.0.1:{port}")]).with_retry_for(Duration::from_millis(300))).unwrap();
-    let e = far.open(&DataspaceId::Name("x".into()), Access::ReadWrite, None).unwrap_err();
-    assert!(e.to_string().contains(&format!("redis cluster 127.0.0.1:{port}")), "{e}");
+    let far = RedisManager::new(
+        RedisConfig::cluster(&[format!("127.0.0.1:{port}")])
+            .with_retry_for(Duration::from_millis(300)),
+    )
+    .unwrap();
+    let e = far
+        .open(&DataspaceId::Name("x".into()), Access::ReadWrite, None)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("redis cluster 127.0.0.1:{port}")),
+        "{e}"
+    );
 }
 
 #[test]
 fn test_bad_addresses_windows_and_pools_are_refused() {
     let e = RedisManager::new(RedisConfig::single("http://nowhere")).unwrap_err();
-    assert!(e.to_string().contains("bad Redis address \"http://nowhere\""), "{e}");
+    assert!(
+        e.to_string()
+            .contains("bad Redis address \"http://nowhere\""),
+        "{e}"
+    );
     let none: [&str; 0] = [];
     assert!(RedisManager::new(RedisConfig::cluster(&none)).is_err());
     assert!(RedisManager::new(RedisConfig::single("redis://127.0.0.1:1").with_window(0)).is_err());
-    assert!(RedisManager::new(RedisConfig::single("redis://127.0.0.1:1").with_window(4096)).is_err());
-    assert!(RedisManager::new(RedisConfig::single("redis://127.0.0.1:1").with_connections(0)).is_err());
+    assert!(
+        RedisManager::new(RedisConfig::single("redis://127.0.0.1:1").with_window(4096)).is_err()
+    );
+    assert!(
+        RedisManager::new(RedisConfig::single("redis://127.0.0.1:1").with_connections(0)).is_err()
+    );
 }
 
 #[test]
@@ -323,10 +415,25 @@ fn test_a_stored_value_of_the_wrong_size_or_bad_metadata_is_an_error_naming_the_
     let _: () = raw.set("pp:{bent:0}:2", vec![7u8; 100]).unwrap();
     let e = read(store.as_ref(), 0, 4).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
-    assert!(e.to_string().contains("pp:{bent:0}:2") && e.to_string().contains("100 bytes"), "{e}");
+    assert!(
+        e.to_string().contains("pp:{bent:0}:2") && e.to_string().contains("100 bytes"),
+        "{e}"
+    );
     // The other pages still read.
     assert_eq!(read(store.as_ref(), 0, 2).unwrap(), vec![0; 2 * 4096]);
-    let _: () = raw.set("pp:{garbled}:meta", "pagepilot-far 1 len=-3 window=64").unwrap();
-    let e = far.open(&DataspaceId::Name("garbled".into()), Access::ReadWrite, None).unwrap_err();
-    assert!(e.to_string().contains("pp:{garbled}:meta is not far-dataspace metadata"), "{e}");
+    let _: () = raw
+        .set("pp:{garbled}:meta", "pagepilot-far 1 len=-3 window=64")
+        .unwrap();
+    let e = far
+        .open(
+            &DataspaceId::Name("garbled".into()),
+            Access::ReadWrite,
+            None,
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("pp:{garbled}:meta is not far-dataspace metadata"),
+        "{e}"
+    );
 }

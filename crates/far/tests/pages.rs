@@ -20,7 +20,10 @@ fn round_trip_bytes(far: &RedisManager, name: &str) {
     write(store.as_ref(), 0, &data).unwrap();
     let back = read(store.as_ref(), 0, 301).unwrap();
     assert!(back[..len as usize] == data[..len as usize], "pages differ");
-    assert!(back[len as usize..].iter().all(|&b| b == 0), "bytes beyond the end must read as zero");
+    assert!(
+        back[len as usize..].iter().all(|&b| b == 0),
+        "bytes beyond the end must read as zero"
+    );
     // Unaligned runs, overwritten and read again, in a store opened anew.
     let patch = random_pages(70, 12);
     write(store.as_ref(), 33, &patch).unwrap();
@@ -49,11 +52,16 @@ fn test_pages_written_read_back_byte_for_byte_on_the_cluster() {
 #[test]
 fn test_pages_never_written_read_as_zero() {
     let far = cluster_manager();
-    let id = far.create(Some(unique("zero").as_ref()), 200 * 4096).unwrap();
+    let id = far
+        .create(Some(unique("zero").as_ref()), 200 * 4096)
+        .unwrap();
     let store = far.open(&id, Access::ReadWrite, None).unwrap();
     write(store.as_ref(), 100, &random_pages(1, 4)).unwrap();
     let back = read(store.as_ref(), 0, 200).unwrap();
-    assert!(back[..100 * 4096].iter().chain(&back[101 * 4096..]).all(|&b| b == 0));
+    assert!(back[..100 * 4096]
+        .iter()
+        .chain(&back[101 * 4096..])
+        .all(|&b| b == 0));
     far.close(&id, store).unwrap();
     far.delete(&id).unwrap();
 }
@@ -61,7 +69,9 @@ fn test_pages_never_written_read_as_zero() {
 #[test]
 fn test_a_window_is_read_and_written_in_one_round_trip_on_the_cluster() {
     let far = cluster_manager();
-    let id = far.create(Some(unique("window").as_ref()), 256 * 4096).unwrap();
+    let id = far
+        .create(Some(unique("window").as_ref()), 256 * 4096)
+        .unwrap();
     let store = far.open(&id, Access::ReadWrite, None).unwrap();
     let trips = |f: &dyn Fn()| {
         let before = far.round_trips();
@@ -69,10 +79,26 @@ fn test_a_window_is_read_and_written_in_one_round_trip_on_the_cluster() {
         far.round_trips() - before
     };
     let data = random_pages(64, 5);
-    assert_eq!(trips(&|| write(store.as_ref(), 64, &data).unwrap()), 1, "64 aligned pages: one MSET");
-    assert_eq!(trips(&|| assert!(read(store.as_ref(), 64, 64).unwrap() == data)), 1, "one MGET");
-    assert_eq!(trips(&|| drop(read(store.as_ref(), 0, 256).unwrap())), 4, "four windows, four nodes' MGETs");
-    assert_eq!(trips(&|| drop(read(store.as_ref(), 60, 8).unwrap())), 2, "straddling two windows");
+    assert_eq!(
+        trips(&|| write(store.as_ref(), 64, &data).unwrap()),
+        1,
+        "64 aligned pages: one MSET"
+    );
+    assert_eq!(
+        trips(&|| assert!(read(store.as_ref(), 64, 64).unwrap() == data)),
+        1,
+        "one MGET"
+    );
+    assert_eq!(
+        trips(&|| drop(read(store.as_ref(), 0, 256).unwrap())),
+        4,
+        "four windows, four nodes' MGETs"
+    );
+    assert_eq!(
+        trips(&|| drop(read(store.as_ref(), 60, 8).unwrap())),
+        2,
+        "straddling two windows"
+    );
     assert_eq!(far.retries(), 0);
     far.close(&id, store).unwrap();
     far.delete(&id).unwrap();
@@ -95,8 +121,11 @@ fn test_one_server_reads_every_window_of_a_call_in_one_pipeline() {
 fn test_the_naive_mode_costs_a_round_trip_per_page_and_reads_the_same_pages() {
     let seeds = shared_cluster();
     let batched = cluster_manager();
-    let naive = RedisManager::new(RedisConfig::cluster(&seeds).with_batching(Batching::PerPage)).unwrap();
-    let id = batched.create(Some(unique("naive").as_ref()), 100 * 4096).unwrap();
+    let naive =
+        RedisManager::new(RedisConfig::cluster(&seeds).with_batching(Batching::PerPage)).unwrap();
+    let id = batched
+        .create(Some(unique("naive").as_ref()), 100 * 4096)
+        .unwrap();
     let data = random_pages(100, 8);
     let s = batched.open(&id, Access::ReadWrite, None).unwrap();
     write(s.as_ref(), 0, &data).unwrap();
@@ -116,8 +145,11 @@ fn test_the_naive_mode_costs_a_round_trip_per_page_and_reads_the_same_pages() {
 #[test]
 fn test_threads_share_the_pool_and_each_sees_its_own_pages() {
     // Two connections for eight threads: they wait for one, never mix replies.
-    let far = RedisManager::new(RedisConfig::cluster(&shared_cluster()).with_connections(2)).unwrap();
-    let id = far.create(Some(unique("threads").as_ref()), 8 * 128 * 4096).unwrap();
+    let far =
+        RedisManager::new(RedisConfig::cluster(&shared_cluster()).with_connections(2)).unwrap();
+    let id = far
+        .create(Some(unique("threads").as_ref()), 8 * 128 * 4096)
+        .unwrap();
     let store = far.open(&id, Access::ReadWrite, None).unwrap();
     std::thread::scope(|s| {
         for t in 0..8 {

@@ -213,4 +213,3 @@ pub fn in_child_process_under(
         stderr: err_reader.join().unwrap_or_default(),
     }
 }
-

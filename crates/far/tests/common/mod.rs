@@ -29,8 +29,10 @@ pub fn free_ports(n: usize) -> u16 {
         let base = start + *next;
         *next += n;
         assert!(base + n + 10000 < 65535, "no free ports");
-        let free = (base..base + n)
-            .all(|p| TcpListener::bind(("127.0.0.1", p as u16)).is_ok() && TcpListener::bind(("127.0.0.1", (p + 10000) as u16)).is_ok());
+        let free = (base..base + n).all(|p| {
+            TcpListener::bind(("127.0.0.1", p as u16)).is_ok()
+                && TcpListener::bind(("127.0.0.1", (p + 10000) as u16)).is_ok()
+        });
         if free {
             return base as u16;
         }
@@ -63,15 +65,28 @@ impl Cluster {
         if !replicas {
             cmd.arg("--no-replicas");
         }
-        let out = cmd.arg(&dir).stderr(Stdio::inherit()).output().expect("run scripts/redis-cluster");
+        let out = cmd
+            .arg(&dir)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run scripts/redis-cluster");
         assert!(out.status.success(), "scripts/redis-cluster start failed (is redis-server installed? scripts/setup installs it)");
-        let seeds = String::from_utf8(out.stdout).unwrap().trim().split(',').map(String::from).collect();
+        let seeds = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .split(',')
+            .map(String::from)
+            .collect();
         Cluster { dir, seeds, base }
     }
 
     /// The pid of the node on `port`.
     pub fn pid(&self, port: u16) -> i32 {
-        std::fs::read_to_string(self.dir.join(format!("{port}.pid"))).unwrap().trim().parse().unwrap()
+        std::fs::read_to_string(self.dir.join(format!("{port}.pid")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
     }
 
     /// SIGKILLs the node on `port`.
@@ -80,12 +95,34 @@ impl Cluster {
         assert_eq!(unsafe { libc::kill(self.pid(port), libc::SIGKILL) }, 0);
     }
 
+    /// `redis-cli` against the first node that answers.
+    fn cli(&self, args: &[&str]) -> String {
+        for seed in &self.seeds {
+            let port = seed.rsplit(':').next().unwrap();
+            let out = Command::new("redis-cli")
+                .args(["-p", port])
+                .args(args)
+                .output()
+                .unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            if out.status.success()
+                && !text.trim().is_empty()
+                && !text.contains("Could not connect")
+            {
+                return text;
+            }
+        }
+        panic!("no node of the cluster answers");
+    }
+
     /// The port of the primary serving `key`'s slot.
     pub fn primary_of(&self, key: &str) -> u16 {
-        let out = Command::new("redis-cli").args(["-p", &self.base.to_string(), "cluster", "keyslot", key]).output().unwrap();
-        let slot: u16 = String::from_utf8(out.stdout).unwrap().trim().parse().unwrap();
-        let out = Command::new("redis-cli").args(["-p", &self.base.to_string(), "cluster", "nodes"]).output().unwrap();
-        for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let slot: u16 = self
+            .cli(&["cluster", "keyslot", key])
+            .trim()
+            .parse()
+            .unwrap();
+        for line in self.cli(&["cluster", "nodes"]).lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
             if !f[2].contains("master") || f[2].contains("fail") {
                 continue;
@@ -144,8 +181,15 @@ pub fn cluster_manager() -> RedisManager {
 /// A name no other test or run uses.
 pub fn unique(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{tag}-{}-{}-{nanos}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{tag}-{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A redis-server of the test's own, killed on drop.
@@ -164,14 +208,32 @@ impl Server {
     /// A server on `port`, no persistence; waits until it answers.
     pub fn start_on(port: u16) -> Server {
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server (scripts/setup installs it)");
-        let s = Server { child: Some(child), port };
+        let s = Server {
+            child: Some(child),
+            port,
+        };
         let t = Instant::now();
-        while redis::Client::open(s.url()).and_then(|c| c.get_connection_with_timeout(Duration::from_millis(100))).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(10), "redis-server on {port} never answered");
+        while redis::Client::open(s.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(100)))
+            .is_err()
+        {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "redis-server on {port} never answered"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         s
@@ -189,7 +251,10 @@ impl Server {
 
     /// A plain connection, to look at the keys.
     pub fn raw(&self) -> redis::Connection {
-        redis::Client::open(self.url()).unwrap().get_connection().unwrap()
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
     }
 
     /// SIGKILLs it and waits for it.
@@ -252,7 +317,11 @@ impl Drop for Pages {
 }
 
 /// Reads pages `first..first+n` of `store` into a fresh buffer.
-pub fn read(store: &dyn pagepilot_dataspace::PageStore, first: usize, n: usize) -> std::io::Result<Vec<u8>> {
+pub fn read(
+    store: &dyn pagepilot_dataspace::PageStore,
+    first: usize,
+    n: usize,
+) -> std::io::Result<Vec<u8>> {
     let buf = Pages::new(n);
     // SAFETY: `buf` is page aligned and holds `n` pages.
     let got = unsafe { store.read(first, n, buf.ptr()) }?;
@@ -260,7 +329,11 @@ pub fn read(store: &dyn pagepilot_dataspace::PageStore, first: usize, n: usize) 
 }
 
 /// Writes `data` (whole pages) as pages from `first` of `store`.
-pub fn write(store: &dyn pagepilot_dataspace::PageStore, first: usize, data: &[u8]) -> std::io::Result<()> {
+pub fn write(
+    store: &dyn pagepilot_dataspace::PageStore,
+    first: usize,
+    data: &[u8],
+) -> std::io::Result<()> {
     let buf = Pages::from(data);
     // SAFETY: `buf` is page aligned and holds the pages.
     unsafe { store.write(first, data.len() / 4096, buf.ptr()) }
