@@ -6,7 +6,10 @@ use std::process::Command;
 
 /// The repository's cluster script.
 fn script() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/redis-cluster"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/redis-cluster"
+    ))
 }
 
 /// A cluster started by the bench.
@@ -19,7 +22,8 @@ pub struct Own {
 impl Own {
     /// Three primaries with a replica each on free loopback ports.
     pub fn start() -> Result<Own, Box<dyn std::error::Error>> {
-        let dir = std::env::temp_dir().join(format!("pagepilot-bench-{}-redis", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("pagepilot-bench-{}-redis", std::process::id()));
         let base = free_base(6).ok_or("no 6 free loopback ports for a Redis Cluster")?;
         let out = Command::new(script())
             .args(["start", "--port", &base.to_string()])
@@ -28,7 +32,11 @@ impl Own {
             .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
         let own = Own {
             dir,
-            seeds: String::from_utf8_lossy(&out.stdout).trim().split(',').map(String::from).collect(),
+            seeds: String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .split(',')
+                .map(String::from)
+                .collect(),
         };
         if !out.status.success() {
             return Err(format!(

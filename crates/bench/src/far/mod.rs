@@ -105,12 +105,16 @@ pub fn run(args: Args) -> BenchResult {
     if args.runs == 0 || args.runs > 20 {
         return Err(FarBenchError::Runs(args.runs).into());
     }
-    let given = args.cluster.clone().or_else(|| std::env::var("PAGEPILOT_REDIS_CLUSTER").ok());
+    let given = args
+        .cluster
+        .clone()
+        .or_else(|| std::env::var("PAGEPILOT_REDIS_CLUSTER").ok());
     let (seeds, _own) = match given {
         Some(list) => {
             let seeds: Vec<String> = list.split(',').map(|s| s.trim().to_owned()).collect();
             let ok = seeds.iter().all(|s| {
-                s.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+                s.rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
             });
             if !ok {
                 return Err(FarBenchError::Cluster(list).into());
@@ -152,7 +156,8 @@ pub fn run(args: Args) -> BenchResult {
         // aligned, which the store does not need: it copies).
         unsafe { store.write(0, pages, data.as_ptr()) }?;
         batched.close(&id, store)?;
-        let file = std::env::temp_dir().join(format!("pagepilot-bench-{}-far-data", std::process::id()));
+        let file =
+            std::env::temp_dir().join(format!("pagepilot-bench-{}-far-data", std::process::id()));
         std::fs::write(&file, &data)?;
         let out = measure(&args, &batched, &naive, &id, &file, pages);
         let _ = std::fs::remove_file(&file);
@@ -196,7 +201,15 @@ fn measure(
                 }
                 let ns = median(times);
                 let trips = if side == Side::File { 0 } else { median(trips) };
-                rows.push(Row::new(side.name(), random, threads, pages, ns, trips, ping_ns));
+                rows.push(Row::new(
+                    side.name(),
+                    random,
+                    threads,
+                    pages,
+                    ns,
+                    trips,
+                    ping_ns,
+                ));
             }
         }
     }
@@ -258,7 +271,10 @@ fn one_run(
                 })
             })
             .collect();
-        workers.into_iter().map(|w| w.join().unwrap_or(0)).sum::<u64>()
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or(0))
+            .sum::<u64>()
     });
     let elapsed = start.elapsed();
     std::hint::black_box(sum);

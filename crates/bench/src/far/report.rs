@@ -23,7 +23,15 @@ pub struct Row {
 
 impl Row {
     /// The row of a median run of `ns` over `pages` pages with `trips` round trips.
-    pub fn new(side: &'static str, random: bool, threads: usize, pages: usize, ns: u64, trips: u64, ping_ns: u64) -> Row {
+    pub fn new(
+        side: &'static str,
+        random: bool,
+        threads: usize,
+        pages: usize,
+        ns: u64,
+        trips: u64,
+        ping_ns: u64,
+    ) -> Row {
         let per_page_ns = ns as f64 / pages as f64;
         Row {
             side,
@@ -108,11 +116,20 @@ impl Report {
         for r in &self.rows {
             s += &format!(
                 "{:<12} {:<7} {:>7} {:>12.0} {:>12.4} {:>10.2} {:>10.3}\n",
-                r.side, r.order, r.threads, r.pages_per_s, r.round_trips_per_page, r.us_per_page, r.page_vs_ping
+                r.side,
+                r.order,
+                r.threads,
+                r.pages_per_s,
+                r.round_trips_per_page,
+                r.us_per_page,
+                r.page_vs_ping
             );
         }
         s += "\nbatched vs naive (pages/s ratios)\n";
-        s += &format!("{:<7} {:>7} {:>14} {:>14} {:>14}\n", "order", "threads", "redis/naive", "tuned/naive", "redis/file");
+        s += &format!(
+            "{:<7} {:>7} {:>14} {:>14} {:>14}\n",
+            "order", "threads", "redis/naive", "tuned/naive", "redis/file"
+        );
         for r in &self.batched_vs_naive {
             s += &format!(
                 "{:<7} {:>7} {:>14.1} {:>14.1} {:>14.2}\n",
