@@ -12,6 +12,7 @@ mod cgroup;
 mod cjoin;
 mod daemon;
 mod datafile;
+mod far;
 mod faults;
 mod fork;
 pub mod join;
@@ -57,6 +58,9 @@ pub enum Command {
     /// The Appel-Li virtual memory primitives (SawMill's Table 1): pagepilot's write-protect
     /// through userfaultfd against `mprotect` and a SIGSEGV handler, beside the paper's columns.
     AppelLi(appel_li::Args),
+    /// Page-ins of a region on far memory (a Redis Cluster, pagepilot-far): batched windows
+    /// against one GET per page and a local file, 1/2/4 threads, against a PING's round trip.
+    Far(far::Args),
 }
 
 /// Runs a benchmark.
@@ -72,5 +76,6 @@ pub fn run(command: Command) -> BenchResult {
         Command::Share(a) => share::run(a),
         Command::Rapha(a) => rapha::run(a),
         Command::AppelLi(a) => appel_li::run(a),
+        Command::Far(a) => far::run(a),
     }
 }

@@ -1,0 +1,63 @@
+//! `bench far` as a user runs it, small and once: a row per backing, order
+//! and thread count, the batched manager's round trips a fraction of the
+//! naive one's (one per page); bad input refused naming the flag; the cluster the bench starts
+//! (when `PAGEPILOT_REDIS_CLUSTER` is not set) and its data gone after.
+
+mod bench;
+
+use bench::{assert_refused_naming, json};
+
+#[test]
+fn test_far_bench_reports_every_row_with_batched_round_trips_below_the_naive_managers() {
+    let r = json(&[
+        "bench",
+        "far",
+        "--mb",
+        "2",
+        "--runs",
+        "1",
+        "--threads",
+        "1,2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r["pages"].as_u64(), Some(512), "{r}");
+    assert!(r["ping_us"].as_f64().unwrap() > 0.0, "{r}");
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4 * 2 * 2, "{r}");
+    let row = |side: &str, order: &str, threads: u64| {
+        rows.iter()
+            .find(|x| x["side"] == side && x["order"] == order && x["threads"] == threads)
+            .unwrap_or_else(|| panic!("no {side} {order} x{threads} row: {r}"))
+    };
+    for order in ["seq", "random"] {
+        for threads in [1, 2] {
+            let naive = row("naive", order, threads);
+            let batched = row("redis", order, threads);
+            // One GET per page, and a little more (the open's metadata read).
+            let n = naive["round_trips_per_page"].as_f64().unwrap();
+            assert!((1.0..1.05).contains(&n), "{naive}");
+            let b = batched["round_trips_per_page"].as_f64().unwrap();
+            assert!(b > 0.0 && b < 0.25, "{batched}");
+            // Speeds are measured, not asserted: one tiny run of a debug
+            // build on a shared machine (docs/results.md has the release runs).
+            assert!(batched["pages_per_s"].as_f64().unwrap() > 0.0, "{batched}");
+            assert_eq!(
+                row("file", order, threads)["round_trips_per_page"].as_f64(),
+                Some(0.0)
+            );
+        }
+    }
+    assert_eq!(r["batched_vs_naive"].as_array().unwrap().len(), 4, "{r}");
+}
+
+#[test]
+fn test_far_bench_refuses_bad_input_naming_the_flag() {
+    assert_refused_naming(&[
+        (&["bench", "far", "--threads", "0"], "--threads"),
+        (&["bench", "far", "--threads", "1,99"], "--threads"),
+        (&["bench", "far", "--mb", "0"], "--mb"),
+        (&["bench", "far", "--runs", "0"], "--runs"),
+        (&["bench", "far", "--cluster", "nonsense"], "--cluster"),
+    ]);
+}
