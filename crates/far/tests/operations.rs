@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use pagepilot_dataspace::{
-    Access, AnonymousManager, CloseError, CreateError, DataspaceId, DeleteError, Flavour, Lower,
-    Manager, MaybeUnsupported, OpenError, Operation, PageStore, TransferError, Unsupported,
+    Access, AnonymousManager, CloseError, CreateError, DataspaceId, DeleteError, FileManager,
+    Flavour, Lower, Manager, MaybeUnsupported, OpenError, Operation, PageStore, TransferError,
+    Unsupported,
 };
 use pagepilot_far::{RedisConfig, RedisManager};
 use redis::Commands;
@@ -194,8 +195,7 @@ fn test_transfer_hands_the_dataspace_to_a_stacked_manager_and_refuses_others() {
     write(s.as_ref(), 0, &data).unwrap();
     far.close(&id, s).unwrap();
     // A manager that does not stack: Unsupported, naming the flavour.
-    let anon = AnonymousManager::new(std::env::temp_dir());
-    let e = far.transfer(&id, &anon).unwrap_err();
+    let e = far.transfer(&id, &FileManager).unwrap_err();
     assert_eq!(
         e.unsupported().and_then(|u| u.flavour),
         Some(Flavour::Stacked),

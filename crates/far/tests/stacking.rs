@@ -22,7 +22,9 @@ const LEN: usize = PAGES * 4096;
 #[test]
 fn test_compressed_over_far_memory_hammered_ends_with_far_memory_equal_to_the_shadow() {
     let far = Arc::new(cluster_manager());
-    let on_far = far.create(Some(unique("stacked").as_ref()), LEN as u64).unwrap();
+    let on_far = far
+        .create(Some(unique("stacked").as_ref()), LEN as u64)
+        .unwrap();
     let data = random_pages(PAGES, 29);
     let store = far.open(&on_far, Access::ReadWrite, None).unwrap();
     write(store.as_ref(), 0, &data).unwrap();
@@ -44,7 +46,10 @@ fn test_compressed_over_far_memory_hammered_ends_with_far_memory_equal_to_the_sh
     let bad = hammer(region.as_ptr(), LEN, &shadow, 2, 200_000);
     assert_eq!(bad, 0, "reads that disagreed with the shadow copy");
     let stats = compressed.stats(&id).unwrap();
-    assert!(stats.evictions_to_lower > 0 && stats.reads_from_tier > 0, "{stats:?}");
+    assert!(
+        stats.evictions_to_lower > 0 && stats.reads_from_tier > 0,
+        "{stats:?}"
+    );
     assert!(far.round_trips() > round_trips, "far memory was used");
     region.unmap().unwrap();
 
@@ -60,7 +65,11 @@ fn test_compressed_over_far_memory_hammered_ends_with_far_memory_equal_to_the_sh
     let store = reader.open(&direct, Access::ReadOnly, None).unwrap();
     let back = read(store.as_ref(), 0, PAGES).unwrap();
     reader.close(&direct, store).unwrap();
-    assert_eq!(diff(&back, &image(&shadow, &data)), 0, "far memory differs from the shadow");
+    assert_eq!(
+        diff(&back, &image(&shadow, &data)),
+        0,
+        "far memory differs from the shadow"
+    );
     compressed.delete(&id).unwrap();
     reader.delete(&direct).unwrap();
 }
@@ -68,7 +77,9 @@ fn test_compressed_over_far_memory_hammered_ends_with_far_memory_equal_to_the_sh
 #[test]
 fn test_far_memory_under_compression_and_a_lazy_copy_refuses_to_go_back_to_far_memory() {
     let far = Arc::new(cluster_manager());
-    let on_far = far.create(Some(unique("cycle").as_ref()), 4 * 4096).unwrap();
+    let on_far = far
+        .create(Some(unique("cycle").as_ref()), 4 * 4096)
+        .unwrap();
     let compressed = CompressedManager::new(1 << 20);
     let dir = tempfile::tempdir().unwrap();
     let lazy = LazyCopyManager::new(dir.path());
