@@ -219,19 +219,13 @@ pub unsafe extern "C" fn pp_map_persistent(
         ensure(&manager, &name, len as u64)?;
         let id = DataspaceId::Name(name.clone());
         let attachment = Attachment::whole(Arc::new(manager), id);
-        let opts = RegionOptions::new(
-            Backing::Dataspaces(vec![attachment]),
-            budget_bytes,
-            &policy,
-        );
+        let opts = RegionOptions::new(Backing::Dataspaces(vec![attachment]), budget_bytes, &policy);
         Region::map(opts).map_err(|e| match e {
             // The manager's refusal, said of the dataspace rather than of
             // "attachment 0".
-            MapError::Attach { source, .. } => CallError::Persistent(PersistentError::Open {
-                name,
-                dir,
-                source,
-            }),
+            MapError::Attach { source, .. } => {
+                CallError::Persistent(PersistentError::Open { name, dir, source })
+            }
             e => CallError::Map(e),
         })
     })

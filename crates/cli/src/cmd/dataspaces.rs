@@ -213,7 +213,11 @@ pub fn run(command: Command) -> CmdResult {
                 Format::Text => {
                     writeln!(out, "name:          {}", info.name)?;
                     writeln!(out, "directory:     {}", manager.dir().display())?;
-                    writeln!(out, "length:        {} bytes ({} pages)", info.len, info.pages)?;
+                    writeln!(
+                        out,
+                        "length:        {} bytes ({} pages)",
+                        info.len, info.pages
+                    )?;
                     writeln!(out, "pages written: {}", info.pages_written)?;
                     writeln!(out, "on disk:       {} bytes", info.bytes_on_disk)?;
                     writeln!(out, "header:        {}", info.header)?;
@@ -254,19 +258,20 @@ struct Info {
 
 /// Checks dataspace `name`'s header and data file and measures it.
 fn examine(manager: &PersistentManager, name: &str) -> Result<Info, DataspacesError> {
-    let identity = manager
-        .identify(&DataspaceId::Name(name.into()))
-        .map_err(|source| match source {
-            IdentifyError::NoSuch(_) => DataspacesError::Missing {
-                name: name.into(),
-                dir: manager.dir().into(),
-            },
-            source => DataspacesError::Identify {
-                name: name.into(),
-                dir: manager.dir().into(),
-                source,
-            },
-        })?;
+    let identity =
+        manager
+            .identify(&DataspaceId::Name(name.into()))
+            .map_err(|source| match source {
+                IdentifyError::NoSuch(_) => DataspacesError::Missing {
+                    name: name.into(),
+                    dir: manager.dir().into(),
+                },
+                source => DataspacesError::Identify {
+                    name: name.into(),
+                    dir: manager.dir().into(),
+                    source,
+                },
+            })?;
     let path = manager.dir().join(format!("{name}.pages"));
     let examine = |source| DataspacesError::Examine {
         path: path.clone(),
@@ -391,7 +396,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
         Some(b'T') => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
-    match digits.parse::<u64>().ok().map(|n| n.checked_mul(1 << shift)) {
+    match digits
+        .parse::<u64>()
+        .ok()
+        .map(|n| n.checked_mul(1 << shift))
+    {
         Some(Some(0)) => Err(format!("`{s}`: a dataspace of 0 bytes")),
         Some(Some(bytes)) => Ok(bytes),
         Some(None) => Err(format!("`{s}` is too large")),
