@@ -85,7 +85,9 @@ pp_region *pp_map_anon(size_t len, size_t budget_bytes, const char *policy,
    second map of it, here or elsewhere, is refused while the first is mapped. On failure:
    NULL, and a message in err naming the dataspace and directory (a bad name, no such
    dataspace, a shorter one than len, mapped already, a corrupt header or data file,
-   and pp_map_file's refusals: budget, policy, NULL arguments).
+   and pp_map_file's refusals: budget, policy, NULL arguments). A dataspace this call
+   created stays when the region is then refused (a bad budget or policy): reuse it, or
+   remove it with pp_delete_persistent.
 
    pp_delete_persistent removes it: 0, or -errno and a message in err: -ENOENT (no such
    dataspace), -EBUSY (mapped, here or in another process), -EINVAL (a bad or NULL name,
