@@ -66,6 +66,37 @@ pp_region *pp_map_file(const char *path, int writable, size_t budget_bytes,
 pp_region *pp_map_anon(size_t len, size_t budget_bytes, const char *policy,
                        char *err, size_t errlen);
 
+/* Persistent dataspaces (docs/dataspaces.md, "The persistent manager"): named
+   containers of bytes kept in a directory, whose contents outlive the process; any
+   later process reopens one by name and finds what was written back (pp_flush,
+   pp_unmap, a normal exit; _exit and SIGKILL lose only what was not flushed).
+   dir: the directory (NULL: $PAGEPILOT_HOME/dataspaces, else
+   $XDG_DATA_HOME/pagepilot/dataspaces, else $HOME/.local/share/pagepilot/dataspaces).
+   A name is a file name: not empty, at most 200 bytes, no '/', not starting with '.'.
+   On disk: NAME.pages (the bytes, sparse: pages never written take no space) and
+   NAME.meta (a checksummed header). `pagepilot dataspaces` lists, creates, inspects
+   and deletes them.
+
+   pp_map_persistent maps dataspace `name` as a region of its whole length (pp_len):
+   len 0 opens an existing one; len > 0 creates it with len zero bytes if it is missing,
+   else checks that it has at least len bytes. The handle is an ordinary region's
+   (pp_addr, pp_flush, pp_pin, pp_stats_json, pp_unmap...); pp_flush makes what was
+   written durable in NAME.pages. A read-write open is exclusive across processes: a
+   second map of it, here or elsewhere, is refused while the first is mapped. On failure:
+   NULL, and a message in err naming the dataspace and directory (a bad name, no such
+   dataspace, a shorter one than len, mapped already, a corrupt header or data file,
+   and pp_map_file's refusals: budget, policy, NULL arguments). A dataspace this call
+   created stays when the region is then refused (a bad budget or policy): reuse it, or
+   remove it with pp_delete_persistent.
+
+   pp_delete_persistent removes it: 0, or -errno and a message in err: -ENOENT (no such
+   dataspace), -EBUSY (mapped, here or in another process), -EINVAL (a bad or NULL name,
+   dir NULL and no default directory). */
+pp_region *pp_map_persistent(const char *name, const char *dir, size_t len,
+                             size_t budget_bytes, const char *policy,
+                             char *err, size_t errlen);
+int        pp_delete_persistent(const char *name, const char *dir, char *err, size_t errlen);
+
 /* Options of pp_map. Initialise with pp_options_init, then set fields; zero
    (or NULL) means the default. */
 typedef struct pp_options {

@@ -16,11 +16,13 @@ use std::path::PathBuf;
 use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, RegionOptions};
 
 mod daemon;
+mod dataspace;
 mod message;
 mod pins;
 mod pool;
 
 pub use daemon::pp_connect;
+pub use dataspace::{pp_delete_persistent, pp_map_persistent, PersistentError};
 pub use pins::{
     pp_drain_evictions, pp_eviction, pp_evictions_lost, pp_pin, pp_subscribe_evictions, pp_unpin,
 };
@@ -429,10 +431,20 @@ fn guard_map(
     errlen: usize,
     opts: impl FnOnce() -> Result<RegionOptions, CallError>,
 ) -> *mut pp_region {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
+    guard_region(err, errlen, || {
         let opts = opts()?;
         Region::map(opts).map_err(CallError::Map)
-    }));
+    })
+}
+
+/// Runs a call that maps a region: its handle, or NULL and the reason in
+/// `err` (a panic is caught and reported as such).
+fn guard_region(
+    err: *mut c_char,
+    errlen: usize,
+    map: impl FnOnce() -> Result<Region, CallError>,
+) -> *mut pp_region {
+    let outcome = catch_unwind(AssertUnwindSafe(map));
     let e = match outcome {
         Ok(Ok(region)) => {
             return Box::into_raw(Box::new(pp_region {

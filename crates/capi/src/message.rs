@@ -16,6 +16,9 @@ pub enum CallError {
     /// The pager refused the mapping.
     #[error(transparent)]
     Map(MapError),
+    /// A persistent dataspace could not be made, opened or deleted.
+    #[error(transparent)]
+    Persistent(#[from] crate::dataspace::PersistentError),
     /// A bug inside pagepilot panicked; the panic was stopped at the API.
     #[error("internal error in pagepilot (panic caught at the C API)")]
     Panic,

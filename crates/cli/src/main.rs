@@ -38,6 +38,9 @@ enum Command {
     Daemon(cmd::daemon::Args),
     /// What the daemon holds and for whom.
     Status(cmd::status::Args),
+    /// Persistent dataspaces: list, create, inspect, delete.
+    #[command(subcommand)]
+    Dataspaces(cmd::dataspaces::Command),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Bench(c) => cmd::bench::run(c),
         Command::Daemon(a) => cmd::daemon::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Dataspaces(c) => cmd::dataspaces::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,7 @@
 
 pub use pagepilot_bench as bench;
 pub mod daemon;
+pub mod dataspaces;
 pub mod demo;
 pub mod doctor;
 pub mod plot;

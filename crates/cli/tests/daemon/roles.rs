@@ -20,6 +20,7 @@ pub fn run(role: &str, args: &[String]) -> i32 {
         "writer" => writer(args),
         "churn" => churn(args),
         "pinner" => pinner(args),
+        "pinned_dataspace" => pinned_dataspace(args),
         "forker" => forker(),
         other => Err(format!("unknown role {other}")),
     };
@@ -260,6 +261,54 @@ fn pinner(args: &[String]) -> Result<(), String> {
         evicted.len(),
         drained.lost
     ));
+    for line in std::io::stdin().lock().lines() {
+        if line.map_err(|e| e.to_string())?.trim() == "exit" {
+            break;
+        }
+    }
+    region.unmap().map_err(|e| e.to_string())?;
+    say("bye");
+    Ok(())
+}
+
+/// `pinned_dataspace PAGES BUDGET DIR`: an anonymous dataspace of PAGES
+/// pages (swap file in DIR) transferred to a pinned manager (SawMill's
+/// Figure 6), mapped as a region under BUDGET frames: its pages are pinned
+/// at map, through the daemon's pin quota. Prints `refused ERRNO MESSAGE`
+/// if the daemon refused the pins (and exits), or `mapped` once mapped
+/// and every page checked; then waits for `exit` on stdin.
+fn pinned_dataspace(args: &[String]) -> Result<(), String> {
+    use pagepilot_pager::dataspace::{AnonymousManager, Manager, PinnedManager};
+    use pagepilot_pager::{Attachment, MapError, PinError};
+    use std::sync::Arc;
+    let pages: usize = arg(args, 0, "pages")?;
+    let budget: usize = arg(args, 1, "budget")?;
+    let dir: PathBuf = arg(args, 2, "dir")?;
+    let anon = AnonymousManager::new(dir);
+    let id = anon
+        .create(None, (pages * PAGE_SIZE) as u64)
+        .map_err(|e| e.to_string())?;
+    // The manager's own quota is not what this tests: the daemon's is.
+    let pinned = Arc::new(PinnedManager::new((pages * PAGE_SIZE) as u64));
+    let id = anon
+        .transfer(&id, pinned.as_ref())
+        .map_err(|e| e.to_string())?;
+    let opts = RegionOptions::new(
+        Backing::Dataspaces(vec![Attachment::whole(pinned, id)]),
+        budget * PAGE_SIZE,
+        "lru",
+    );
+    let region = match Region::map(opts) {
+        Ok(region) => region,
+        Err(MapError::Pin(PinError::Daemon { errno, message })) => {
+            say(&format!("refused {errno} {message}"));
+            return Ok(());
+        }
+        Err(e) => return Err(format!("map: {e}")),
+    };
+    fill(&region, 3);
+    check(&region, 3)?;
+    say(&format!("mapped {}", region.stats().pinned_pages));
     for line in std::io::stdin().lock().lines() {
         if line.map_err(|e| e.to_string())?.trim() == "exit" {
             break;

@@ -24,6 +24,10 @@ pub const ALL: &[(&str, fn())] = &[
         pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced,
     ),
     (
+        "a_pinned_dataspace_is_mapped_within_the_pin_quota_and_refused_beyond_it",
+        a_pinned_dataspace_is_mapped_within_the_pin_quota_and_refused_beyond_it,
+    ),
+    (
         "quotas_follow_the_user_the_kernel_names",
         quotas_follow_the_user_the_kernel_names,
     ),
@@ -350,6 +354,73 @@ fn pinned_pages_are_never_evicted_and_the_pin_quota_is_enforced() {
         let s = daemon.status();
         s.free_frames == s.total_frames && s.clients.is_empty()
     });
+}
+
+/// A region made of a pinned dataspace (an anonymous one transferred to a
+/// `PinnedManager`) pins its pages at map, through the daemon: beyond the
+/// user's pin quota the map fails with `MapError::Pin` carrying EDQUOT;
+/// within it the daemon (and `pagepilot status`) shows the pinned frames.
+fn a_pinned_dataspace_is_mapped_within_the_pin_quota_and_refused_beyond_it() {
+    let pages = 16;
+    for (quota, fits) in [(8, false), (32, true)] {
+        let daemon = Daemon::start(
+            &format!("pinned-ds-{quota}"),
+            &format!("[machine]\nbudget_frames = 100\n[default]\npinned_frames = {quota}\n"),
+        );
+        let dir = daemon.dir.to_str().unwrap().to_string();
+        let mut p = Process::spawn(
+            &daemon,
+            "pinned_dataspace",
+            &args(&[&pages, &(pages + 8), &dir]),
+        );
+        if !fits {
+            let refused = p.expect("refused", WAIT);
+            assert!(
+                refused.starts_with(&format!("{} ", libc::EDQUOT)),
+                "quota {quota}: {refused}"
+            );
+            assert_eq!(p.wait(WAIT), Some(0));
+            eventually(WAIT, "nothing held after the refusal", || {
+                let s = daemon.status();
+                s.clients
+                    .iter()
+                    .all(|c| c.regions.iter().all(|r| r.pinned_frames == 0))
+            });
+            continue;
+        }
+        let mapped = p.expect("mapped", WAIT);
+        assert_eq!(
+            mapped,
+            pages.to_string(),
+            "pinned pages in the region's stats"
+        );
+        let region = &daemon.client_of(p.pid()).expect("the client").regions[0];
+        assert_eq!(region.pinned_frames, pages as u64);
+        // `pagepilot status` says so too.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pagepilot"))
+            .args(["status", "--format", "json", "--socket"])
+            .arg(&daemon.socket)
+            .output()
+            .expect("pagepilot status");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let text = status.to_string();
+        assert!(
+            text.contains(&format!("\"pinned_frames\":{pages}")),
+            "no region with {pages} pinned frames: {text}"
+        );
+        p.say("exit");
+        p.expect("bye", WAIT);
+        assert_eq!(p.wait(WAIT), Some(0));
+        eventually(WAIT, "every frame back", || {
+            let s = daemon.status();
+            s.free_frames == s.total_frames && s.clients.is_empty()
+        });
+    }
 }
 
 fn quotas_follow_the_user_the_kernel_names() {
