@@ -60,7 +60,9 @@ pub fn path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> {
         return Ok(PathBuf::from(s.to_str()?));
     }
     let bytes: Vec<u8> = fspath.extract()?;
-    Ok(PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes)))
+    Ok(PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes),
+    ))
 }
 
 /// A policy argument: a spec string (`"mru"`, `"seq:L=20"`, a program

@@ -52,9 +52,9 @@ impl Tuning<'_> {
             ro = ro.with_zero_around(self.zero_around_max_pages);
         }
         if let Some(pool) = &self.pool {
-            let pool = pool.cast::<PyPool>().map_err(|_| {
-                PyTypeError::new_err("pool: expected a pagepilot.Pool")
-            })?;
+            let pool = pool
+                .cast::<PyPool>()
+                .map_err(|_| PyTypeError::new_err("pool: expected a pagepilot.Pool"))?;
             ro = ro.with_pool(&pool.get().pool()?);
         }
         if self.min_frames != 0 {
@@ -64,14 +64,19 @@ impl Tuning<'_> {
             ro = ro.with_reserve(self.cpu_reserve);
         }
         if self.fault_limit != 0 || self.fault_period_us != 0 {
-            ro = ro.with_fault_limit(self.fault_limit, Duration::from_micros(self.fault_period_us));
+            ro = ro.with_fault_limit(
+                self.fault_limit,
+                Duration::from_micros(self.fault_period_us),
+            );
         }
         match &self.daemon {
             None => {}
             Some(d) if d.is_instance_of::<pyo3::types::PyBool>() => {
-                if !d.extract::<bool>()? {
-                    ro.daemon = JoinDaemon::Never;
-                }
+                ro.daemon = if d.extract::<bool>()? {
+                    JoinDaemon::Process
+                } else {
+                    JoinDaemon::Never
+                };
             }
             Some(d) => {
                 let client = d.cast::<PyClient>().map_err(|_| {

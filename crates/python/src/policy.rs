@@ -56,7 +56,11 @@ impl Policy {
             .prefix("pagepilot-policy-")
             .tempdir()
             .map_err(|e| {
-                policy_error(py, format!("cannot create a directory for the program: {e}"), None)
+                policy_error(
+                    py,
+                    format!("cannot create a directory for the program: {e}"),
+                    None,
+                )
             })?;
         let p = Policy {
             name: name.to_string(),
@@ -65,7 +69,11 @@ impl Policy {
             verified,
         };
         std::fs::write(p.file(), p.verified.program().to_bytes()).map_err(|e| {
-            policy_error(py, format!("cannot write {}: {e}", p.file().display()), None)
+            policy_error(
+                py,
+                format!("cannot write {}: {e}", p.file().display()),
+                None,
+            )
         })?;
         Ok(p)
     }
@@ -78,9 +86,8 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (source, name = "program"))]
     fn compile(py: Python<'_>, source: &str, name: &str) -> PyResult<Self> {
-        let program = translator::translate(source).map_err(|e| {
-            policy_error(py, format!("{name}:{e}"), Some((e.line, e.col)))
-        })?;
+        let program = translator::translate(source)
+            .map_err(|e| policy_error(py, format!("{name}:{e}"), Some((e.line, e.col))))?;
         let verified = verify(program)
             .map_err(|e| policy_error(py, format!("{name}: rejected: {e}"), None))?;
         Policy::build(py, name, Origin::Source(source.to_string()), verified)
@@ -91,9 +98,8 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (text, name = "program"))]
     fn assemble(py: Python<'_>, text: &str, name: &str) -> PyResult<Self> {
-        let program = asm::assemble(text).map_err(|e| {
-            policy_error(py, format!("{name}:{e}"), Some((e.line, e.col)))
-        })?;
+        let program = asm::assemble(text)
+            .map_err(|e| policy_error(py, format!("{name}:{e}"), Some((e.line, e.col))))?;
         let verified = verify(program)
             .map_err(|e| policy_error(py, format!("{name}: rejected: {e}"), None))?;
         Policy::build(py, name, Origin::Asm(text.to_string()), verified)
@@ -136,7 +142,10 @@ impl Policy {
     #[getter]
     fn events(&self) -> Vec<(String, usize)> {
         let p = self.verified.program();
-        p.events.iter().map(|e| (e.name.to_string(), e.len as usize)).collect()
+        p.events
+            .iter()
+            .map(|e| (e.name.to_string(), e.len as usize))
+            .collect()
     }
 
     /// The program in the textual command form.

@@ -143,7 +143,11 @@ impl PyClient {
             "<pagepilot.Client {:?} id {:?}{}>",
             self.client.path().display().to_string(),
             self.client.id(),
-            if self.client.is_connected() { "" } else { " disconnected" }
+            if self.client.is_connected() {
+                ""
+            } else {
+                " disconnected"
+            }
         )
     }
 }

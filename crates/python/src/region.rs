@@ -230,10 +230,18 @@ impl PyRegion {
         me.check_open()?;
         let offset = offset.map_or(Ok(0), |o| crate::args::size(o, "offset"))?;
         let np = py.import("numpy")?;
-        let dtype = np.call_method1("dtype", (dtype.map_or_else(|| "uint8".into_pyobject(py).map(Bound::into_any), |d| Ok(d.clone()))?,))?;
+        let dtype = np.call_method1(
+            "dtype",
+            (dtype.map_or_else(
+                || "uint8".into_pyobject(py).map(Bound::into_any),
+                |d| Ok(d.clone()),
+            )?,),
+        )?;
         let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
         if itemsize == 0 {
-            return Err(PyValueError::new_err("dtype: items of zero bytes cannot view a region"));
+            return Err(PyValueError::new_err(
+                "dtype: items of zero bytes cannot view a region",
+            ));
         }
         if offset > me.len {
             return Err(PyValueError::new_err(format!(
@@ -254,7 +262,10 @@ impl PyRegion {
         let count = dims
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .filter(|&n| n.checked_mul(itemsize).is_some_and(|b| b <= me.len - offset))
+            .filter(|&n| {
+                n.checked_mul(itemsize)
+                    .is_some_and(|b| b <= me.len - offset)
+            })
             .ok_or_else(|| {
                 PyValueError::new_err(format!(
                     "shape {dims:?} of {itemsize}-byte items from offset {offset} needs more than \
@@ -433,7 +444,9 @@ impl PyRegion {
                 // Written back by close(); what lingering views wrote since
                 // is written back here, an error printed (nowhere to raise).
                 if let Err(e) = region.unmap() {
-                    eprintln!("pagepilot: region unmapped after its last view with unwritten pages: {e}");
+                    eprintln!(
+                        "pagepilot: region unmapped after its last view with unwritten pages: {e}"
+                    );
                 }
             }
         }

@@ -44,7 +44,10 @@ impl Load<'_> {
 /// A trace argument: a path, or a sequence of page numbers (a numpy array
 /// of non-negative integers, a list).
 fn trace_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, load: &Load<'_>) -> PyResult<Trace> {
-    if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? || obj.is_instance_of::<pyo3::types::PyBytes>() {
+    if obj.is_instance_of::<PyString>()
+        || obj.hasattr("__fspath__")?
+        || obj.is_instance_of::<pyo3::types::PyBytes>()
+    {
         let path = args::path(obj, "trace")?;
         let options = load.options()?;
         return py
@@ -62,7 +65,9 @@ fn trace_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, load: &Load<'_>) -> PyResul
 fn pages_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
     let Ok(np) = py.import("numpy") else {
         return obj.extract::<Vec<u64>>().map_err(|_| {
-            PyTypeError::new_err("trace: expected a path or a sequence of non-negative page numbers")
+            PyTypeError::new_err(
+                "trace: expected a path or a sequence of non-negative page numbers",
+            )
         });
     };
     let arr = np.call_method1("asarray", (obj,)).map_err(|_| {
@@ -151,10 +156,9 @@ fn frame_count(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
         .call_method0("__index__")
         .and_then(|i| i.extract())
         .map_err(|_| PyTypeError::new_err("frames: expected whole numbers of frames"))?;
-    usize::try_from(n)
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| PyValueError::new_err(format!("frames: `{n}` is not a positive number of frames")))
+    usize::try_from(n).ok().filter(|&n| n > 0).ok_or_else(|| {
+        PyValueError::new_err(format!("frames: `{n}` is not a positive number of frames"))
+    })
 }
 
 /// Simulates each policy at each memory size over `trace` (what `pagepilot
