@@ -1,0 +1,153 @@
+//! The Python exception classes and how Rust errors become them. Messages
+//! are the pager's own, the ones the C API writes into its `err` buffer.
+
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+use crate::size::SizeError;
+
+pyo3::create_exception!(
+    pagepilot,
+    PagepilotError,
+    PyException,
+    "Base class of every error pagepilot raises."
+);
+pyo3::create_exception!(
+    pagepilot,
+    MapError,
+    PagepilotError,
+    "A region could not be mapped (missing file, unknown policy, budget below a page, \
+     a bad option, no userfaultfd); nothing was mapped. `errno` is set when the system said why."
+);
+pyo3::create_exception!(
+    pagepilot,
+    FlushError,
+    PagepilotError,
+    "Dirty pages could not be written back; they stay in memory and dirty. \
+     `pages` lists (page, errno) of the pages that failed."
+);
+pyo3::create_exception!(
+    pagepilot,
+    ClosedError,
+    PagepilotError,
+    "The region (or pool) was closed: it cannot be used any more."
+);
+pyo3::create_exception!(
+    pagepilot,
+    PolicyError,
+    PagepilotError,
+    "A policy program that does not compile or that the checker rejects; \
+     `line` and `column` locate a syntax error (None for the checker's)."
+);
+pyo3::create_exception!(
+    pagepilot,
+    PoolError,
+    PagepilotError,
+    "A frame pool could not be made."
+);
+pyo3::create_exception!(
+    pagepilot,
+    DaemonError,
+    PagepilotError,
+    "The pagepilot daemon could not be reached or refused; `errno` as the C API's `pp_connect`."
+);
+pyo3::create_exception!(
+    pagepilot,
+    TraceError,
+    PagepilotError,
+    "A trace could not be read (missing, undetected format, malformed at a line)."
+);
+pyo3::create_exception!(
+    pagepilot,
+    SimulationError,
+    PagepilotError,
+    "The simulator refused its arguments (unknown policy, no frames)."
+);
+
+/// A `ValueError` naming the bad size.
+pub fn size_error(e: SizeError) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(e.to_string())
+}
+
+/// A `MapError` from the pager's, with `errno` when the system gave one.
+pub fn map_error(py: Python<'_>, e: &pagepilot_pager::MapError) -> PyErr {
+    use pagepilot_pager::MapError as M;
+    let errno = match e {
+        M::Open { source, .. } | M::Swap { source, .. } | M::Sys { source, .. } => {
+            source.raw_os_error()
+        }
+        M::MissingFile(_) => Some(ENOENT),
+        M::Daemon(d) => Some(d.errno()),
+        _ => None,
+    };
+    let err = MapError::new_err(e.to_string());
+    set_attr(py, &err, "errno", errno);
+    err
+}
+
+/// A `MapError` for a refusal found before the pager was asked.
+pub fn map_refused(message: impl Into<String>) -> PyErr {
+    MapError::new_err(message.into())
+}
+
+/// A `FlushError` from the pager's, listing the failed pages.
+pub fn flush_error(py: Python<'_>, e: &pagepilot_pager::FlushError) -> PyErr {
+    let err = FlushError::new_err(e.to_string());
+    let pages: Vec<(u32, i32)> = match e {
+        pagepilot_pager::FlushError::WriteBack { pages } => {
+            pages.iter().map(|p| (p.page, p.errno)).collect()
+        }
+        pagepilot_pager::FlushError::Sync(_) => Vec::new(),
+    };
+    let errno = match e {
+        pagepilot_pager::FlushError::WriteBack { pages } => pages.first().map(|p| p.errno),
+        pagepilot_pager::FlushError::Sync(io) => io.raw_os_error(),
+    };
+    set_attr(py, &err, "pages", pages);
+    set_attr(py, &err, "errno", errno);
+    err
+}
+
+/// A `DaemonError` with the errno the C API's `pp_connect` returns.
+pub fn daemon_error(py: Python<'_>, e: &pagepilot_pager::DaemonError) -> PyErr {
+    let err = DaemonError::new_err(e.to_string());
+    set_attr(py, &err, "errno", e.errno());
+    err
+}
+
+/// A `PolicyError` at a source position (or none, for the checker's).
+pub fn policy_error(py: Python<'_>, message: String, at: Option<(u32, u32)>) -> PyErr {
+    let err = PolicyError::new_err(message);
+    set_attr(py, &err, "line", at.map(|a| a.0));
+    set_attr(py, &err, "column", at.map(|a| a.1));
+    err
+}
+
+/// The `ClosedError` of an object used after `close()`.
+pub fn closed(what: &str) -> PyErr {
+    ClosedError::new_err(format!("{what} is closed"))
+}
+
+/// Sets an attribute of the exception instance (best effort: an exception
+/// that cannot take it still carries its message).
+fn set_attr<'py, T: IntoPyObject<'py>>(py: Python<'py>, err: &PyErr, name: &str, value: T) {
+    let _ = err.value(py).setattr(name, value);
+}
+
+/// `ENOENT` on Linux: the errno of a missing backing file.
+const ENOENT: i32 = 2;
+
+/// The exception classes, to add to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("PagepilotError", py.get_type::<PagepilotError>())?;
+    m.add("MapError", py.get_type::<MapError>())?;
+    m.add("FlushError", py.get_type::<FlushError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("PolicyError", py.get_type::<PolicyError>())?;
+    m.add("PoolError", py.get_type::<PoolError>())?;
+    m.add("DaemonError", py.get_type::<DaemonError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("SimulationError", py.get_type::<SimulationError>())?;
+    Ok(())
+}

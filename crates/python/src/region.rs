@@ -1,0 +1,454 @@
+//! `pagepilot.Region`: a mapped region as a Python object exporting its
+//! memory through the buffer protocol.
+//!
+//! Lifetime rule (the invariant every exported view relies on): the
+//! region's memory stays mapped while any buffer view of it exists.
+//! `close()` writes the dirty pages back and marks the object closed at
+//! once (every method, and every new view, then raises `ClosedError`), but
+//! the unmapping waits for the last view to be released: views taken
+//! before `close()` (numpy arrays) keep working, and their pages keep being
+//! served, until they go. Each view holds a reference to the object
+//! (`Py_buffer.obj`), so the object itself outlives its views.
+
+use std::ffi::{c_int, c_void, CString};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use pagepilot_pager::Region;
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::errors::{closed, flush_error};
+
+/// What changes over the object's life, under one lock.
+struct State {
+    /// The region; `None` once unmapped.
+    region: Option<Region>,
+    /// Buffer views exported and not released yet.
+    exports: usize,
+    /// Whether `close()` was called.
+    closed: bool,
+}
+
+/// How to map a file region again in another process (pickling for
+/// `multiprocessing`'s spawn start method).
+pub struct Reopen {
+    /// The backing file.
+    pub path: PathBuf,
+    /// The budget in bytes.
+    pub budget: usize,
+    /// The policy as given (a string or a `Policy`).
+    pub policy: Py<PyAny>,
+    /// Whether the mapping is writable.
+    pub writable: bool,
+    /// The length mapped, if not the whole file.
+    pub len: Option<usize>,
+}
+
+/// A mapped region: `len(region)` bytes paged under a frame budget by the
+/// policy of the caller's choice. It supports the buffer protocol
+/// (`memoryview(region)`, `numpy.frombuffer(region, dtype)`, zero copy),
+/// `region.array(dtype, shape, offset)`, `flush()`, `stats()`, `close()`
+/// and `with` (which closes it). A read-only file region exports read-only
+/// buffers. Made by `pagepilot.map_file` and `pagepilot.map_anon`.
+#[pyclass(name = "Region", module = "pagepilot", frozen)]
+pub struct PyRegion {
+    state: Mutex<State>,
+    /// The first byte (fixed for the region's life).
+    addr: usize,
+    /// Bytes mapped.
+    len: usize,
+    /// Whether buffers are exported read-only.
+    readonly: bool,
+    /// The policy as given and the file, for `repr` and pickling.
+    reopen: Option<Reopen>,
+    /// The policy spec, for `repr`.
+    policy: String,
+}
+
+impl PyRegion {
+    /// Wraps a region just mapped.
+    pub fn new(region: Region, readonly: bool, policy: String, reopen: Option<Reopen>) -> Self {
+        PyRegion {
+            addr: region.as_ptr() as usize,
+            len: region.len(),
+            readonly,
+            state: Mutex::new(State {
+                region: Some(region),
+                exports: 0,
+                closed: false,
+            }),
+            reopen,
+            policy,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the open region without the GIL (it may block on I/O),
+    /// or raises `ClosedError`.
+    fn with_open<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Region) -> T + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut g = self.lock();
+            if g.closed {
+                return None;
+            }
+            g.region.as_mut().map(f)
+        })
+        .ok_or_else(|| closed("the region"))
+    }
+
+    /// Raises `ClosedError` once closed.
+    fn check_open(&self) -> PyResult<()> {
+        if self.lock().closed {
+            Err(closed("the region"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[pymethods]
+impl PyRegion {
+    /// The region's length in bytes.
+    fn __len__(&self) -> PyResult<usize> {
+        self.check_open()?;
+        Ok(self.len)
+    }
+
+    /// The address of the region's first byte (for ctypes and C code).
+    #[getter]
+    fn address(&self) -> PyResult<usize> {
+        self.check_open()?;
+        Ok(self.addr)
+    }
+
+    /// Whether the region can be written through its buffers.
+    #[getter]
+    fn writable(&self) -> bool {
+        !self.readonly
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// The backing file (None for anonymous memory).
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.reopen.as_ref().map(|r| r.path.clone())
+    }
+
+    /// The policy spec the region runs.
+    #[getter]
+    fn policy(&self) -> String {
+        self.policy.clone()
+    }
+
+    /// Buffer views of the region not released yet.
+    #[getter]
+    fn exports(&self) -> usize {
+        self.lock().exports
+    }
+
+    /// Writes back every dirty page, then syncs the backing file (msync).
+    /// Releases the GIL while it runs. Raises `FlushError` (the pages stay
+    /// in memory and dirty) or `ClosedError`.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_open(py, |r| r.flush())?
+            .map_err(|e| flush_error(py, &e))
+    }
+
+    /// Writes back every dirty page, then drops every clean page from memory
+    /// (msync's MS_INVALIDATE): the next access reads the file again and sees
+    /// what other processes wrote to it.
+    fn invalidate(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_open(py, |r| r.invalidate())?
+            .map_err(|e| flush_error(py, &e))
+    }
+
+    /// Maps `[offset, offset + length)` now (writable with `write=True`),
+    /// so that system calls find it mapped.
+    #[pyo3(signature = (offset, length, write = false))]
+    fn prefault(
+        &self,
+        py: Python<'_>,
+        offset: &Bound<'_, PyAny>,
+        length: &Bound<'_, PyAny>,
+        write: bool,
+    ) -> PyResult<()> {
+        let offset = crate::args::size(offset, "offset")?;
+        let length = crate::args::size(length, "length")?;
+        self.with_open(py, |r| r.prefault(offset, length, write))?
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Changes the frame budget (int or string with a unit, at least one
+    /// page): a smaller one reclaims frames at once, writing back dirty pages.
+    fn set_budget(&self, py: Python<'_>, budget: &Bound<'_, PyAny>) -> PyResult<()> {
+        let budget = crate::args::size(budget, "budget")?;
+        if budget < pagepilot_pager::PAGE_SIZE {
+            return Err(crate::errors::map_refused(format!(
+                "budget of {budget} bytes is smaller than one page ({} bytes)",
+                pagepilot_pager::PAGE_SIZE
+            )));
+        }
+        self.with_open(py, |r| r.set_budget(budget))?
+            .map_err(|e| flush_error(py, &e))
+    }
+
+    /// The region's statistics as a dict (what the C API's `pp_stats_json`
+    /// reports: faults, evictions, pages read and written, latencies, ...).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let json = self.with_open(py, |r| r.stats_json())?;
+        py.import("json")?.call_method1("loads", (json,))
+    }
+
+    /// A numpy array viewing the region (no copy), like `numpy.memmap`:
+    /// `dtype` items from byte `offset`, in `shape` (an int or a tuple; None:
+    /// as many items as fit). Read-only for a read-only region.
+    #[pyo3(signature = (dtype = None, shape = None, offset = None, order = "C"))]
+    fn array<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        shape: Option<&Bound<'py, PyAny>>,
+        offset: Option<&Bound<'py, PyAny>>,
+        order: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        me.check_open()?;
+        let offset = offset.map_or(Ok(0), |o| crate::args::size(o, "offset"))?;
+        let np = py.import("numpy")?;
+        let dtype = np.call_method1(
+            "dtype",
+            (dtype.map_or_else(
+                || "uint8".into_pyobject(py).map(Bound::into_any),
+                |d| Ok(d.clone()),
+            )?,),
+        )?;
+        let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+        if itemsize == 0 {
+            return Err(PyValueError::new_err(
+                "dtype: items of zero bytes cannot view a region",
+            ));
+        }
+        if offset > me.len {
+            return Err(PyValueError::new_err(format!(
+                "offset: {offset} is beyond the region's {} bytes",
+                me.len
+            )));
+        }
+        let dims: Vec<usize> = match shape {
+            None => vec![(me.len - offset) / itemsize],
+            Some(s) => match s.cast::<PyTuple>() {
+                Ok(t) => t
+                    .iter()
+                    .map(|d| crate::args::size(&d, "shape"))
+                    .collect::<PyResult<_>>()?,
+                Err(_) => vec![crate::args::size(s, "shape")?],
+            },
+        };
+        let count = dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .filter(|&n| {
+                n.checked_mul(itemsize)
+                    .is_some_and(|b| b <= me.len - offset)
+            })
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "shape {dims:?} of {itemsize}-byte items from offset {offset} needs more than \
+                     the region's {} bytes",
+                    me.len
+                ))
+            })?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("dtype", &dtype)?;
+        kwargs.set_item("count", count)?;
+        kwargs.set_item("offset", offset)?;
+        let flat = np.call_method("frombuffer", (slf,), Some(&kwargs))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("order", order)?;
+        flat.call_method("reshape", (PyTuple::new(py, &dims)?,), Some(&kwargs))
+    }
+
+    /// Writes back every dirty page and unmaps the region. Views exported
+    /// before (numpy arrays, memoryviews) keep the memory mapped until they
+    /// are released; the region object itself raises `ClosedError` from
+    /// now on. A second `close()` does nothing. If the write-back fails the
+    /// region stays open and mapped with its dirty data (as `pp_unmap`), and
+    /// `FlushError` is raised.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let outcome = py.detach(|| {
+            let mut g = self.lock();
+            if g.closed {
+                return Ok(());
+            }
+            if let Some(r) = g.region.as_ref() {
+                r.flush()?;
+            }
+            g.closed = true;
+            if g.exports == 0 {
+                if let Some(region) = g.region.take() {
+                    drop(g);
+                    return region.unmap();
+                }
+            }
+            Ok(())
+        });
+        outcome.map_err(|e| flush_error(py, &e))
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().check_open()?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.lock().closed { "closed " } else { "" };
+        let what = match &self.reopen {
+            Some(r) => format!("file {:?}", r.path.display().to_string()),
+            None => "anonymous".into(),
+        };
+        format!(
+            "<pagepilot.Region {state}{what}, {} bytes at {:#x}, policy {:?}{}>",
+            self.len,
+            self.addr,
+            self.policy,
+            if self.readonly { ", read-only" } else { "" }
+        )
+    }
+
+    /// Pickling (multiprocessing's spawn): a file region is mapped again
+    /// in the receiving process with the same file, budget, policy and
+    /// writability, after this one's dirty pages are written back. An
+    /// anonymous region cannot be pickled (its memory is this process's).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let Some(r) = &self.reopen else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "an anonymous region cannot be pickled: its memory belongs to this process \
+                 (map a file to share it with other processes)",
+            ));
+        };
+        if r.writable {
+            self.flush(py)?;
+        }
+        let remap = py.import("pagepilot._pagepilot")?.getattr("_remap")?;
+        let args = (
+            r.path.clone(),
+            r.budget,
+            r.policy.clone_ref(py),
+            r.writable,
+            r.len,
+        )
+            .into_pyobject(py)?;
+        PyTuple::new(py, [remap, args.into_any()])
+    }
+
+    /// Exports the region's memory (the buffer protocol).
+    ///
+    /// # Safety
+    /// Called by Python with a `Py_buffer` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("the buffer view is NULL"));
+        }
+        let owner = slf.clone().into_any();
+        let me = slf.get();
+        if (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE && me.readonly {
+            return Err(PyBufferError::new_err(
+                "the region is read-only (map the file with writable=True to write it)",
+            ));
+        }
+        {
+            let mut g = me.lock();
+            if g.closed || g.region.is_none() {
+                return Err(closed("the region"));
+            }
+            g.exports += 1;
+        }
+        let format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
+            CString::from(c"B").into_raw()
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: `view` is non-NULL and Python hands it to be filled. The
+        // memory at `addr` stays mapped for `len` bytes while the view
+        // lives: the export counted above defers the unmapping (`close`,
+        // `__releasebuffer__`), and `obj` holds a reference that keeps this
+        // object (and its region) alive until the view is released. `shape`
+        // and `strides` point into the view itself, which outlives their use.
+        unsafe {
+            (*view).obj = owner.into_ptr();
+            (*view).buf = me.addr as *mut c_void;
+            (*view).len = me.len as isize;
+            (*view).readonly = c_int::from(me.readonly);
+            (*view).itemsize = 1;
+            (*view).format = format;
+            (*view).ndim = 1;
+            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
+                &mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
+                &mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    /// Releases an exported view; the last one of a closed region unmaps it.
+    ///
+    /// # Safety
+    /// Called by Python with a view `__getbuffer__` filled.
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: a view this object filled: `format` is NULL or came from
+        // `CString::into_raw` above, and is freed once here.
+        unsafe {
+            if !view.is_null() && !(*view).format.is_null() {
+                drop(CString::from_raw((*view).format));
+                (*view).format = std::ptr::null_mut();
+            }
+        }
+        let mut g = self.lock();
+        g.exports = g.exports.saturating_sub(1);
+        if g.closed && g.exports == 0 {
+            if let Some(region) = g.region.take() {
+                drop(g);
+                // Written back by close(); what lingering views wrote since
+                // is written back here, an error printed (nowhere to raise).
+                if let Err(e) = region.unmap() {
+                    eprintln!(
+                        "pagepilot: region unmapped after its last view with unwritten pages: {e}"
+                    );
+                }
+            }
+        }
+    }
+}
