@@ -3,8 +3,6 @@
 //! closes it (an anonymous manager keeps a closed dataspace's pages for
 //! the next `open`; one dropped open would take them with it).
 
-use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::Arc;
 
 use crate::{Access, DataspaceId, Manager, OpenError, PageStore};
@@ -68,55 +66,7 @@ impl std::fmt::Debug for Opened {
 }
 
 impl PageStore for Opened {
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.store().read(first, pages, dst) }
-    }
-
-    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.store().write(first, pages, src) }
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.store().sync()
-    }
-
-    fn size(&self) -> u64 {
-        self.store().size()
-    }
-
-    fn direct(&self) -> bool {
-        self.store().direct()
-    }
-
-    fn readaround_pages(&self) -> Option<usize> {
-        self.store().readaround_pages()
-    }
-
-    fn has_data(&self, page: usize) -> bool {
-        self.store().has_data(page)
-    }
-
-    fn read_source(&self, first: usize, pages: usize) -> Option<(RawFd, u64)> {
-        self.store().read_source(first, pages)
-    }
-
-    fn file(&self) -> Option<RawFd> {
-        self.store().file()
-    }
-
-    fn writable_file(&self) -> Option<BorrowedFd<'_>> {
-        self.store().writable_file()
-    }
-
-    fn bookkeeping_bytes(&self) -> usize {
-        self.store().bookkeeping_bytes()
-    }
-
-    fn cached_bytes_read(&self) -> u64 {
-        self.store().cached_bytes_read()
-    }
+    crate::store::forward_pages!(self => self.store());
 
     fn persistent(&self) -> bool {
         // The manager keeps the dataspace after the region goes: what the

@@ -4,7 +4,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -394,47 +393,7 @@ impl Drop for PersistentStore {
 }
 
 impl PageStore for PersistentStore {
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.pages.read(first, pages, dst) }
-    }
-
-    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.pages.write(first, pages, src) }
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.pages.sync()
-    }
-
-    fn size(&self) -> u64 {
-        self.pages.size()
-    }
-
-    fn direct(&self) -> bool {
-        self.pages.direct()
-    }
-
-    fn readaround_pages(&self) -> Option<usize> {
-        self.pages.readaround_pages()
-    }
-
-    fn read_source(&self, first: usize, pages: usize) -> Option<(RawFd, u64)> {
-        self.pages.read_source(first, pages)
-    }
-
-    fn file(&self) -> Option<RawFd> {
-        self.pages.file()
-    }
-
-    fn writable_file(&self) -> Option<BorrowedFd<'_>> {
-        self.pages.writable_file()
-    }
-
-    fn cached_bytes_read(&self) -> u64 {
-        self.pages.cached_bytes_read()
-    }
+    crate::store::forward_pages!(self => self.pages);
 
     fn persistent(&self) -> bool {
         true

@@ -5,8 +5,6 @@
 //! pages (never evicted while mapped), within a quota of bytes of its own.
 
 use std::collections::HashMap;
-use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -336,55 +334,7 @@ impl Manager for PinnedManager {
 }
 
 impl PageStore for PinnedStore {
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.lower.read(first, pages, dst) }
-    }
-
-    unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
-        // SAFETY: the caller's guarantee, passed on.
-        unsafe { self.lower.write(first, pages, src) }
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.lower.sync()
-    }
-
-    fn size(&self) -> u64 {
-        self.lower.size()
-    }
-
-    fn direct(&self) -> bool {
-        self.lower.direct()
-    }
-
-    fn readaround_pages(&self) -> Option<usize> {
-        self.lower.readaround_pages()
-    }
-
-    fn has_data(&self, page: usize) -> bool {
-        self.lower.has_data(page)
-    }
-
-    fn read_source(&self, first: usize, pages: usize) -> Option<(RawFd, u64)> {
-        self.lower.read_source(first, pages)
-    }
-
-    fn file(&self) -> Option<RawFd> {
-        self.lower.file()
-    }
-
-    fn writable_file(&self) -> Option<BorrowedFd<'_>> {
-        self.lower.writable_file()
-    }
-
-    fn bookkeeping_bytes(&self) -> usize {
-        self.lower.bookkeeping_bytes()
-    }
-
-    fn cached_bytes_read(&self) -> u64 {
-        self.lower.cached_bytes_read()
-    }
+    crate::store::forward_pages!(self => self.lower);
 
     fn pinned(&self) -> bool {
         true

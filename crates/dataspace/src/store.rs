@@ -104,3 +104,62 @@ impl std::fmt::Debug for dyn PageStore {
             .finish()
     }
 }
+
+/// The methods of [`PageStore`] a store that passes its pages through to
+/// another (`$lower`, an expression of `$this`) forwards as they are: all
+/// but what it says of itself (`persistent`, `pinned`) and `into_any`.
+macro_rules! forward_pages {
+    ($this:ident => $lower:expr) => {
+        unsafe fn read(&$this, first: usize, pages: usize, dst: *mut u8) -> std::io::Result<usize> {
+            // SAFETY: the caller's guarantee, passed on.
+            unsafe { $lower.read(first, pages, dst) }
+        }
+
+        unsafe fn write(&$this, first: usize, pages: usize, src: *const u8) -> std::io::Result<()> {
+            // SAFETY: the caller's guarantee, passed on.
+            unsafe { $lower.write(first, pages, src) }
+        }
+
+        fn sync(&$this) -> std::io::Result<()> {
+            $lower.sync()
+        }
+
+        fn size(&$this) -> u64 {
+            $lower.size()
+        }
+
+        fn direct(&$this) -> bool {
+            $lower.direct()
+        }
+
+        fn readaround_pages(&$this) -> Option<usize> {
+            $lower.readaround_pages()
+        }
+
+        fn has_data(&$this, page: usize) -> bool {
+            $lower.has_data(page)
+        }
+
+        fn read_source(&$this, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
+            $lower.read_source(first, pages)
+        }
+
+        fn file(&$this) -> Option<std::os::fd::RawFd> {
+            $lower.file()
+        }
+
+        fn writable_file(&$this) -> Option<std::os::fd::BorrowedFd<'_>> {
+            $lower.writable_file()
+        }
+
+        fn bookkeeping_bytes(&$this) -> usize {
+            $lower.bookkeeping_bytes()
+        }
+
+        fn cached_bytes_read(&$this) -> u64 {
+            $lower.cached_bytes_read()
+        }
+    };
+}
+
+pub(crate) use forward_pages;
