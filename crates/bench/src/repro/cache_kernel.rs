@@ -21,7 +21,7 @@ const UNLOAD_US: f64 = 160.0;
 /// The fault-cost split: `bench faults`.
 pub(super) fn faults(cx: &Ctx) -> Result<Outcome, ExpError> {
     super::need_userfaultfd()?;
-    let argv = strings(&["--pages", cx.size.pick("256", "1024", "1024"), "--rounds", cx.size.pick("3", "5", "15"), "--format", "json"]);
+    let argv = strings(&["--pages", cx.size.pick("256", "1024", "1024"), "--rounds", cx.size.pick("3", "7", "15"), "--format", "json"]);
     let (args, command) = bench_args::<crate::faults::Args>("faults", &argv)?;
     let r = crate::faults::measure(&args)?;
     let b = &r.process.faulting_thread_breakdown;

@@ -30,9 +30,9 @@ const FIG6_LOOPS: u64 = 64;
 pub(super) fn policy(cx: &Ctx) -> Result<Outcome, ExpError> {
     let argv = strings(&[
         "--runs",
-        cx.size.pick("3", "7", "21"),
+        cx.size.pick("3", "11", "21"),
         "--refs",
-        cx.size.pick("100000", "200000", "400000"),
+        cx.size.pick("100000", "400000", "400000"),
         "--format",
         "json",
     ]);
@@ -189,9 +189,9 @@ pub(super) fn join_live(cx: &Ctx) -> Result<Outcome, ExpError> {
     super::need_userfaultfd()?;
     let argv = strings(&[
         "--outer-mb",
-        cx.size.pick("6,12", "12,24", "20,40,60"),
+        cx.size.pick("6,12", "20,60", "20,40,60"),
         "--budget-mb",
-        cx.size.pick("8", "16", "40"),
+        cx.size.pick("8", "40", "40"),
         "--loops",
         cx.size.pick("4", "8", "64"),
         "--runs",

@@ -19,7 +19,7 @@ pub(super) fn run(cx: &Ctx) -> Result<Outcome, ExpError> {
     let mut argv = strings(&["--runs", cx.size.pick("1", "1", "3"), "--format", "json", "--plot", &plot]);
     argv.extend(strings(match cx.size {
         super::Size::Smoke => &["--launcher-mb", "16", "--launcher-budget-mb", "8", "--decoder-mb", "8", "--decoder-budget-mb", "2", "--alone-ms", "300"][..],
-        super::Size::Quick => &["--launcher-mb", "32", "--launcher-budget-mb", "16", "--alone-ms", "500"][..],
+        super::Size::Quick => &["--alone-ms", "500"][..],
         super::Size::Full => &[][..],
     }));
     let (args, command) = bench_args::<crate::rapha::Args>("rapha", &argv)?;

@@ -94,7 +94,7 @@ fn curves(cx: &Ctx, inter_fault: bool) -> Result<(Outcome, Vec<(String, Vec<Row>
         let trace_path = cx.file(&t.file).display().to_string();
         o.commands.push(command_line(
             &["plot", "curves"],
-            &strings(&[&trace_path, "--policy", "lru,seq,opt", "--frames", &frames_arg(&frames), "--metric", metric, "-o", &fig]),
+            &strings(&[&trace_path, "--policy", "lru,seq,opt", "--frames", &frames_arg(&frames), "--metric", metric, "-o", &cx.file(&fig).display().to_string()]),
         ));
         all.push((t.name.clone(), rows, t.trace.distinct()));
     }
@@ -186,7 +186,7 @@ fn spacetime_pair(cx: &Ctx, t: &Named, frames: usize, o: &mut Outcome) -> Result
         o.figures.push(fig.clone());
         o.commands.push(command_line(
             &["plot", "spacetime"],
-            &strings(&[&trace_path, "--what", what, "--policy", "seq", "--frames", &frames.to_string(), "-o", &fig]),
+            &strings(&[&trace_path, "--what", what, "--policy", "seq", "--frames", &frames.to_string(), "-o", &cx.file(&fig).display().to_string()]),
         ));
     }
     Ok((faults, victims))
@@ -248,7 +248,7 @@ pub(super) fn parameters(cx: &Ctx) -> Result<Outcome, ExpError> {
         let trace_path = cx.file(&t.file).display().to_string();
         o.commands.push(command_line(
             &["plot", "curves"],
-            &strings(&[&trace_path, "--policy", &specs.join(","), "--frames", &frames_arg(&frames), "-o", &fig]),
+            &strings(&[&trace_path, "--policy", &specs.join(","), "--frames", &frames_arg(&frames), "-o", &cx.file(&fig).display().to_string()]),
         ));
         let spread = |set: &[&str]| {
             let v: Vec<f64> = set.iter().map(|p| total(&rows, p, fp)).collect();
@@ -292,7 +292,7 @@ pub(super) fn global(cx: &Ctx) -> Result<Outcome, ExpError> {
         plot::fault_rate_curves(&series(&rows, false), &format!("global: {name}"), &cx.file(&fig)).map_err(fail)?;
         o.figures.push(fig.clone());
         let mut argv: Vec<String> = members.iter().map(|m| cx.file(&m.file).display().to_string()).collect();
-        argv.extend(strings(&["--global", "--policy", "lru,seq", "--frames", &frames_arg(&frames), "--quantum", "10000", "--service", "4000", "--plot", &fig]));
+        argv.extend(strings(&["--global", "--policy", "lru,seq", "--frames", &frames_arg(&frames), "--quantum", "10000", "--service", "4000", "--plot", &cx.file(&fig).display().to_string()]));
         o.commands.push(command_line(&["sim"], &argv));
         let src = if rel == Relation::AtMost { "Figure 11 (vortex+gnuplot)" } else { "Figure 11 (gcc+vortex)" };
         o.claims.push(Claim::new(format!("{name}: global SEQ / global LRU warm faults"), src, rel, 1.0, ratio(total(&rows, "seq", fp), total(&rows, "lru", fp)), "x"));

@@ -2,7 +2,7 @@
 //! behaviour classes (a cyclic sweep like `es` and `gnuplot`, up-down runs
 //! like `applu`, scattered references like `coral` and `gcc`), saved next to
 //! the report so that `pagepilot sim` and `pagepilot plot` can be rerun on
-//! them; in full runs also a real program's trace recorded with valgrind
+//! them; in quick and full runs also a real program's trace recorded with valgrind
 //! lackey (`pagepilot trace record`, a separate process anyway).
 
 use std::path::PathBuf;
@@ -74,9 +74,9 @@ impl Traces {
             seed: SEED + 7,
         })?;
         let (real, real_commands) = match cx.size {
-            Size::Full => record_real(cx),
-            _ => (
-                Err("the real trace is recorded in full runs only (valgrind lackey takes minutes)".into()),
+            Size::Full | Size::Quick => record_real(cx),
+            Size::Smoke => (
+                Err("the real trace is recorded in quick and full runs only (valgrind lackey takes 20 s or more)".into()),
                 Vec::new(),
             ),
         };
@@ -117,7 +117,7 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
     if let Err(e) = std::fs::write(&input, text) {
         return (Err(format!("{}: {e}", input.display())), Vec::new());
     }
-    let file = "traces/gzip.pptrace".to_string();
+    let file = "traces/gzip.pptrace.zst".to_string();
     let out: PathBuf = cx.file(&file);
     let argv = strings(&["record", "-o", &out.display().to_string(), "--collapse", "--", "gzip", "-1", "-c", &input.display().to_string()]);
     let commands = vec![command_line(&["trace"], &argv)];
