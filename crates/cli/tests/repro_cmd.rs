@@ -50,14 +50,20 @@ fn test_repro_smoke_gives_every_experiment_its_numbers_figures_and_commands() {
     let names = experiment_names();
     assert!(names.len() >= 12, "{names:?}");
     let entries = report["experiments"].as_array().expect("experiments");
-    let got: Vec<&str> = entries.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let got: Vec<&str> = entries
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
     assert_eq!(got, names, "one entry per experiment, in order");
     assert!(report["wall_s"].as_f64().unwrap() > 0.0);
     let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(markdown.contains("| experiment | paper | quantity |"));
     for e in entries {
         let name = e["name"].as_str().unwrap();
-        assert!(markdown.contains(&format!("## {name}:")), "no section for {name}");
+        assert!(
+            markdown.contains(&format!("## {name}:")),
+            "no section for {name}"
+        );
         match e["status"]["state"].as_str().unwrap() {
             "skipped" => {
                 let reason = e["status"]["reason"].as_str().unwrap();
@@ -70,7 +76,10 @@ fn test_repro_smoke_gives_every_experiment_its_numbers_figures_and_commands() {
         let claims = e["claims"].as_array().unwrap();
         assert!(!claims.is_empty(), "{name}: no claims");
         for c in claims {
-            assert!(c["paper"].as_f64().is_some_and(f64::is_finite), "{name}: {c}");
+            assert!(
+                c["paper"].as_f64().is_some_and(f64::is_finite),
+                "{name}: {c}"
+            );
             assert!(c.get("measured").is_some(), "{name}: {c}");
         }
         assert!(
@@ -85,13 +94,26 @@ fn test_repro_smoke_gives_every_experiment_its_numbers_figures_and_commands() {
         for f in e["figures"].as_array().unwrap() {
             let f = f.as_str().unwrap();
             assert_valid_png(&dir.path().join(f));
-            assert!(markdown.contains(&format!("]({f})")), "{f} not in report.md");
+            assert!(
+                markdown.contains(&format!("]({f})")),
+                "{f} not in report.md"
+            );
         }
     }
     // The experiments that draw figures drew them.
-    for name in ["hipec-join-sim", "seq-fault-curves", "seq-inter-fault", "seq-space-time", "seq-parameters", "seq-global"] {
+    for name in [
+        "hipec-join-sim",
+        "seq-fault-curves",
+        "seq-inter-fault",
+        "seq-space-time",
+        "seq-parameters",
+        "seq-global",
+    ] {
         let e = entries.iter().find(|e| e["name"] == name).unwrap();
-        assert!(!e["figures"].as_array().unwrap().is_empty(), "{name}: no figure");
+        assert!(
+            !e["figures"].as_array().unwrap().is_empty(),
+            "{name}: no figure"
+        );
     }
 }
 
@@ -113,11 +135,24 @@ fn test_repro_refuses_an_unknown_experiment_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("never");
     let out_arg = out_dir.display().to_string();
-    let (out, _) = pagepilot(&["repro", "--smoke", "--out", &out_arg, "--only", "seq-global,nosuch"]);
+    let (out, _) = pagepilot(&[
+        "repro",
+        "--smoke",
+        "--out",
+        &out_arg,
+        "--only",
+        "seq-global,nosuch",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "an unknown experiment was accepted");
     assert!(err.contains("`nosuch`"), "error does not name it: {err}");
-    assert!(err.contains("seq-global"), "error does not list the experiments: {err}");
+    assert!(
+        err.contains("seq-global"),
+        "error does not list the experiments: {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
-    assert!(!out_dir.exists(), "a report directory was made for a refused run");
+    assert!(
+        !out_dir.exists(),
+        "a report directory was made for a refused run"
+    );
 }

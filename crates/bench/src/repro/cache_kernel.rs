@@ -21,7 +21,14 @@ const UNLOAD_US: f64 = 160.0;
 /// The fault-cost split: `bench faults`.
 pub(super) fn faults(cx: &Ctx) -> Result<Outcome, ExpError> {
     super::need_userfaultfd()?;
-    let argv = strings(&["--pages", cx.size.pick("256", "1024", "1024"), "--rounds", cx.size.pick("3", "7", "15"), "--format", "json"]);
+    let argv = strings(&[
+        "--pages",
+        cx.size.pick("256", "1024", "1024"),
+        "--rounds",
+        cx.size.pick("3", "7", "15"),
+        "--format",
+        "json",
+    ]);
     let (args, command) = bench_args::<crate::faults::Args>("faults", &argv)?;
     let r = crate::faults::measure(&args)?;
     let b = &r.process.faulting_thread_breakdown;
@@ -46,12 +53,24 @@ pub(super) fn faults(cx: &Ctx) -> Result<Outcome, ExpError> {
 /// One `bench scan` run of uniform reads, writing `write` of the pages.
 fn scan(cx: &Ctx, write: &str) -> Result<(Option<f64>, String, serde_json::Value), ExpError> {
     let argv = strings(&[
-        "--file-mb", cx.size.pick("16", "64", "256"),
-        "--budgets-mb", cx.size.pick("4", "16", "64"),
-        "--patterns", "uniform", "--cache", "cold", "--threads", "1",
-        "--ops", cx.size.pick("1500", "3000", "20000"),
-        "--runs", cx.size.pick("1", "1", "3"),
-        "--write-fraction", write, "--format", "json",
+        "--file-mb",
+        cx.size.pick("16", "64", "256"),
+        "--budgets-mb",
+        cx.size.pick("4", "16", "64"),
+        "--patterns",
+        "uniform",
+        "--cache",
+        "cold",
+        "--threads",
+        "1",
+        "--ops",
+        cx.size.pick("1500", "3000", "20000"),
+        "--runs",
+        cx.size.pick("1", "1", "3"),
+        "--write-fraction",
+        write,
+        "--format",
+        "json",
     ]);
     let (args, command) = bench_args::<crate::scan::Args>("scan", &argv)?;
     let r = crate::scan::measure(args)?;

@@ -134,11 +134,15 @@ pub(super) fn join_sim(cx: &Ctx) -> Result<Outcome, ExpError> {
                 frames: m as usize,
                 future: None,
             };
-            let built = registry::build(policy, &setup).map_err(|e| ExpError::Fail(e.to_string()))?;
+            let built =
+                registry::build(policy, &setup).map_err(|e| ExpError::Fail(e.to_string()))?;
             faults.push(simulate(&trace, built, m as usize).faults);
         }
         let x = mb as f64;
-        for (line, y) in lines.iter_mut().zip([pf_l, pf_m, faults[0], faults[1], faults[2]]) {
+        for (line, y) in lines
+            .iter_mut()
+            .zip([pf_l, pf_m, faults[0], faults[1], faults[2]])
+        {
             line.points.push((x, y as f64));
         }
         if o > m {
@@ -171,8 +175,12 @@ pub(super) fn join_sim(cx: &Ctx) -> Result<Outcome, ExpError> {
         y_desc: "page faults".into(),
         series: lines,
     };
-    timelines(&[chart], "HiPEC Figure 6 (analytic and simulated)", &cx.file(fig))
-        .map_err(|e| ExpError::Fail(e.to_string()))?;
+    timelines(
+        &[chart],
+        "HiPEC Figure 6 (analytic and simulated)",
+        &cx.file(fig),
+    )
+    .map_err(|e| ExpError::Fail(e.to_string()))?;
     Ok(Outcome {
         claims,
         figures: vec![fig.into()],
@@ -236,7 +244,10 @@ pub(super) fn join_live(cx: &Ctx) -> Result<Outcome, ExpError> {
         }
         if let Some(speedup) = find("mru").and_then(|m| m.speedup_vs_kernel) {
             claims.push(Claim::new(
-                format!("kernel time / pagepilot MRU time, outer {} MB", size.outer_mb),
+                format!(
+                    "kernel time / pagepilot MRU time, outer {} MB",
+                    size.outer_mb
+                ),
                 "Figure 6",
                 Relation::AtLeast,
                 1.0,

@@ -9,6 +9,7 @@
 //! experiment that cannot run here is reported as skipped, with the reason.
 
 mod cache_kernel;
+mod experiments;
 mod hipec;
 mod rapha;
 pub mod report;
@@ -19,6 +20,8 @@ mod seq_traces;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+pub use experiments::experiment_names;
+use experiments::selected;
 use report::{Claim, Entry, Report, Status};
 
 /// Arguments of `pagepilot repro`.
@@ -154,40 +157,12 @@ impl Ctx {
     }
 }
 
-type Run = fn(&Ctx) -> Result<Outcome, ExpError>;
-
-/// One experiment.
-struct Experiment {
-    name: &'static str,
-    paper: &'static str,
-    figure: &'static str,
-    title: &'static str,
-    run: Run,
-}
-
-const EXPERIMENTS: &[Experiment] = &[
-    Experiment { name: "hipec-policy", paper: "HiPEC", figure: "Tables 3-4", title: "cost of a policy program's PageFault event against the native policy", run: hipec::policy },
-    Experiment { name: "hipec-join-sim", paper: "HiPEC", figure: "Figure 6", title: "nested-loops join faults, analytic against the simulator", run: hipec::join_sim },
-    Experiment { name: "hipec-join-live", paper: "HiPEC", figure: "Figure 6", title: "nested-loops join, live, LRU and MRU against the kernel", run: hipec::join_live },
-    Experiment { name: "seq-fault-curves", paper: "SEQ", figure: "Figures 1-2", title: "fault rate against memory size, LRU / SEQ / OPT", run: seq::fault_curves },
-    Experiment { name: "seq-inter-fault", paper: "SEQ", figure: "Figures 3-4", title: "mean inter-fault time against memory size", run: seq::inter_fault },
-    Experiment { name: "seq-space-time", paper: "SEQ", figure: "Figures 5-8", title: "space-time graphs of SEQ's faults and victims", run: seq::space_time },
-    Experiment { name: "seq-parameters", paper: "SEQ", figure: "Figures 9-10", title: "sensitivity to L, M, N and X", run: seq::parameters },
-    Experiment { name: "seq-global", paper: "SEQ", figure: "Figure 11", title: "global LRU against global SEQ, multiprogrammed", run: seq::global },
-    Experiment { name: "rapha", paper: "RAPHA", figure: "Figures 8-11", title: "fault dispersion, resident set and deadline misses", run: rapha::run },
-    Experiment { name: "sawmill-appel-li", paper: "SawMill", figure: "Table 1", title: "Appel-Li virtual memory primitives", run: sawmill::run },
-    Experiment { name: "cache-kernel-faults", paper: "Cache Kernel", figure: "Section 5 and Table 2", title: "a fault's cost split into transfer and mapping load", run: cache_kernel::faults },
-    Experiment { name: "cache-kernel-writeback", paper: "Cache Kernel", figure: "Table 2", title: "page-in cost with and without write-back", run: cache_kernel::writeback },
-];
-
-/// The experiments' names, in run order.
-pub fn experiment_names() -> Vec<&'static str> {
-    EXPERIMENTS.iter().map(|e| e.name).collect()
-}
-
 /// Parses `argv` (the flags after `pagepilot bench <sub>`) with the benchmark's own clap
 /// definitions; returns the arguments and the command line that runs the same.
-pub(crate) fn bench_args<A: clap::Args>(sub: &str, argv: &[String]) -> Result<(A, String), ExpError> {
+pub(crate) fn bench_args<A: clap::Args>(
+    sub: &str,
+    argv: &[String],
+) -> Result<(A, String), ExpError> {
     let cmd = A::augment_args(clap::Command::new("pagepilot-bench").no_binary_name(true));
     let matches = cmd
         .try_get_matches_from(argv)
@@ -207,7 +182,10 @@ pub(crate) fn need_userfaultfd() -> Result<(), ExpError> {
 /// `pagepilot <words> <argv>`, arguments quoted for a shell where needed.
 pub(crate) fn command_line(words: &[&str], argv: &[String]) -> String {
     let quote = |a: &str| {
-        if a.is_empty() || a.chars().any(|c| !(c.is_ascii_alphanumeric() || "-_=,./:+".contains(c))) {
+        if a.is_empty()
+            || a.chars()
+                .any(|c| !(c.is_ascii_alphanumeric() || "-_=,./:+".contains(c)))
+        {
             format!("'{}'", a.replace('\'', "'\\''"))
         } else {
             a.to_string()
@@ -261,26 +239,6 @@ fn utc(secs: u64) -> (String, String) {
     )
 }
 
-fn selected(only: &[String]) -> Result<Vec<&'static Experiment>, ReproError> {
-    if only.is_empty() {
-        return Ok(EXPERIMENTS.iter().collect());
-    }
-    let mut chosen = Vec::new();
-    for name in only.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        let e = EXPERIMENTS
-            .iter()
-            .find(|e| e.name == name)
-            .ok_or_else(|| ReproError::UnknownExperiment {
-                name: name.to_string(),
-                known: experiment_names().join(", "),
-            })?;
-        if !chosen.iter().any(|c: &&Experiment| c.name == e.name) {
-            chosen.push(e);
-        }
-    }
-    Ok(chosen)
-}
-
 /// Runs `pagepilot repro`; returns the report's directory.
 pub fn run(args: Args) -> Result<PathBuf, ReproError> {
     let chosen = selected(&args.only)?;
@@ -293,7 +251,10 @@ pub fn run(args: Args) -> Result<PathBuf, ReproError> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (date, time) = utc(secs);
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("repro-{date}")));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("repro-{date}")));
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ReproError::Io { path, source }
@@ -321,7 +282,14 @@ pub fn run(args: Args) -> Result<PathBuf, ReproError> {
     let load_before = loadavg();
     let mut entries = Vec::new();
     for (i, e) in chosen.iter().enumerate() {
-        eprintln!("repro [{}/{}] {}: {} {}...", i + 1, chosen.len(), e.name, e.paper, e.figure);
+        eprintln!(
+            "repro [{}/{}] {}: {} {}...",
+            i + 1,
+            chosen.len(),
+            e.name,
+            e.paper,
+            e.figure
+        );
         let t = Instant::now();
         let result = (e.run)(&ctx);
         let seconds = t.elapsed().as_secs_f64();
@@ -330,7 +298,13 @@ pub fn run(args: Args) -> Result<PathBuf, ReproError> {
             Err(ExpError::Skip(reason)) => (Status::Skipped { reason }, Outcome::default()),
             Err(ExpError::Fail(error)) => (Status::Failed { error }, Outcome::default()),
         };
-        eprintln!("repro [{}/{}] {}: {:?} in {seconds:.1} s", i + 1, chosen.len(), e.name, status);
+        eprintln!(
+            "repro [{}/{}] {}: {:?} in {seconds:.1} s",
+            i + 1,
+            chosen.len(),
+            e.name,
+            status
+        );
         entries.push(Entry {
             name: e.name,
             paper: e.paper,
@@ -357,7 +331,11 @@ pub fn run(args: Args) -> Result<PathBuf, ReproError> {
     };
     report.write(&out).map_err(io(&out))?;
     println!("{}", report.summary_table());
-    println!("wrote {} ({:.0} s)", out.join("report.md").display(), report.wall_s);
+    println!(
+        "wrote {} ({:.0} s)",
+        out.join("report.md").display(),
+        report.wall_s
+    );
     let failed: Vec<&str> = report
         .experiments
         .iter()
@@ -381,16 +359,11 @@ mod tests {
     #[test]
     fn test_utc_dates_match_known_days() {
         assert_eq!(utc(0), ("1970-01-01".into(), "00:00".into()));
-        assert_eq!(utc(951_782_400 + 3_660), ("2000-02-29".into(), "01:01".into()));
+        assert_eq!(
+            utc(951_782_400 + 3_660),
+            ("2000-02-29".into(), "01:01".into())
+        );
         assert_eq!(utc(1_764_028_800), ("2025-11-25".into(), "00:00".into()));
-    }
-
-    #[test]
-    fn test_unknown_experiment_is_refused_by_name() {
-        let err = selected(&strings(&["seq-global", "nosuch"])).err().unwrap();
-        assert!(matches!(&err, ReproError::UnknownExperiment { name, .. } if name == "nosuch"));
-        assert_eq!(selected(&strings(&["rapha", "rapha"])).unwrap().len(), 1);
-        assert_eq!(selected(&[]).unwrap().len(), EXPERIMENTS.len());
     }
 
     #[test]
@@ -400,6 +373,9 @@ mod tests {
         assert_eq!(line, "pagepilot bench appel-li --reps 10 --runs 1");
         let bad = strings(&["--nosuch"]);
         assert!(bench_args::<crate::appel_li::Args>("appel-li", &bad).is_err());
-        assert_eq!(command_line(&["x"], &strings(&["a b"])), "pagepilot x 'a b'");
+        assert_eq!(
+            command_line(&["x"], &strings(&["a b"])),
+            "pagepilot x 'a b'"
+        );
     }
 }

@@ -16,9 +16,27 @@ pub(super) fn run(cx: &Ctx) -> Result<Outcome, ExpError> {
     super::need_userfaultfd()?;
     let fig = "rapha.png";
     let plot = cx.file(fig).display().to_string();
-    let mut argv = strings(&["--runs", cx.size.pick("1", "1", "3"), "--format", "json", "--plot", &plot]);
+    let mut argv = strings(&[
+        "--runs",
+        cx.size.pick("1", "1", "3"),
+        "--format",
+        "json",
+        "--plot",
+        &plot,
+    ]);
     argv.extend(strings(match cx.size {
-        super::Size::Smoke => &["--launcher-mb", "16", "--launcher-budget-mb", "8", "--decoder-mb", "8", "--decoder-budget-mb", "2", "--alone-ms", "300"][..],
+        super::Size::Smoke => &[
+            "--launcher-mb",
+            "16",
+            "--launcher-budget-mb",
+            "8",
+            "--decoder-mb",
+            "8",
+            "--decoder-budget-mb",
+            "2",
+            "--alone-ms",
+            "300",
+        ][..],
         super::Size::Quick => &["--alone-ms", "500"][..],
         super::Size::Full => &[][..],
     }));
@@ -32,16 +50,43 @@ pub(super) fn run(cx: &Ctx) -> Result<Outcome, ExpError> {
     };
     let rapha = find("rapha");
     let of = |f: fn(&crate::rapha::summary::Row) -> f64| {
-        rapha.zip(base).and_then(|(a, b)| (f(b) > 0.0).then(|| f(a) / f(b)))
+        rapha
+            .zip(base)
+            .and_then(|(a, b)| (f(b) > 0.0).then(|| f(a) / f(b)))
     };
     let note = format!("RAPHA's limits against {base_name}, while the launcher runs");
     let claims = vec![
-        Claim::new("deadline miss ratio, RAPHA / Linux", "Figure 11", Relation::AtMost, FIG11_LMX_MISS_PCT / FIG11_LINUX_MISS_PCT, of(|x| x.with_launcher.miss_pct), "x").with_note(note.clone()),
-        Claim::new("average delay, RAPHA / Linux", "Figure 11", Relation::AtMost, FIG11_LMX_DELAY / FIG11_LINUX_DELAY, of(|x| x.with_launcher.avg_delay_ms), "x").with_note(note.clone()),
-        Claim::new("launcher's most faults in one sample, RAPHA / Linux", "Figures 8-9", Relation::AtMost, 1.0, of(|x| x.launcher_max_faults_per_sample as f64), "x")
-            .with_note("paper: faults dispersed under RAPHA, a burst without"),
+        Claim::new(
+            "deadline miss ratio, RAPHA / Linux",
+            "Figure 11",
+            Relation::AtMost,
+            FIG11_LMX_MISS_PCT / FIG11_LINUX_MISS_PCT,
+            of(|x| x.with_launcher.miss_pct),
+            "x",
+        )
+        .with_note(note.clone()),
+        Claim::new(
+            "average delay, RAPHA / Linux",
+            "Figure 11",
+            Relation::AtMost,
+            FIG11_LMX_DELAY / FIG11_LINUX_DELAY,
+            of(|x| x.with_launcher.avg_delay_ms),
+            "x",
+        )
+        .with_note(note.clone()),
+        Claim::new(
+            "launcher's most faults in one sample, RAPHA / Linux",
+            "Figures 8-9",
+            Relation::AtMost,
+            1.0,
+            of(|x| x.launcher_max_faults_per_sample as f64),
+            "x",
+        )
+        .with_note("paper: faults dispersed under RAPHA, a burst without"),
     ];
-    let mut notes = vec![format!("{fig}: the launcher's faults per sample and resident set over time (Figures 8-10)")];
+    let mut notes = vec![format!(
+        "{fig}: the launcher's faults per sample and resident set over time (Figures 8-10)"
+    )];
     if let Some(why) = &r.kernel_skipped {
         notes.push(format!("kernel configuration skipped: {why}"));
     }

@@ -252,7 +252,11 @@ impl Report {
         );
         s.push_str(&self.summary_table());
         for e in &self.experiments {
-            let _ = writeln!(s, "\n## {}: {} {} ({})\n", e.name, e.paper, e.figure, e.title);
+            let _ = writeln!(
+                s,
+                "\n## {}: {} {} ({})\n",
+                e.name, e.paper, e.figure, e.title
+            );
             match &e.status {
                 Status::Ran => {
                     let _ = writeln!(s, "Ran in {:.1} s.\n", e.seconds);
@@ -275,7 +279,8 @@ impl Report {
                         c.relation.symbol(),
                         number(c.paper),
                         c.unit,
-                        c.measured.map_or("-".into(), |m| format!("{}{}", number(m), c.unit)),
+                        c.measured
+                            .map_or("-".into(), |m| format!("{}{}", number(m), c.unit)),
                         verdict(c),
                         c.note.as_deref().unwrap_or("")
                     );

@@ -10,7 +10,14 @@ use super::{bench_args, json, strings, Ctx, ExpError, Outcome};
 /// Table 1: `bench appel-li`.
 pub(super) fn run(cx: &Ctx) -> Result<Outcome, ExpError> {
     super::need_userfaultfd()?;
-    let argv = strings(&["--reps", cx.size.pick("300", "2000", "5000"), "--runs", cx.size.pick("1", "3", "5"), "--format", "json"]);
+    let argv = strings(&[
+        "--reps",
+        cx.size.pick("300", "2000", "5000"),
+        "--runs",
+        cx.size.pick("1", "3", "5"),
+        "--format",
+        "json",
+    ]);
     let (args, command) = bench_args::<crate::appel_li::Args>("appel-li", &argv)?;
     let r = crate::appel_li::measure_all(&args)?;
     let claims = r

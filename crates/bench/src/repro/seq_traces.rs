@@ -108,7 +108,9 @@ impl Traces {
 fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
     let input = cx.file("traces/gzip-input.txt");
     let mut rng = StdRng::seed_from_u64(SEED);
-    let words = ["page", "fault", "frame", "sequence", "policy", "region", "kernel", "pager"];
+    let words = [
+        "page", "fault", "frame", "sequence", "policy", "region", "kernel", "pager",
+    ];
     let mut text = String::new();
     while text.len() < 64 * 1024 {
         text.push_str(words[rng.gen_range(0..words.len())]);
@@ -119,7 +121,17 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
     }
     let file = "traces/gzip.pptrace.zst".to_string();
     let out: PathBuf = cx.file(&file);
-    let argv = strings(&["record", "-o", &out.display().to_string(), "--collapse", "--", "gzip", "-1", "-c", &input.display().to_string()]);
+    let argv = strings(&[
+        "record",
+        "-o",
+        &out.display().to_string(),
+        "--collapse",
+        "--",
+        "gzip",
+        "-1",
+        "-c",
+        &input.display().to_string(),
+    ]);
     let commands = vec![command_line(&["trace"], &argv)];
     let status = Command::new("/proc/self/exe")
         .arg("trace")
@@ -137,7 +149,9 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
                 workload: None,
             })
             .map_err(|e| e.to_string()),
-        Ok(s) => Err(format!("`pagepilot trace record` failed ({s}); is valgrind installed?")),
+        Ok(s) => Err(format!(
+            "`pagepilot trace record` failed ({s}); is valgrind installed?"
+        )),
         Err(e) => Err(format!("cannot run `pagepilot trace record`: {e}")),
     };
     (result, commands)
