@@ -93,7 +93,14 @@ pub(super) fn writeback(cx: &Ctx) -> Result<Outcome, ExpError> {
     Ok(Outcome {
         claims,
         commands: vec![c1, c2],
-        notes: vec!["`>=`: ours includes writing the page to disk, the paper's does not; the paper's ratio is a floor.".into()],
+        notes: vec![
+            "`>=`: ours includes writing the page to disk, the paper's does not; the paper's ratio is a floor.".into(),
+            format!(
+                "pagepilot (defaults) pages/s: reading {}, writing {}",
+                clean.map_or("-".into(), |v| format!("{v:.0}")),
+                dirty.map_or("-".into(), |v| format!("{v:.0}"))
+            ),
+        ],
         data: serde_json::json!({ "read_only": d1, "writing": d2 }),
         ..Outcome::default()
     })

@@ -87,6 +87,16 @@ pub(super) fn run(cx: &Ctx) -> Result<Outcome, ExpError> {
     let mut notes = vec![format!(
         "{fig}: the launcher's faults per sample and resident set over time (Figures 8-10)"
     )];
+    for row in &r.rows {
+        notes.push(format!(
+            "{}: {:.1}% deadlines missed, average delay {:.1} ms while the launcher ran; launcher {:.0} ms, at most {} faults in one sample",
+            row.config,
+            row.with_launcher.miss_pct,
+            row.with_launcher.avg_delay_ms,
+            row.launcher_ms,
+            row.launcher_max_faults_per_sample
+        ));
+    }
     if let Some(why) = &r.kernel_skipped {
         notes.push(format!("kernel configuration skipped: {why}"));
     }
