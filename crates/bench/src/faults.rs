@@ -618,6 +618,17 @@ fn rounds_in_fresh_cgroup(
 
 /// Runs `pagepilot bench faults`.
 pub fn run(args: Args) -> BenchResult {
+    let report = measure(&args)?;
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => print_text(&report, &mut out)?,
+    }
+    Ok(())
+}
+
+/// Runs the rounds `args` ask for.
+pub(crate) fn measure(args: &Args) -> Result<FaultsReport, Box<dyn std::error::Error>> {
     check_range("--pages", args.pages, 1 << 20)?;
     check_range("--rounds", args.rounds, 1000)?;
     let (load_before, steal_before) = (loadavg(), steal_ms());
@@ -650,12 +661,7 @@ pub fn run(args: Args) -> BenchResult {
         process,
         fresh_cgroup,
     };
-    let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
-    Ok(())
+    Ok(report)
 }
 
 fn us(c: Cost) -> String {

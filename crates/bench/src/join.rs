@@ -298,13 +298,26 @@ pub fn run(args: Args) -> BenchResult {
     if let Some(job) = args.common.internal_kernel_child {
         return Ok(kernel::child_main(&job)?);
     }
+    let format = args.common.format;
+    let setup = setup_of(args)?;
+    let report = measure(&setup, &mut |_| {})?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => print_text(&report, &mut out)?,
+    }
+    Ok(())
+}
+
+/// The comparison `args` ask for, checked.
+pub(crate) fn setup_of(args: Args) -> Result<JoinSetup, Box<dyn std::error::Error>> {
     check_range("--budget-mb", args.budget_mb, 1 << 16)?;
     check_range("--loops", args.loops, 1 << 12)?;
     check_range("--runs", args.common.runs, 100)?;
     if args.policies.is_empty() {
         return Err(JoinArgError::NoPolicies.into());
     }
-    let setup = JoinSetup {
+    Ok(JoinSetup {
         outer_mb: parse_sizes(&args.outer_mb)?,
         budget_mb: args.budget_mb,
         policies: args.policies,
@@ -317,14 +330,7 @@ pub fn run(args: Args) -> BenchResult {
         faulting_thread: args.faulting_thread,
         windows: args.windows,
         c_program: cjoin::find_program(args.c_program.as_deref())?,
-    };
-    let report = measure(&setup, &mut |_| {})?;
-    let mut out = std::io::stdout().lock();
-    match args.common.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
-    Ok(())
+    })
 }
 
 /// Measures every policy at every size; runs interleave the policies so that the machine's

@@ -22,6 +22,7 @@ mod measure;
 mod policy;
 mod probe;
 mod rapha;
+pub mod repro;
 mod scale;
 mod scan;
 mod share;

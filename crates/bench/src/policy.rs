@@ -65,43 +65,43 @@ pub struct Args {
 
 /// What `pagepilot bench policy` reports.
 #[derive(Serialize)]
-struct Report {
-    program: String,
-    native: String,
-    pages: u64,
-    frames: usize,
-    refs: usize,
-    runs: usize,
+pub(crate) struct Report {
+    pub(crate) program: String,
+    pub(crate) native: String,
+    pub(crate) pages: u64,
+    pub(crate) frames: usize,
+    pub(crate) refs: usize,
+    pub(crate) runs: usize,
     /// PageFault events that chose a victim, per run.
-    events: u64,
-    native_ns_per_event: f64,
-    interpreted_ns_per_event: f64,
+    pub(crate) events: u64,
+    pub(crate) native_ns_per_event: f64,
+    pub(crate) interpreted_ns_per_event: f64,
     /// interpreted / native.
-    ratio: f64,
+    pub(crate) ratio: f64,
     /// Percent the interpreter adds to the native decision.
-    added_percent: f64,
+    pub(crate) added_percent: f64,
     /// The program without the load-time optimiser.
-    unoptimised_ns_per_event: f64,
+    pub(crate) unoptimised_ns_per_event: f64,
     /// unoptimised / native.
-    unoptimised_ratio: f64,
+    pub(crate) unoptimised_ratio: f64,
     /// The engine's own share per event (replay run), subtracted from both.
-    engine_ns_per_event: f64,
+    pub(crate) engine_ns_per_event: f64,
     /// The engine's work per event that follows the native policy's bit
     /// clears (minor faults), part of the engine's share.
-    minor_fault_ns_per_event: f64,
+    pub(crate) minor_fault_ns_per_event: f64,
     /// Referenced bits the native policy cleared, per event (the replay
     /// clears the same ones, so its minor faults are the native run's).
-    clears_per_event: f64,
+    pub(crate) clears_per_event: f64,
     /// Minor faults of reference emulation per event, the same in all four
     /// runs (checked).
-    minor_faults_per_event: f64,
+    pub(crate) minor_faults_per_event: f64,
     /// Median whole-run thread CPU times, ms.
-    native_run_ms: f64,
-    interpreted_run_ms: f64,
-    unoptimised_run_ms: f64,
-    replay_run_ms: f64,
-    replay_clearing_run_ms: f64,
-    replay_reading_run_ms: f64,
+    pub(crate) native_run_ms: f64,
+    pub(crate) interpreted_run_ms: f64,
+    pub(crate) unoptimised_run_ms: f64,
+    pub(crate) replay_run_ms: f64,
+    pub(crate) replay_clearing_run_ms: f64,
+    pub(crate) replay_reading_run_ms: f64,
 }
 
 /// What the native policy decided at one victim request: the victim and the
@@ -251,6 +251,14 @@ const VARIANTS: [&str; 6] = [
 
 /// Runs `pagepilot bench policy`.
 pub fn run(args: Args) -> BenchResult {
+    let Some(report) = measure(&args)? else {
+        return Ok(());
+    };
+    print(&args, &report)
+}
+
+/// Measures what `pagepilot bench policy` reports; `None` when `--only` printed its one line.
+pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error::Error>> {
     if !matches!(args.format.as_str(), "table" | "json") {
         return Err(format!("--format {}: expected `table` or `json`", args.format).into());
     }
@@ -361,7 +369,7 @@ pub fn run(args: Args) -> BenchResult {
             "{only}: {:.1} ns/event including the engine ({events} events/run, {runs} runs)",
             ns / (events * runs as u64) as f64
         );
-        return Ok(());
+        return Ok(None);
     }
     let mut times: [Vec<f64>; 6] = Default::default();
     for r in 0..runs {
@@ -411,8 +419,14 @@ pub fn run(args: Args) -> BenchResult {
         replay_clearing_run_ms: median(clearing),
         replay_reading_run_ms: median(reading),
     };
+    Ok(Some(report))
+}
+
+/// Prints `report` as `--format` asks.
+fn print(args: &Args, report: &Report) -> BenchResult {
+    let (name, events, runs) = (&report.program, report.events, report.runs);
     if args.format == "json" {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         println!(
             "PageFault event cost, {name} interpreted vs native `{}` ({events} events/run, median of {runs} runs)",

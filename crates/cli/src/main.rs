@@ -34,6 +34,8 @@ enum Command {
     /// Benchmarks, reporting ratios measured side by side in one run.
     #[command(subcommand)]
     Bench(cmd::bench::Command),
+    /// Run the five papers' experiments and write a report (Markdown, JSON, PNG figures).
+    Repro(cmd::repro::Args),
     /// The daemon: the machine's frame budget and quotas across processes.
     Daemon(cmd::daemon::Args),
     /// What the daemon holds and for whom.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Plot(c) => cmd::plot::run(c),
         Command::Policy(c) => cmd::policy::run(c),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Repro(a) => cmd::repro::run(a),
         Command::Daemon(a) => cmd::daemon::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Dataspaces(c) => cmd::dataspaces::run(c),

@@ -16,7 +16,7 @@
 mod linux;
 mod paper;
 mod prims;
-mod report;
+pub(crate) mod report;
 mod uffd;
 
 use std::io;
@@ -185,6 +185,20 @@ fn one_run(run: usize, reps: usize, handler: Option<usize>, acc: &mut Runs) -> R
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> BenchResult {
+    let r = measure_all(&args)?;
+    let mut out = io::stdout().lock();
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &r)?;
+            io::Write::write_all(&mut out, b"\n")?;
+        }
+        Format::Text => r.write_text(&mut out)?,
+    }
+    Ok(())
+}
+
+/// Runs the primitives `args` ask for.
+pub(crate) fn measure_all(args: &Args) -> Result<report::Report, Box<dyn std::error::Error>> {
     check("reps", args.reps, 1, 1_000_000)?;
     check("runs", args.runs, 1, 1000)?;
     prims::now_ns();
@@ -211,16 +225,12 @@ pub fn run(args: Args) -> BenchResult {
     let measured = (0..args.runs).try_for_each(|run| one_run(run, args.reps, handler, &mut acc));
     let _ = sys::set_affinity(&saved);
     measured?;
-    let r = report::Report::of(args.reps, args.runs, args.handler_cpu, acc);
-    let mut out = io::stdout().lock();
-    match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &r)?;
-            io::Write::write_all(&mut out, b"\n")?;
-        }
-        Format::Text => r.write_text(&mut out)?,
-    }
-    Ok(())
+    Ok(report::Report::of(
+        args.reps,
+        args.runs,
+        args.handler_cpu,
+        acc,
+    ))
 }
 
 #[cfg(test)]

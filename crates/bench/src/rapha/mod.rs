@@ -24,9 +24,9 @@ mod launcher;
 mod limits;
 mod mapped;
 mod plot;
-mod report;
+pub(crate) mod report;
 mod round;
-mod summary;
+pub(crate) mod summary;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -244,6 +244,17 @@ pub fn run(args: Args) -> BenchResult {
             Job::Launcher(j) => launcher::main(&j),
         };
     }
+    let report = measure(&args)?;
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => report::print_text(&report, &mut out)?,
+    }
+    Ok(())
+}
+
+/// Runs the rounds `args` ask for (not a child's job) and writes the plot if asked.
+pub(crate) fn measure(args: &Args) -> Result<report::Report, Box<dyn std::error::Error>> {
     args.check()?;
     let (period_ns, compute_ns) = (args.period * MS, args.compute_ms * MS);
     let limits = limits::derive(
@@ -361,12 +372,7 @@ pub fn run(args: Args) -> BenchResult {
     if let Some(out) = &args.plot {
         plot::write(&report.timelines, args.sample_ms, out)?;
     }
-    let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::print_text(&report, &mut out)?,
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// The order of the configurations in round `round`: as listed, the last

@@ -7,7 +7,7 @@
 
 mod cases;
 mod fileio;
-mod report;
+pub(crate) mod report;
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -164,6 +164,18 @@ pub fn run(args: Args) -> BenchResult {
     if let Some(job) = args.common.internal_kernel_child {
         return Ok(kernel::child_main(&job)?);
     }
+    let format = args.common.format;
+    let report = measure(args)?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => report::write_text(&mut out, &report)?,
+    }
+    Ok(())
+}
+
+/// Runs the cases `args` ask for (not a kernel child's job).
+pub(crate) fn measure(args: Args) -> Result<ScanReport, Box<dyn std::error::Error>> {
     validate(&args)?;
     let t0 = Instant::now();
     let cases = cases(&args);
@@ -246,10 +258,5 @@ pub fn run(args: Args) -> BenchResult {
         wall_s: t0.elapsed().as_secs_f64(),
         kernel_skipped,
     };
-    let mut out = std::io::stdout().lock();
-    match args.common.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::write_text(&mut out, &report)?,
-    }
-    Ok(())
+    Ok(report)
 }

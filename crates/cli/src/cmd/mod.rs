@@ -7,6 +7,7 @@ pub mod demo;
 pub mod doctor;
 pub mod plot;
 pub mod policy;
+pub mod repro;
 pub mod sim;
 pub mod sim_plot;
 pub mod sim_pool;
