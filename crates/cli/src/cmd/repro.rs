@@ -5,21 +5,18 @@ use pagepilot_bench::repro;
 
 use super::CmdResult;
 
-/// Arguments of `pagepilot repro`.
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    inner: repro::Args,
-}
+/// Arguments of `pagepilot repro` (the bench crate's, as they are: one
+/// clap group, not a wrapper's and theirs of the same name).
+pub type Args = repro::Args;
 
 /// Runs `pagepilot repro`.
 pub fn run(args: Args) -> CmdResult {
-    if args.inner.list {
+    if args.list {
         for name in repro::experiment_names() {
             println!("{name}");
         }
         return Ok(());
     }
-    repro::run(args.inner)?;
+    repro::run(args)?;
     Ok(())
 }
