@@ -162,7 +162,9 @@ impl Manager for AnonymousManager {
                     return Err(TransferError::Io {
                         manager: Self::NAME,
                         id: lower.id,
-                        source: std::io::Error::other("handed back a store this manager never opened"),
+                        source: std::io::Error::other(
+                            "handed back a store this manager never opened",
+                        ),
                     })
                 }
             }

@@ -136,7 +136,11 @@ fn test_moving_back_to_the_manager_it_came_from_unpins_and_keeps_the_pages() {
     let on_pinned = pinned_ok(anon.transfer(&id, &pinned));
     let back = pinned.transfer(&on_pinned, &anon).unwrap();
     assert_eq!(pinned.pinned_bytes(), 0);
-    assert_eq!(anon.stack(&back).unwrap(), vec![anon.key()], "its own again");
+    assert_eq!(
+        anon.stack(&back).unwrap(),
+        vec![anon.key()],
+        "its own again"
+    );
     let store = anon.open(&back, Access::ReadWrite, None).unwrap();
     assert!(!store.pinned());
     assert_eq!(read(store.as_ref(), 1, 1).1[0], 2);
@@ -144,7 +148,10 @@ fn test_moving_back_to_the_manager_it_came_from_unpins_and_keeps_the_pages() {
     // And pinned again: the round trip can repeat.
     let again = pinned_ok(anon.transfer(&back, &pinned));
     assert_eq!(pinned.pinned_bytes(), 2 * PAGE as u64);
-    assert!(pinned.open(&again, Access::ReadWrite, None).unwrap().pinned());
+    assert!(pinned
+        .open(&again, Access::ReadWrite, None)
+        .unwrap()
+        .pinned());
 }
 
 #[test]

@@ -151,7 +151,9 @@ impl Backing {
         let whole = |(store, writable): (Box<dyn PageStore>, bool), manager, id| {
             let pages = (store.size() as usize).div_ceil(PAGE);
             Opening {
-                pinned: std::iter::once(0..pages).filter(|_| store.pinned()).collect(),
+                pinned: std::iter::once(0..pages)
+                    .filter(|_| store.pinned())
+                    .collect(),
                 map: vec![Mapped {
                     start: 0,
                     end: pages * PAGE,
@@ -197,7 +199,9 @@ fn attach(list: &[Attachment]) -> Result<Opening, MapError> {
     let bad = |why: String| MapError::Attachments(why);
     let writable = list.iter().all(|a| a.access == Access::ReadWrite);
     if !writable && list.iter().any(|a| a.access == Access::ReadWrite) {
-        return Err(bad("read-only and read-write attachments in one region".into()));
+        return Err(bad(
+            "read-only and read-write attachments in one region".into()
+        ));
     }
     let mut parts = Vec::with_capacity(list.len());
     for (index, a) in list.iter().enumerate() {
@@ -205,7 +209,9 @@ fn attach(list: &[Attachment]) -> Result<Opening, MapError> {
             if v.is_multiple_of(PAGE as u64) {
                 Ok(())
             } else {
-                Err(bad(format!("attachment {index}: {what} {v} is not a whole number of pages")))
+                Err(bad(format!(
+                    "attachment {index}: {what} {v} is not a whole number of pages"
+                )))
             }
         };
         aligned("region offset", a.at as u64)?;
@@ -221,12 +227,15 @@ fn attach(list: &[Attachment]) -> Result<Opening, MapError> {
         let size = store.size();
         let len = match a.len {
             Some(len) => len as u64,
-            None => size.checked_sub(a.offset).filter(|&l| l > 0).ok_or_else(|| {
-                bad(format!(
+            None => size
+                .checked_sub(a.offset)
+                .filter(|&l| l > 0)
+                .ok_or_else(|| {
+                    bad(format!(
                     "attachment {index}: offset {} is at or beyond the end of {} ({size} bytes)",
                     a.offset, a.id
                 ))
-            })?,
+                })?,
         };
         parts.push(Attached {
             at: a.at / PAGE,

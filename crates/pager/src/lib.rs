@@ -27,7 +27,6 @@
 mod around;
 mod auto;
 mod backing;
-mod region_map;
 mod daemon;
 mod dirty;
 pub mod doctor;
@@ -43,6 +42,7 @@ mod options;
 mod pins;
 mod pool;
 mod region;
+mod region_map;
 mod resident;
 mod ring;
 mod sigbus;
@@ -53,14 +53,14 @@ mod threads;
 mod writeback;
 
 pub use backing::{Attachment, Backing};
-pub use pagepilot_dataspace as dataspace;
-pub use region_map::{region_map, Mapped};
 pub use daemon::{Client, DaemonError, DAEMON_ENV};
 pub use error::{FailedPage, FlushError, MapError, PinError, PrefaultError};
 pub use evictions::{Drained, Eviction};
 pub use options::JoinDaemon;
+pub use pagepilot_dataspace as dataspace;
 pub use pool::{Pool, PoolError, PoolStats};
 pub use region::{FaultService, Region, RegionOptions};
+pub use region_map::{region_map, Mapped};
 pub use stats::{LatencySummary, RegionStats};
 pub use sys::UffdAccess;
 

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use common::*;
 use pagepilot_pager::dataspace::{AnonymousManager, DataspaceId, FileManager, Manager};
-use pagepilot_pager::{region_map, Attachment, Backing, MapError, Region, RegionOptions, PAGE_SIZE};
+use pagepilot_pager::{
+    region_map, Attachment, Backing, MapError, Region, RegionOptions, PAGE_SIZE,
+};
 
 const PAGE: usize = PAGE_SIZE;
 
@@ -56,17 +58,31 @@ fn test_header_and_body_from_two_dataspaces_are_read_and_written_back_to_each() 
     for p in 1..49 {
         byte_at(&region, p * PAGE);
     }
-    assert_eq!(byte_at(&region, 100), 0x11, "read back from the header file");
-    assert_eq!(byte_at(&region, 30 * PAGE + 100), 0x22, "and from the body file");
+    assert_eq!(
+        byte_at(&region, 100),
+        0x11,
+        "read back from the header file"
+    );
+    assert_eq!(
+        byte_at(&region, 30 * PAGE + 100),
+        0x22,
+        "and from the body file"
+    );
 
     let map = region_map();
     let base = region.as_ptr() as usize;
-    let ours: Vec<_> = map.iter().filter(|m| m.start >= base && m.end <= base + region.len()).collect();
+    let ours: Vec<_> = map
+        .iter()
+        .filter(|m| m.start >= base && m.end <= base + region.len())
+        .collect();
     assert_eq!(ours.len(), 2, "{map:?}");
     assert_eq!((ours[0].start - base, ours[0].end - base), (0, PAGE));
     assert_eq!(ours[0].id, DataspaceId::Path(header.clone()));
     assert_eq!(ours[0].offset, 2 * PAGE as u64);
-    assert_eq!((ours[1].start - base, ours[1].end - base), (PAGE, 49 * PAGE));
+    assert_eq!(
+        (ours[1].start - base, ours[1].end - base),
+        (PAGE, 49 * PAGE)
+    );
     assert_eq!(ours[1].manager, FileManager::NAME);
 
     region.unmap().unwrap();
@@ -75,8 +91,14 @@ fn test_header_and_body_from_two_dataspaces_are_read_and_written_back_to_each() 
     assert_eq!(h[2 * PAGE + 100], 0x11);
     assert_eq!(b[(16 + 29) * PAGE + 100], 0x22);
     // Nothing else changed: the header's other pages, the body's first 16.
-    assert!(h[..2 * PAGE].iter().enumerate().all(|(i, &x)| x == 0xa0 + (i / PAGE) as u8));
-    assert!(b[..16 * PAGE].iter().enumerate().all(|(i, &x)| x == (i / PAGE) as u8));
+    assert!(h[..2 * PAGE]
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == 0xa0 + (i / PAGE) as u8));
+    assert!(b[..16 * PAGE]
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == (i / PAGE) as u8));
 }
 
 #[test]
@@ -86,7 +108,12 @@ fn test_pages_between_attachments_read_as_zero_and_writes_there_stay_in_memory()
     file_of(&a, 2, |_| 1);
     file_of(&b, 2, |_| 2);
     let list = vec![file(&a), file(&b).at(6 * PAGE)];
-    let region = Region::map(RegionOptions::new(Backing::Dataspaces(list), 16 * PAGE, "lru")).unwrap();
+    let region = Region::map(RegionOptions::new(
+        Backing::Dataspaces(list),
+        16 * PAGE,
+        "lru",
+    ))
+    .unwrap();
     assert_eq!(region.len(), 8 * PAGE);
     assert_eq!(byte_at(&region, PAGE), 1);
     assert_eq!(byte_at(&region, 3 * PAGE), 0, "a gap");
@@ -102,12 +129,22 @@ fn test_anonymous_dataspace_reattached_after_unmap_keeps_its_pages() {
     let id = anon.create(None, 32 * PAGE as u64).unwrap();
     let map = |anon: &Arc<dyn Manager>| {
         let list = vec![Attachment::whole(anon.clone(), id.clone())];
-        Region::map(RegionOptions::new(Backing::Dataspaces(list), 4 * PAGE, "lru")).unwrap()
+        Region::map(RegionOptions::new(
+            Backing::Dataspaces(list),
+            4 * PAGE,
+            "lru",
+        ))
+        .unwrap()
     };
     let region = map(&anon);
     for p in 0..32 {
         // SAFETY: inside the region.
-        unsafe { region.as_ptr().add(p * PAGE + 3).write_volatile(p as u8 + 9) };
+        unsafe {
+            region
+                .as_ptr()
+                .add(p * PAGE + 3)
+                .write_volatile(p as u8 + 9)
+        };
     }
     region.unmap().unwrap();
     let region = map(&anon);
@@ -121,22 +158,45 @@ fn test_attachments_that_cannot_make_a_region_are_refused_naming_the_attachment(
     let scratch = Scratch::new("attach-bad");
     let a = scratch.file("a");
     file_of(&a, 4, |_| 1);
-    let refused = |list: Vec<Attachment>| {
-        match Region::map(RegionOptions::new(Backing::Dataspaces(list), 4 * PAGE, "lru")) {
-            Ok(_) => panic!("mapped"),
-            Err(e) => e,
-        }
+    let refused = |list: Vec<Attachment>| match Region::map(RegionOptions::new(
+        Backing::Dataspaces(list),
+        4 * PAGE,
+        "lru",
+    )) {
+        Ok(_) => panic!("mapped"),
+        Err(e) => e,
     };
     let overlap = refused(vec![file(&a), file(&a).at(2 * PAGE)]);
-    assert!(overlap.to_string().contains("attachments 0 and 1 both cover page 2"), "{overlap}");
+    assert!(
+        overlap
+            .to_string()
+            .contains("attachments 0 and 1 both cover page 2"),
+        "{overlap}"
+    );
     let unaligned = refused(vec![file(&a).at(100)]);
-    assert!(unaligned.to_string().contains("attachment 0: region offset 100"), "{unaligned}");
+    assert!(
+        unaligned
+            .to_string()
+            .contains("attachment 0: region offset 100"),
+        "{unaligned}"
+    );
     let beyond = refused(vec![file(&a).range(2 * PAGE as u64, 4 * PAGE)]);
-    assert!(matches!(beyond, MapError::Attach { index: 0, .. }), "{beyond}");
+    assert!(
+        matches!(beyond, MapError::Attach { index: 0, .. }),
+        "{beyond}"
+    );
     let missing = refused(vec![file(&a), file(&scratch.file("nope")).at(4 * PAGE)]);
-    assert!(missing.to_string().starts_with("attachment 1 (file manager)"), "{missing}");
+    assert!(
+        missing
+            .to_string()
+            .starts_with("attachment 1 (file manager)"),
+        "{missing}"
+    );
     let mixed = refused(vec![file(&a), file(&a).at(4 * PAGE).read_only()]);
-    assert!(mixed.to_string().contains("read-only and read-write"), "{mixed}");
+    assert!(
+        mixed.to_string().contains("read-only and read-write"),
+        "{mixed}"
+    );
     let none = refused(vec![]);
     assert!(none.to_string().contains("at least one"), "{none}");
 }

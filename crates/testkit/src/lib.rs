@@ -218,4 +218,3 @@ pub fn in_child_process_under(
         stderr: err_reader.join().unwrap_or_default(),
     }
 }
-
