@@ -5,8 +5,10 @@
 use std::collections::BTreeMap;
 
 use pagepilot_frames::{HolderId, TaskId};
-use pagepilot_protocol::{Quotas, RegionFiles, RegionId};
+use pagepilot_protocol::{RegionFiles, RegionId};
 
+use crate::accounts::RegionCost;
+use crate::limits::{AccountId, Limits};
 use crate::pins::PinSet;
 
 /// Who is at the other end of a connection, as the kernel reports it
@@ -45,9 +47,12 @@ pub(crate) struct Region {
     pub min_frames: u64,
     /// The most frames it asks for.
     pub budget_frames: u64,
-    /// Faults per second its limit allows (0: no limit of its own),
-    /// counted against the client's fault-rate quota.
-    pub fault_rate: u64,
+    /// What it costs its account besides frames: its fault limit
+    /// (faults/s), its processor reserve, its descriptors.
+    pub cost: RegionCost,
+    /// Frames it is committed to as its account last counted them: the
+    /// larger of what it holds and its `minFrame`.
+    pub committed: u64,
     /// Its pinned pages.
     pub pins: PinSet,
     /// The descriptors that came with it (kept by the I/O loop).
@@ -121,8 +126,10 @@ impl FaultReports {
 pub(crate) struct Client {
     /// Who it is.
     pub peer: Credentials,
-    /// What it may hold.
-    pub quotas: Quotas,
+    /// Whose usage it adds to.
+    pub account: AccountId,
+    /// What its account may hold.
+    pub quotas: Limits,
     /// Hello received or not.
     pub session: Session,
     /// Its regions, by its own names.
@@ -130,9 +137,10 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    pub fn new(peer: Credentials, quotas: Quotas) -> Client {
+    pub fn new(peer: Credentials, account: AccountId, quotas: Limits) -> Client {
         Client {
             peer,
+            account,
             quotas,
             session: Session::Connected,
             regions: BTreeMap::new(),
@@ -142,11 +150,6 @@ impl Client {
     /// Pages pinned over all its regions.
     pub fn pinned(&self) -> u64 {
         self.regions.values().map(|r| r.pins.pages()).sum()
-    }
-
-    /// Faults per second its regions' limits add up to.
-    pub fn fault_rate(&self) -> u64 {
-        self.regions.values().map(|r| r.fault_rate).sum()
     }
 }
 

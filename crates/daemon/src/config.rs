@@ -11,31 +11,52 @@
 //! fault_unit_us = 10             # RAPHA's fault_unit: processor time of one fault
 //! fault_period_ms = 100          # RAPHA's system period
 //!
-//! [default]                      # whoever has no entry below
-//! frames = 16384                 # frames its regions may hold together
+//! [default]                      # each user with no entry below, over all its connections
+//! frames = 16384                 # frames its regions may hold together (default: half the budget)
 //! pinned_frames = 0              # of those, frames it may pin (locked)
-//! fault_rate = 100000            # faults/s its regions' limits may add up to
+//! fault_rate = 20000             # faults/s its regions' limits may add up to (default: 20% of a processor)
+//! cpu_reserve_ppm = 200000       # RAPHA processor reserve its regions may add up to (default: 20%)
 //! regions = 64                   # regions it may register
+//! connections = 32               # connections it may hold open
+//! descriptors = 256              # descriptors the daemon may hold for it (2 per connection, 1 per region file)
 //!
 //! [uid.1000]                     # a user; fields left out come from [default]
 //! frames = 4096
 //!
 //! [gid.100]                      # a group, for users with no entry of their own
 //! pinned_frames = 64
+//! shared = true                  # its members draw from one account, not one each
 //! ```
+//!
+//! Quotas are per account: a user (every connection of one uid adds up), or
+//! a group whose entry says `shared`. The defaults leave room for others: no
+//! single user holds the whole machine unless the configuration says so.
 //!
 //! Parsing is pure (the caller reads the file). Every refusal is a
 //! [`ConfigError`] naming the field and its line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use pagepilot_protocol::{Quotas, MAX_DEADLINE_MS, MAX_FAULT_RATE, MAX_FRAMES, MAX_REGIONS};
+use pagepilot_protocol::{MAX_DEADLINE_MS, MAX_FAULT_RATE, MAX_FRAMES, MAX_REGIONS, PPM};
+
+use crate::limits::{AccountId, Limits};
 use serde::Deserialize;
 use toml::Spanned;
 
-/// Regions a client may register when the configuration says nothing.
+/// Regions a user may register when the configuration says nothing.
 pub const DEFAULT_REGIONS: u32 = 64;
+/// Connections a user may hold open when the configuration says nothing.
+pub const DEFAULT_CONNECTIONS: u32 = 32;
+/// Descriptors the daemon holds for a user when the configuration says
+/// nothing: its connections' (two each: the socket and a pidfd) and its
+/// regions' files (up to three each).
+pub const DEFAULT_DESCRIPTORS: u32 = 256;
+/// The share of a processor a user's reserves, and separately its fault
+/// limits, may take when the configuration says nothing, parts per million.
+pub const DEFAULT_PROCESSOR_SHARE_PPM: u32 = 200_000;
+/// The most connections or descriptors a quota may name.
+pub const MAX_CONNECTIONS: u64 = 1 << 20;
 /// Reclamation deadline when the configuration says nothing, milliseconds.
 pub const DEFAULT_DEADLINE_MS: u32 = 100;
 /// RAPHA's `fault_unit` when the configuration says nothing, microseconds.
@@ -110,12 +131,14 @@ pub struct Machine {
 pub struct Config {
     /// The machine's budget and timing.
     pub machine: Machine,
-    /// Quotas of clients with neither a uid nor a gid entry.
-    pub default_quotas: Quotas,
+    /// Quotas of users with neither a uid nor a gid entry.
+    pub default_quotas: Limits,
     /// Quotas per user id.
-    pub uid: BTreeMap<u32, Quotas>,
+    pub uid: BTreeMap<u32, Limits>,
     /// Quotas per group id (a client's primary group, from `SO_PEERCRED`).
-    pub gid: BTreeMap<u32, Quotas>,
+    pub gid: BTreeMap<u32, Limits>,
+    /// Groups whose members share one account (`shared = true`).
+    pub shared_gids: BTreeSet<u32>,
 }
 
 #[derive(Deserialize)]
@@ -149,6 +172,11 @@ struct QuotaFile {
     pinned_frames: Option<Spanned<u64>>,
     fault_rate: Option<Spanned<u64>>,
     regions: Option<Spanned<u64>>,
+    cpu_reserve_ppm: Option<Spanned<u64>>,
+    connections: Option<Spanned<u64>>,
+    descriptors: Option<Spanned<u64>>,
+    /// Only in `[gid.X]`: its members share one account.
+    shared: Option<Spanned<bool>>,
 }
 
 /// Checks numbers against bounds, naming fields with their lines.
@@ -195,9 +223,9 @@ impl Checker<'_> {
         &self,
         path: &str,
         q: &QuotaFile,
-        base: &Quotas,
+        base: &Limits,
         budget: u64,
-    ) -> Result<Quotas, ConfigError> {
+    ) -> Result<Limits, ConfigError> {
         let f = |name: &str| format!("{path}.{name}");
         let frames = self.field(&f("frames"), &q.frames, base.frames, (0, budget))?;
         let pinned_frames = self.field(
@@ -212,18 +240,34 @@ impl Checker<'_> {
             base.fault_rate,
             (0, MAX_FAULT_RATE),
         )?;
-        let regions = self.field(
-            &f("regions"),
-            &q.regions,
-            u64::from(base.regions),
-            (0, u64::from(MAX_REGIONS)),
-        )?;
-        Ok(Quotas {
+        let small = |name: &str, value: &Option<Spanned<u64>>, base: u32, max: u64| {
+            let v = self.field(&f(name), value, u64::from(base), (0, max))?;
+            // Within a u32 bound, checked above.
+            Ok(u32::try_from(v).unwrap_or(u32::MAX))
+        };
+        Ok(Limits {
             frames,
             pinned_frames,
             fault_rate,
-            // Within MAX_REGIONS, checked above.
-            regions: u32::try_from(regions).unwrap_or(MAX_REGIONS),
+            regions: small("regions", &q.regions, base.regions, u64::from(MAX_REGIONS))?,
+            cpu_reserve_ppm: small(
+                "cpu_reserve_ppm",
+                &q.cpu_reserve_ppm,
+                base.cpu_reserve_ppm,
+                u64::from(PPM),
+            )?,
+            connections: small(
+                "connections",
+                &q.connections,
+                base.connections,
+                MAX_CONNECTIONS,
+            )?,
+            descriptors: small(
+                "descriptors",
+                &q.descriptors,
+                base.descriptors,
+                MAX_CONNECTIONS,
+            )?,
         })
     }
 
@@ -231,11 +275,20 @@ impl Checker<'_> {
         &self,
         name: &'static str,
         entries: &BTreeMap<Spanned<String>, QuotaFile>,
-        base: &Quotas,
+        base: &Limits,
         budget: u64,
-    ) -> Result<BTreeMap<u32, Quotas>, ConfigError> {
+    ) -> Result<BTreeMap<u32, Limits>, ConfigError> {
         let mut out = BTreeMap::new();
         for (key, q) in entries {
+            if let (Some(shared), "uid") = (&q.shared, name) {
+                return Err(ConfigError::Syntax {
+                    line: Some(self.line(shared.span())),
+                    message: format!(
+                        "uid.{}.shared: only a [gid.X] entry may be shared",
+                        key.get_ref()
+                    ),
+                });
+            }
             let id: u32 = key.get_ref().parse().map_err(|_| ConfigError::BadId {
                 table: name,
                 key: key.get_ref().clone(),
@@ -321,34 +374,57 @@ impl Config {
                 (1, MAX_FAULT_PERIOD_MS),
             )?,
         };
-        let unlimited = Quotas {
-            frames: budget,
-            pinned_frames: 0,
-            fault_rate: MAX_FAULT_RATE,
-            regions: DEFAULT_REGIONS,
-        };
-        let default_quotas = c.quotas("default", &file.default, &unlimited, budget)?;
+        if file.default.shared.is_some() {
+            return Err(ConfigError::Syntax {
+                line: None,
+                message: "default.shared: only a [gid.X] entry may be shared".to_owned(),
+            });
+        }
+        let defaults = Limits::defaults(budget, machine.fault_unit_us);
+        let default_quotas = c.quotas("default", &file.default, &defaults, budget)?;
+        let shared_gids = file
+            .gid
+            .iter()
+            .filter(|(_, q)| q.shared.as_ref().is_some_and(|s| *s.get_ref()))
+            .filter_map(|(k, _)| k.get_ref().parse().ok())
+            .collect();
         Ok(Config {
             uid: c.table("uid", &file.uid, &default_quotas, budget)?,
             gid: c.table("gid", &file.gid, &default_quotas, budget)?,
+            shared_gids,
             default_quotas,
             machine,
         })
     }
 
-    /// A configuration with a budget and nothing else: every client gets
-    /// the whole budget, no pins, no fault-rate bound, 64 regions.
+    /// A configuration with a budget and nothing else, for one trusted
+    /// user or tests: every user may hold the whole budget, no pins, no
+    /// fault-rate or reserve bound, 64 regions. A daemon serving several
+    /// users wants [`Config::parse`]'s defaults instead.
     pub fn with_budget(budget_frames: u64) -> Result<Config, ConfigError> {
-        Config::parse(&format!("[machine]\nbudget_frames = {budget_frames}\n"))
+        Config::parse(&format!(
+            "[machine]\nbudget_frames = {budget_frames}\n[default]\nframes = {budget_frames}\n\
+             fault_rate = {MAX_FAULT_RATE}\ncpu_reserve_ppm = {PPM}\n"
+        ))
     }
 
-    /// The quotas of a client: its user's entry, else its group's, else
-    /// the default.
-    pub fn quotas_for(&self, uid: u32, gid: u32) -> Quotas {
-        self.uid
-            .get(&uid)
-            .or_else(|| self.gid.get(&gid))
-            .copied()
-            .unwrap_or(self.default_quotas)
+    /// The quotas of a user: its uid's entry, else its group's, else the
+    /// default.
+    pub fn quotas_for(&self, uid: u32, gid: u32) -> Limits {
+        self.account_for(uid, gid).1
+    }
+
+    /// The account a process of `uid` and primary group `gid` draws from,
+    /// and its quotas: its uid's entry, else its group's (shared by the
+    /// group's members when the entry says so), else the default.
+    pub fn account_for(&self, uid: u32, gid: u32) -> (AccountId, Limits) {
+        if let Some(l) = self.uid.get(&uid) {
+            return (AccountId::User(uid), *l);
+        }
+        match self.gid.get(&gid) {
+            Some(l) if self.shared_gids.contains(&gid) => (AccountId::Group(gid), *l),
+            Some(l) => (AccountId::User(uid), *l),
+            None => (AccountId::User(uid), self.default_quotas),
+        }
     }
 }

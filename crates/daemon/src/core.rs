@@ -16,9 +16,11 @@ use pagepilot_protocol::{
     negotiate, ClientId, ErrorCode, Kind, Message, Peer, RegionId, SUPPORTED_VERSIONS,
 };
 
-use crate::client::{Client, Credentials, Session};
+use crate::accounts::{Accounts, QuotaError, Usage};
+use crate::client::{Client, Credentials, Region, Session};
 use crate::config::Config;
 use crate::error::{CoreError, Refusal};
+use crate::limits::AccountId;
 
 /// A message for a client, and whether its connection ends once it is sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +53,8 @@ pub struct Core<C: Clock + Clone> {
     pub(crate) frames: FrameManager<C>,
     pub(crate) rate: RateControl<C>,
     pub(crate) clients: BTreeMap<ClientId, Client>,
+    /// What each user (or shared group) uses over all its connections.
+    pub(crate) accounts: Accounts,
     /// Which client's region each holder is: where reclaim orders go.
     pub(crate) holders: BTreeMap<HolderId, (ClientId, RegionId)>,
     next_client: u32,
@@ -85,6 +89,7 @@ impl<C: Clock + Clone> Core<C> {
             frames,
             rate,
             clients: BTreeMap::new(),
+            accounts: Accounts::new(),
             holders: BTreeMap::new(),
             next_client: 1,
         })
@@ -107,11 +112,19 @@ impl<C: Clock + Clone> Core<C> {
 
     /// Frames the regions hold, summed over every client.
     pub fn held_frames(&self) -> u64 {
-        self.holders
-            .keys()
-            .filter_map(|&h| self.frames.stats(h).ok())
-            .map(|s| to_u64(s.held))
-            .sum()
+        to_u64(self.frames.total() - self.frames.free())
+    }
+
+    /// Bounds the descriptors the daemon holds for all its clients
+    /// together (the server sets it from `RLIMIT_NOFILE`): connections and
+    /// registrations that would pass it are refused.
+    pub fn set_descriptor_budget(&mut self, descriptors: u64) {
+        self.accounts.set_descriptor_budget(descriptors);
+    }
+
+    /// What an account uses now, over all its connections.
+    pub fn usage(&self, account: AccountId) -> Usage {
+        self.accounts.usage(account)
     }
 
     /// Clients connected.
@@ -130,17 +143,32 @@ impl<C: Clock + Clone> Core<C> {
         self.frames.pending().iter().map(|r| r.deadline_ns).min()
     }
 
-    /// A process connected: it is given an id and its quotas (its uid's
-    /// entry, else its gid's, else the default). It must say `Hello` next.
-    pub fn connect(&mut self, peer: Credentials) -> ClientId {
+    /// A process connected: it is given an id and draws from its account
+    /// (its uid's, or its shared group's) with that account's quotas (its
+    /// uid's entry, else its gid's, else the default). Refused when the
+    /// account holds all the connections or descriptors it may. It must say
+    /// `Hello` next.
+    pub fn connect(&mut self, peer: Credentials) -> Result<ClientId, QuotaError> {
+        let (account, limits) = self.config.account_for(peer.uid, peer.gid);
+        let limits = self.accounts.connect(account, limits)?;
         let mut id = self.next_client;
         while id == 0 || self.clients.contains_key(&ClientId(id)) {
             id = id.wrapping_add(1);
         }
         self.next_client = id.wrapping_add(1);
-        let quotas = self.config.quotas_for(peer.uid, peer.gid);
-        self.clients.insert(ClientId(id), Client::new(peer, quotas));
-        ClientId(id)
+        let client = Client::new(peer, account, limits);
+        self.clients.insert(ClientId(id), client);
+        Ok(ClientId(id))
+    }
+
+    /// The account a client draws from.
+    pub fn account_of(&self, client: ClientId) -> Option<AccountId> {
+        self.clients.get(&client).map(|c| c.account)
+    }
+
+    /// The quotas of a client's account.
+    pub fn quotas_of(&self, client: ClientId) -> Option<crate::Limits> {
+        self.clients.get(&client).map(|c| c.quotas)
     }
 
     /// A message from `client`: every request is answered by exactly one
@@ -192,7 +220,7 @@ impl<C: Clock + Clone> Core<C> {
 
     fn hello(&mut self, client: ClientId, versions: &[u16]) -> Vec<Outgoing> {
         let Some(version) = negotiate(versions, SUPPORTED_VERSIONS) else {
-            self.clients.remove(&client);
+            self.unload(client);
             let text = format!(
                 "no protocol version in common: the client speaks {versions:?}, \
                  the daemon {SUPPORTED_VERSIONS:?}"
@@ -216,7 +244,7 @@ impl<C: Clock + Clone> Core<C> {
         let welcome = Message::Welcome {
             version,
             client,
-            quotas: c.quotas,
+            quotas: c.quotas.quotas(),
         };
         vec![Outgoing::send(client, welcome)]
     }
@@ -271,14 +299,46 @@ impl<C: Clock + Clone> Core<C> {
             return Vec::new();
         };
         for region in c.regions.into_values() {
-            // The holder and the task are the core's own: they exist.
-            let _ = self.frames.unregister(region.holder);
-            if let Some(task) = region.task {
-                let _ = self.rate.leave(task);
-            }
-            self.holders.remove(&region.holder);
+            self.drop_region(c.account, region);
         }
+        self.accounts.disconnect(c.account);
         self.grants_since(&short, None)
+    }
+
+    /// A region leaves: its holder's frames return to the pool, its task
+    /// leaves RAPHA's controller, its account is credited. Returns the
+    /// frames it held.
+    pub(crate) fn drop_region(&mut self, account: AccountId, region: Region) -> usize {
+        // The holder and the task are the core's own: they exist.
+        let frames = self.frames.unregister(region.holder).unwrap_or(0);
+        if let Some(task) = region.task {
+            let _ = self.rate.leave(task);
+        }
+        self.holders.remove(&region.holder);
+        let pinned = region.pins.pages();
+        self.accounts
+            .remove_region(account, region.cost, region.committed, pinned);
+        frames
+    }
+
+    /// Recounts what a holder's region is committed to (after the frame
+    /// manager changed what it holds) and its account with it.
+    pub(crate) fn recommit(&mut self, holder: HolderId) {
+        let Some(&(client, region)) = self.holders.get(&holder) else {
+            return;
+        };
+        let Ok(s) = self.frames.stats(holder) else {
+            return;
+        };
+        let now = to_u64(s.held.max(s.min));
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let account = c.account;
+        if let Some(r) = c.regions.get_mut(&region) {
+            let before = std::mem::replace(&mut r.committed, now);
+            self.accounts.recommit(account, before, now);
+        }
     }
 
     /// Time passed: the reclamations whose deadline passed are taken by
@@ -286,16 +346,17 @@ impl<C: Clock + Clone> Core<C> {
     /// shrink by that many pages); frames forced may settle newcomers.
     pub fn tick(&mut self) -> Vec<Outgoing> {
         let short = self.short_of_minimum();
-        let mut late: Vec<(HolderId, u64)> = Vec::new();
-        for r in self.frames.pending() {
-            if !late.iter().any(|(h, _)| *h == r.holder) {
-                let forced = self.frames.stats(r.holder).map_or(0, |s| s.forced);
-                late.push((r.holder, forced));
-            }
+        // Every holder with an order, not only those late now: the frame
+        // manager reads its clock again.
+        let mut late: BTreeMap<HolderId, u64> = BTreeMap::new();
+        for r in self.frames.pending().iter() {
+            let forced = self.frames.stats(r.holder).map_or(0, |s| s.forced);
+            late.entry(r.holder).or_insert(forced);
         }
         self.frames.overdue();
         let mut out = Vec::new();
         for (holder, before) in late {
+            self.recommit(holder);
             let after = self.frames.stats(holder).map_or(before, |s| s.forced);
             if let (Some(&(to, region)), true) = (self.holders.get(&holder), after > before) {
                 let frames = after - before;
@@ -350,12 +411,16 @@ impl<C: Clock + Clone> Core<C> {
 
     /// `Settled` to each holder of `short` that received frames since
     /// (HiPEC: frames coming free go to newcomers short of their minimum),
-    /// except `acting`, whose own reply says what it holds.
+    /// except `acting`, whose own reply says what it holds. Their accounts
+    /// are recounted: frames owed may arrive on top of frames requested.
     pub(crate) fn grants_since(
-        &self,
+        &mut self,
         short: &[(HolderId, usize)],
         acting: Option<HolderId>,
     ) -> Vec<Outgoing> {
+        for &(h, _) in short {
+            self.recommit(h);
+        }
         short
             .iter()
             .filter(|(h, _)| Some(*h) != acting)

@@ -6,7 +6,11 @@
 //!
 //! - [`Config`]: the machine's frame budget, reclamation deadline,
 //!   `partition_burst`, RAPHA's timing, and quotas per uid, per gid and by
-//!   default (frames, pinned frames, fault rate, regions), from TOML.
+//!   default (frames, pinned frames, fault rate, processor reserve,
+//!   regions, connections, descriptors), from TOML.
+//! - Quotas are per account ([`AccountId`]: a user over all its
+//!   connections, or a shared group), never per connection: a user that
+//!   opens eight connections holds what one may.
 //! - [`Core`]: [`Core::connect`] a process with its [`Credentials`];
 //!   [`Core::on_message`] each protocol message it sends;
 //!   [`Core::tick`] when time passes (deadlines missed become `Forced`);
@@ -25,7 +29,7 @@
 //!
 //! let clock = ManualClock::at(0);
 //! let mut core = Core::new(Config::with_budget(1000).unwrap(), &clock).unwrap();
-//! let db = core.connect(Credentials { pid: 42, uid: 1000, gid: 1000 });
+//! let db = core.connect(Credentials { pid: 42, uid: 1000, gid: 1000 }).unwrap();
 //! core.on_message(db, Message::Hello { versions: vec![1], pid: Some(42) }).unwrap();
 //! let register = RegisterRegion { region: RegionId(1), min_frames: 100, budget_frames: 400, ..Default::default() };
 //! let out = core.on_message(db, Message::RegisterRegion(register)).unwrap();
@@ -34,20 +38,26 @@
 //! assert_eq!(core.free_frames(), 1000);
 //! ```
 
+mod accounts;
 mod client;
 mod config;
 mod core;
 mod error;
+mod limits;
 mod pins;
 mod requests;
 pub mod server;
 mod status;
 
+pub use crate::accounts::{QuotaError, Usage};
 pub use crate::client::{Credentials, Session};
 pub use crate::config::{
-    Config, ConfigError, Machine, DEFAULT_DEADLINE_MS, DEFAULT_FAULT_PERIOD_MS,
-    DEFAULT_FAULT_UNIT_US, DEFAULT_REGIONS, MAX_FAULT_PERIOD_MS, MAX_FAULT_UNIT_US,
+    Config, ConfigError, Machine, DEFAULT_CONNECTIONS, DEFAULT_DEADLINE_MS,
+    DEFAULT_DESCRIPTORS, DEFAULT_FAULT_PERIOD_MS, DEFAULT_FAULT_UNIT_US,
+    DEFAULT_PROCESSOR_SHARE_PPM, DEFAULT_REGIONS, MAX_CONNECTIONS, MAX_FAULT_PERIOD_MS,
+    MAX_FAULT_UNIT_US,
 };
+pub use crate::limits::{AccountId, Limits, DESCRIPTORS_PER_CONNECTION};
 pub use crate::core::{Core, Outgoing};
 pub use crate::error::CoreError;
 pub use crate::pins::{pages, PinError, PinSet, MAX_PIN_RANGES, PAGE_SIZE};

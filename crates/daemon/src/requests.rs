@@ -9,6 +9,7 @@ use pagepilot_protocol::{
     ClientId, ErrorCode, HolderId as WireHolder, Message, RegionId, RegisterRegion, PPM,
 };
 
+use crate::accounts::{QuotaError, RegionCost};
 use crate::client::{faults_per_sec, Client, FaultReports, Region};
 use crate::core::{to_u64, to_usize, Core, Outgoing};
 use crate::error::Refusal;
@@ -81,44 +82,6 @@ impl<C: Clock + Clone> Core<C> {
         client.regions.values().map(|r| self.held(r)).sum()
     }
 
-    /// Frames a client's regions are committed to, counted against its
-    /// quota: what each holds, or its `minFrame` when it is still owed
-    /// frames to reach it.
-    fn client_committed(&self, client: &Client) -> u64 {
-        client
-            .regions
-            .values()
-            .map(|r| self.held(r).max(r.min_frames))
-            .fold(0, u64::saturating_add)
-    }
-
-    /// The client's quotas for a new region: its regions, its frames
-    /// (committed, with the new minimum), its fault rate. Returns the
-    /// region's fault rate.
-    fn check_quotas(&self, c: &Client, r: &RegisterRegion) -> Result<u64, Refusal> {
-        let (q, id) = (c.quotas, Some(r.region));
-        let beyond = |text: String| Err(Refusal::new(ErrorCode::BeyondQuota, id, text));
-        if c.regions.len() >= to_usize(u64::from(q.regions)) {
-            return beyond(format!("the client's quota is {} regions", q.regions));
-        }
-        let committed = self.client_committed(c).saturating_add(r.min_frames);
-        if committed > q.frames {
-            return beyond(format!(
-                "minFrame {} brings the client's frames to {committed}, its quota is {}",
-                r.min_frames, q.frames
-            ));
-        }
-        let rate = faults_per_sec(r.fault_limit, r.fault_period_us);
-        let rates = c.fault_rate().saturating_add(rate);
-        if rates > q.fault_rate {
-            return beyond(format!(
-                "a limit of {rate} faults/s brings the client's to {rates}, its quota is {}",
-                q.fault_rate
-            ));
-        }
-        Ok(rate)
-    }
-
     /// RAPHA's admission control (Eq. 2, across every client) for a region
     /// with a fault limit or a processor reserve; `None` for one with
     /// neither.
@@ -160,7 +123,15 @@ impl<C: Clock + Clone> Core<C> {
             let text = "inconsistent registration (budget below minimum, reserve above 1, or a limit without a period)";
             return Err(Refusal::new(ErrorCode::Malformed, id, text));
         }
-        let rate = self.check_quotas(c, &r)?;
+        let cost = RegionCost {
+            fault_rate: faults_per_sec(r.fault_limit, r.fault_period_us),
+            cpu_reserve_ppm: u64::from(r.cpu_reserve_ppm),
+            descriptors: u64::from(r.files.count()),
+        };
+        let account = c.account;
+        self.accounts
+            .check_region(account, r.min_frames, cost)
+            .map_err(|e| beyond(id, &e))?;
         // RAPHA first: a refusal by the frame manager can be undone there,
         // reclaim orders already asked of other holders could not.
         let task = self.admit(&r)?;
@@ -182,12 +153,15 @@ impl<C: Clock + Clone> Core<C> {
             task,
             min_frames: r.min_frames,
             budget_frames: r.budget_frames,
-            fault_rate: rate,
+            cost,
+            // What it holds is within its minimum until it asks for more.
+            committed: r.min_frames,
             pins: PinSet::default(),
             files: r.files,
             reports: FaultReports::starting(self.rate.now_ns()),
         };
         let granted_frames = self.held(&region);
+        self.accounts.add_region(account, cost, region.committed);
         self.holders.insert(holder, (client, r.region));
         if let Some(c) = self.clients.get_mut(&client) {
             c.regions.insert(r.region, region);
@@ -205,21 +179,14 @@ impl<C: Clock + Clone> Core<C> {
     fn unregister(&mut self, client: ClientId, region: RegionId) -> Reply {
         self.region(client, region)?;
         let short = self.short_of_minimum();
-        let Some(r) = self
+        let Some((account, r)) = self
             .clients
             .get_mut(&client)
-            .and_then(|c| c.regions.remove(&region))
+            .and_then(|c| Some((c.account, c.regions.remove(&region)?)))
         else {
             return Err(Refusal::internal(region, "region vanished"));
         };
-        self.holders.remove(&r.holder);
-        if let Some(task) = r.task {
-            let _ = self.rate.leave(task);
-        }
-        let frames = self
-            .frames
-            .unregister(r.holder)
-            .map_err(|e| Refusal::internal(region, e))?;
+        let frames = self.drop_region(account, r);
         let reply = Message::Unregistered {
             region,
             frames: to_u64(frames),
@@ -232,19 +199,19 @@ impl<C: Clock + Clone> Core<C> {
     fn request_frames(&mut self, client: ClientId, region: RegionId, frames: u64) -> Reply {
         let r = self.region(client, region)?;
         let (holder, budget, held) = (r.holder, r.budget_frames, self.held(r));
-        let c = self.client(client)?;
-        let (quota, committed) = (c.quotas.frames, self.client_committed(c));
-        let quota_room = quota.saturating_sub(committed);
-        if quota_room == 0 {
-            let text =
-                format!("the client's regions hold {committed} frames, its quota is {quota}");
-            return Err(Refusal::new(ErrorCode::BeyondQuota, Some(region), text));
-        }
-        let ask = frames.min(quota_room).min(budget.saturating_sub(held));
+        let account = self.client(client)?.account;
+        // Frames granted while the region is still owed some of its
+        // minimum come on top of those: every one needs room.
+        let room = self
+            .accounts
+            .frame_room(account)
+            .map_err(|e| beyond(Some(region), &e))?;
+        let ask = frames.min(room).min(budget.saturating_sub(held));
         let (granted, orders) = self
             .frames
             .request(holder, to_usize(ask))
             .map_err(|e| Refusal::internal(region, e))?;
+        self.recommit(holder);
         let reply = Message::Granted {
             region,
             frames: to_u64(granted),
@@ -276,8 +243,12 @@ impl<C: Clock + Clone> Core<C> {
         let answered = n.min(owed);
         self.frames
             .returned(holder, to_usize(answered))
-            .and_then(|()| self.frames.release(holder, to_usize(n - answered)))
+            .and_then(|()| {
+                self.frames
+                    .release(holder, to_usize(n - answered))
+            })
             .map_err(|e| Refusal::internal(region, e))?;
+        self.recommit(holder);
         let held_frames = self.frames.stats(holder).map_or(0, |s| to_u64(s.held));
         let reply = Message::Released {
             region,
@@ -295,6 +266,7 @@ impl<C: Clock + Clone> Core<C> {
         self.frames
             .returned(holder, to_usize(n))
             .map_err(|e| Refusal::internal(region, e))?;
+        self.recommit(holder);
         Ok(self.grants_since(&short, Some(holder)))
     }
 
@@ -327,13 +299,10 @@ impl<C: Clock + Clone> Core<C> {
             );
             return Err(Refusal::new(ErrorCode::PinQuota, id, text));
         }
-        let c = self.client(client)?;
-        let (pinned, quota) = (c.pinned().saturating_add(added), c.quotas.pinned_frames);
-        if pinned > quota {
-            let text =
-                format!("{pinned} pinned frames would pass the client's pin quota of {quota}");
-            return Err(Refusal::new(ErrorCode::PinQuota, id, text));
-        }
+        let account = self.client(client)?.account;
+        self.accounts
+            .check_pins(account, added)
+            .map_err(|e| Refusal::new(ErrorCode::PinQuota, id, e.to_string()))?;
         self.with_pins(client, region, |p| p.pin(first, end))
     }
 
@@ -356,13 +325,24 @@ impl<C: Clock + Clone> Core<C> {
         else {
             return Err(Refusal::internal(region, "region vanished"));
         };
+        let before = r.pins.pages();
         f(&mut r.pins).map_err(|e| bad_range(region, e))?;
+        let after = r.pins.pages();
         let reply = Message::Pinned {
             region,
-            pinned_frames: r.pins.pages(),
+            pinned_frames: after,
         };
+        if let Some(account) = self.account_of(client) {
+            self.accounts
+                .repin(account, after.saturating_sub(before), before.saturating_sub(after));
+        }
         Ok(vec![Outgoing::send(client, reply)])
     }
+}
+
+/// A quota of the client's account refused a request.
+fn beyond(region: Option<RegionId>, e: &QuotaError) -> Refusal {
+    Refusal::new(ErrorCode::BeyondQuota, region, e.to_string())
 }
 
 fn bad_range(region: RegionId, e: PinError) -> Refusal {

@@ -8,7 +8,9 @@
 mod common;
 
 use common::*;
-use pagepilot_daemon::{Config, Core, Credentials, Outgoing};
+use std::collections::BTreeMap;
+
+use pagepilot_daemon::{AccountId, Config, Core, Credentials, Limits, Outgoing};
 use pagepilot_frames::ManualClock;
 use pagepilot_protocol::{
     encode, ClientId, ErrorCode, Kind, Message, RegionFiles, RegionId, RegisterRegion,
@@ -158,16 +160,26 @@ impl World<'_> {
         }
         let c = &self.core;
         assert_eq!(c.held_frames() + c.free_frames(), c.total_frames());
+        // Quotas hold per account, summed over all its connections, and
+        // the core's running counts are exact.
+        let mut accounts: BTreeMap<AccountId, (u64, u64, u32, Limits)> = BTreeMap::new();
         for (id, peer) in &self.live {
-            let q = self.config.quotas_for(peer.uid, peer.gid);
-            assert!(
-                c.frames_of(*id).unwrap() <= q.frames,
-                "{id:?} beyond its frames quota"
-            );
-            assert!(
-                c.pinned_of(*id).unwrap() <= q.pinned_frames,
-                "{id:?} beyond its pin quota"
-            );
+            let account = c.account_of(*id).unwrap();
+            assert_eq!(account, self.config.account_for(peer.uid, peer.gid).0);
+            let q = c.quotas_of(*id).unwrap();
+            let a = accounts.entry(account).or_insert((0, 0, 0, q));
+            assert_eq!(a.3, q, "one account, one set of quotas");
+            a.0 += c.frames_of(*id).unwrap();
+            a.1 += c.pinned_of(*id).unwrap();
+            a.2 += 1;
+        }
+        for (account, (frames, pinned, connections, q)) in accounts {
+            let usage = c.usage(account);
+            assert!(frames <= usage.frames, "{account}: held {frames}, counted {usage:?}");
+            assert!(usage.frames <= q.frames, "{account} beyond its frames quota");
+            assert_eq!(usage.pinned_frames, pinned, "{account}");
+            assert!(pinned <= q.pinned_frames, "{account} beyond its pin quota");
+            assert_eq!(usage.connections, connections, "{account}");
         }
         let status = c.status();
         for r in status.clients.iter().flat_map(|c| &c.regions) {
@@ -235,7 +247,7 @@ proptest! {
             match op {
                 Op::Connect { uid, gid, hello } => {
                     let peer = Credentials { pid: 100 + uid, uid, gid };
-                    let id = w.core.connect(peer);
+                    let id = w.core.connect(peer).unwrap();
                     assert!(w.live.iter().all(|(c, _)| *c != id), "ids are unique");
                     w.live.push((id, peer));
                     if hello {

@@ -1,25 +1,53 @@
 //! The daemon's TOML configuration: defaults, inheritance from `[default]`,
 //! and a refusal naming the field and its line for each bound.
 
-use pagepilot_daemon::{Config, ConfigError, DEFAULT_DEADLINE_MS, DEFAULT_REGIONS};
-use pagepilot_protocol::{Quotas, MAX_FAULT_RATE};
+use pagepilot_daemon::{
+    AccountId, Config, ConfigError, Limits, DEFAULT_CONNECTIONS, DEFAULT_DEADLINE_MS,
+    DEFAULT_DESCRIPTORS, DEFAULT_PROCESSOR_SHARE_PPM, DEFAULT_REGIONS,
+};
+use pagepilot_protocol::{Quotas, MAX_FAULT_RATE, PPM};
 
 #[test]
-fn test_a_budget_alone_gives_every_client_the_whole_budget_and_default_timing() {
+fn test_a_budget_alone_leaves_room_for_other_users_and_default_timing() {
     let c = Config::parse("[machine]\nbudget_frames = 1000\n").unwrap();
     assert_eq!(
         c.machine.partition_burst_frames, 500,
         "HiPEC: half the pool"
     );
     assert_eq!(c.machine.deadline_ms, DEFAULT_DEADLINE_MS);
-    let all = Quotas {
-        frames: 1000,
+    let share = Limits {
+        frames: 500,
         pinned_frames: 0,
-        fault_rate: MAX_FAULT_RATE,
+        // 20% of a processor at 10 us a fault.
+        fault_rate: 20_000,
         regions: DEFAULT_REGIONS,
+        cpu_reserve_ppm: DEFAULT_PROCESSOR_SHARE_PPM,
+        connections: DEFAULT_CONNECTIONS,
+        descriptors: DEFAULT_DESCRIPTORS,
     };
-    assert_eq!(c.quotas_for(1, 2), all);
-    assert_eq!(Config::with_budget(1000).unwrap(), c);
+    assert_eq!(c.quotas_for(1, 2), share);
+    // A single trusted user's configuration says so.
+    let all = Config::with_budget(1000).unwrap().quotas_for(1, 2);
+    assert_eq!(
+        (all.frames, all.fault_rate, all.cpu_reserve_ppm),
+        (1000, MAX_FAULT_RATE, PPM)
+    );
+}
+
+#[test]
+fn test_a_shared_group_is_one_account_and_a_user_entry_its_own() {
+    let c = Config::parse(
+        "[machine]\nbudget_frames = 1000\n[gid.50]\nshared = true\nframes = 300\n\
+         [gid.60]\nframes = 200\n[uid.7]\nframes = 100\n",
+    )
+    .unwrap();
+    assert_eq!(c.account_for(5, 50).0, AccountId::Group(50));
+    assert_eq!(c.account_for(6, 50).0, AccountId::Group(50));
+    assert_eq!(c.account_for(7, 50), (AccountId::User(7), c.uid[&7]));
+    assert_eq!(c.account_for(5, 60).0, AccountId::User(5));
+    assert_eq!(c.account_for(5, 60).1.frames, 200);
+    let e = Config::parse("[machine]\nbudget_frames = 1\n[uid.3]\nshared = true\n").unwrap_err();
+    assert!(e.to_string().contains("uid.3.shared"), "{e}");
 }
 
 #[test]
@@ -50,7 +78,7 @@ regions = 9
         (250, 100)
     );
     assert_eq!(
-        c.quotas_for(0, 50),
+        c.quotas_for(0, 50).quotas(),
         Quotas {
             frames: 1000,
             pinned_frames: 1000,
@@ -59,7 +87,7 @@ regions = 9
         }
     );
     assert_eq!(
-        c.quotas_for(5, 50),
+        c.quotas_for(5, 50).quotas(),
         Quotas {
             frames: 400,
             pinned_frames: 10,
@@ -225,7 +253,7 @@ fn test_a_budget_given_apart_replaces_the_files_and_its_defaults_follow() {
         (c.machine.budget_frames, c.machine.partition_burst_frames),
         (400, 200)
     );
-    assert_eq!(c.default_quotas.frames, 400);
+    assert_eq!(c.default_quotas.frames, 200, "half the budget in force");
     assert_eq!(c.uid[&5].frames, 300);
     // A file of quotas alone is enough then; without it, the budget is missing.
     let quotas = "[default]\nframes = 10\n";

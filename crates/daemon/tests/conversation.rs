@@ -21,7 +21,7 @@ fn test_hello_is_welcomed_with_the_highest_common_version_and_the_clients_quotas
         pid: 7,
         uid: 1,
         gid: 1,
-    });
+    }).unwrap();
     assert_eq!(core.session(id), Some(Session::Connected));
     let out = send(
         &mut core,
@@ -31,10 +31,11 @@ fn test_hello_is_welcomed_with_the_highest_common_version_and_the_clients_quotas
             pid: Some(7),
         },
     );
+    // The defaults: half the budget, 20% of a processor in fault limits.
     let quotas = Quotas {
-        frames: 100,
+        frames: 50,
         pinned_frames: 0,
-        fault_rate: 1 << 32,
+        fault_rate: 20_000,
         regions: 64,
     };
     assert_eq!(
@@ -53,7 +54,7 @@ fn test_hello_is_welcomed_with_the_highest_common_version_and_the_clients_quotas
 fn test_a_hello_with_no_common_version_is_refused_and_the_connection_closed() {
     let clock = ManualClock::at(0);
     let mut core = core(CONFIG, &clock);
-    let id = core.connect(Credentials::default());
+    let id = core.connect(Credentials::default()).unwrap();
     let out = send(
         &mut core,
         id,
@@ -85,7 +86,7 @@ fn test_a_hello_with_no_common_version_is_refused_and_the_connection_closed() {
 fn test_requests_before_hello_and_a_second_hello_are_unexpected() {
     let clock = ManualClock::at(0);
     let mut core = core(CONFIG, &clock);
-    let id = core.connect(Credentials::default());
+    let id = core.connect(Credentials::default()).unwrap();
     let out = send(&mut core, id, region(1, 1, 1));
     assert_eq!(
         refusal(&out),
@@ -270,7 +271,7 @@ fn test_status_lists_each_client_and_region_and_always_encodes() {
         pid: 42,
         uid: 1000,
         gid: 100,
-    });
+    }).unwrap();
     send(
         &mut core,
         a,

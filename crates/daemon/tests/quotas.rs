@@ -20,6 +20,7 @@ frames = 1000
 pinned_frames = 16
 fault_rate = 5000
 regions = 8
+cpu_reserve_ppm = 1000000
 
 [uid.1000]
 frames = 300
@@ -31,7 +32,7 @@ frames = 2000
 ";
 
 fn welcome_quotas(core: &mut pagepilot_daemon::Core<&ManualClock>, uid: u32, gid: u32) -> Quotas {
-    let id = core.connect(pagepilot_daemon::Credentials { pid: 1, uid, gid });
+    let id = core.connect(pagepilot_daemon::Credentials { pid: 1, uid, gid }).unwrap();
     match &send(
         core,
         id,
@@ -284,7 +285,8 @@ fn test_frames_held_above_minimums_count_against_the_quota_of_a_new_region() {
 fn test_a_newcomers_minimum_still_owed_counts_against_its_clients_requests() {
     let clock = ManualClock::at(0);
     let mut core = core(
-        "[machine]\nbudget_frames = 100\npartition_burst_frames = 100\n[uid.1]\nframes = 60\n",
+        "[machine]\nbudget_frames = 100\npartition_burst_frames = 100\n[default]\nframes = 100\n\
+         [uid.1]\nframes = 60\n",
         &clock,
     );
     let (a, b) = (join(&mut core, 2, 2), join(&mut core, 1, 1));

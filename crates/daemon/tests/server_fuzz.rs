@@ -19,6 +19,8 @@ deadline_ms = 50
 
 [default]
 frames = 200
+connections = 1000
+descriptors = 10000
 ";
 
 /// Valid frames to start mutating from.

@@ -1,6 +1,7 @@
 //! Clients sharing the daemon's budget over real sockets: minimums, FAFR
 //! reclamation across connections, and forced reclamation of a client
-//! that does not answer, even one stopped (SIGSTOP).
+//! that does not answer, even one stopped (SIGSTOP). The clients are
+//! different users: one user's connections share one quota.
 
 mod live;
 
@@ -14,12 +15,19 @@ const CONFIG: &str = "
 budget_frames = 100
 partition_burst_frames = 100
 deadline_ms = 300
+
+[default]
+frames = 100
 ";
 
 #[test]
 fn two_clients_share_the_budget_and_a_third_whose_min_frame_does_not_fit_is_refused() {
     let daemon = Daemon::start(CONFIG);
-    let (mut a, mut b, mut c) = (daemon.client(), daemon.client(), daemon.client());
+    let (mut a, mut b, mut c) = (
+        daemon.client_as(10001),
+        daemon.client_as(10002),
+        daemon.client_as(10003),
+    );
     assert!(matches!(
         a.register(1, 40, 40),
         Message::Registered {
@@ -61,7 +69,7 @@ fn two_clients_share_the_budget_and_a_third_whose_min_frame_does_not_fit_is_refu
 /// A holds 90 frames above a minimum of 10, all the budget; B registers
 /// a minimum of 30.
 fn a_holds_everything_and_b_needs_30(daemon: &Daemon) -> (Client, Client) {
-    let (mut a, mut b) = (daemon.client(), daemon.client());
+    let (mut a, mut b) = (daemon.client_as(10001), daemon.client_as(10002));
     a.register(1, 10, 100);
     assert_eq!(
         a.request(&Message::RequestFrames {
@@ -203,7 +211,7 @@ fn a_stopped_client_above_its_minimum_is_forced_and_reads_forced_once_continued(
         rustix::process::kill_process(pid, sig).unwrap();
     };
     stop(rustix::process::Signal::STOP);
-    let mut b = daemon.client();
+    let mut b = daemon.client_as(10002);
     assert!(matches!(
         b.register(7, 30, 30),
         Message::Registered {

@@ -61,7 +61,18 @@ impl Server {
                 return;
             }
         };
-        let id = self.core.connect(peer);
+        let id = match self.core.connect(peer) {
+            Ok(id) => id,
+            Err(e) => {
+                let text = e.to_string();
+                let _ = conn.send(
+                    &Message::error(ErrorCode::BeyondQuota, None, None, &text),
+                    &[],
+                );
+                log!("a connection of pid {} refused: {text}", peer.pid);
+                return;
+            }
+        };
         let client = Client::new(id, conn, peer, Instant::now());
         log!("{} connected (gid {})", client.name(), peer.gid);
         self.clients.insert(id, client);

@@ -10,7 +10,7 @@ use pagepilot_protocol::{encode, ClientId, ErrorCode, Kind, Message, RegionId, R
 pub const MS: u64 = 1_000_000;
 
 /// A budget of 1000 frames none of which is reclaimed for the watermark,
-/// a 50 ms deadline, 64 pinned frames a user.
+/// a 50 ms deadline, any user may hold it all and pin 64 frames.
 pub const SHARED_BUDGET: &str = "
 [machine]
 budget_frames = 1000
@@ -18,6 +18,7 @@ partition_burst_frames = 1000
 deadline_ms = 50
 
 [default]
+frames = 1000
 pinned_frames = 64
 ";
 
@@ -32,7 +33,7 @@ pub fn join(core: &mut Core<&ManualClock>, uid: u32, gid: u32) -> ClientId {
         pid: 1000 + uid,
         uid,
         gid,
-    });
+    }).unwrap();
     let out = core
         .on_message(
             id,

@@ -4,6 +4,8 @@
 //! test ends. Every wait is bounded.
 #![allow(dead_code)]
 
+pub mod users;
+
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
@@ -46,6 +48,12 @@ impl Daemon {
     /// unless `PP_DAEMON_LOG` is set.
     pub fn start_with(config: &str, f: impl FnOnce(&mut ServerOptions)) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
+        // Other users' processes connect too.
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
         let socket = dir.path().join("daemon.sock");
         let mut options = ServerOptions::new(&socket);
         options.quiet = std::env::var_os("PP_DAEMON_LOG").is_none();
@@ -65,6 +73,23 @@ impl Daemon {
     pub fn client(&self) -> Client {
         let mut c = Client {
             conn: Connection::connect(&self.socket).unwrap(),
+            id: ClientId(0),
+            events: Vec::new(),
+        };
+        match c.request(&hello()) {
+            Message::Welcome { client, .. } => c.id = client,
+            other => panic!("expected Welcome, got {other:?}"),
+        }
+        c
+    }
+
+    /// A client of user `uid` (its primary group the same number) that
+    /// said Hello and was welcomed: connected by a child process of that
+    /// user, spoken through by the test.
+    pub fn client_as(&self, uid: u32) -> Client {
+        let stream = users::connect_as(&self.socket, self.dir.path(), uid, uid);
+        let mut c = Client {
+            conn: Connection::new(stream, pagepilot_protocol::Peer::Daemon),
             id: ClientId(0),
             events: Vec::new(),
         };
@@ -357,6 +382,22 @@ pub fn spawn_role(role: &str, env: &[(&str, &str)]) -> ChildGuard {
     cmd.args([role, "--exact", "--nocapture", "--test-threads=1"])
         .env("PP_CHILD", "1")
         .stdout(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    ChildGuard(cmd.spawn().unwrap())
+}
+
+/// As [`spawn_role`], the child running as user `uid` and group `gid`
+/// with no supplementary groups.
+pub fn spawn_role_as(role: &str, uid: u32, gid: u32, env: &[(&str, &str)]) -> ChildGuard {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([role, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PP_CHILD", "1")
+        .stdout(std::process::Stdio::null())
+        .uid(uid)
+        .gid(gid);
     for (k, v) in env {
         cmd.env(k, v);
     }
