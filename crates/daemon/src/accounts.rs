@@ -367,7 +367,10 @@ impl Accounts {
     pub fn repin(&mut self, id: AccountId, added: u64, removed: u64) {
         if let Some(a) = self.account(id) {
             let u = &mut a.usage;
-            u.pinned_frames = u.pinned_frames.saturating_add(added).saturating_sub(removed);
+            u.pinned_frames = u
+                .pinned_frames
+                .saturating_add(added)
+                .saturating_sub(removed);
         }
     }
 }

@@ -52,12 +52,11 @@ mod status;
 pub use crate::accounts::{QuotaError, Usage};
 pub use crate::client::{Credentials, Session};
 pub use crate::config::{
-    Config, ConfigError, Machine, DEFAULT_CONNECTIONS, DEFAULT_DEADLINE_MS,
-    DEFAULT_DESCRIPTORS, DEFAULT_FAULT_PERIOD_MS, DEFAULT_FAULT_UNIT_US,
-    DEFAULT_PROCESSOR_SHARE_PPM, DEFAULT_REGIONS, MAX_CONNECTIONS, MAX_FAULT_PERIOD_MS,
-    MAX_FAULT_UNIT_US,
+    Config, ConfigError, Machine, DEFAULT_CONNECTIONS, DEFAULT_DEADLINE_MS, DEFAULT_DESCRIPTORS,
+    DEFAULT_FAULT_PERIOD_MS, DEFAULT_FAULT_UNIT_US, DEFAULT_PROCESSOR_SHARE_PPM, DEFAULT_REGIONS,
+    MAX_CONNECTIONS, MAX_FAULT_PERIOD_MS, MAX_FAULT_UNIT_US,
 };
-pub use crate::limits::{AccountId, Limits, DESCRIPTORS_PER_CONNECTION};
 pub use crate::core::{Core, Outgoing};
 pub use crate::error::CoreError;
+pub use crate::limits::{AccountId, Limits, DESCRIPTORS_PER_CONNECTION};
 pub use crate::pins::{pages, PinError, PinSet, MAX_PIN_RANGES, PAGE_SIZE};

@@ -243,10 +243,7 @@ impl<C: Clock + Clone> Core<C> {
         let answered = n.min(owed);
         self.frames
             .returned(holder, to_usize(answered))
-            .and_then(|()| {
-                self.frames
-                    .release(holder, to_usize(n - answered))
-            })
+            .and_then(|()| self.frames.release(holder, to_usize(n - answered)))
             .map_err(|e| Refusal::internal(region, e))?;
         self.recommit(holder);
         let held_frames = self.frames.stats(holder).map_or(0, |s| to_u64(s.held));
@@ -333,8 +330,11 @@ impl<C: Clock + Clone> Core<C> {
             pinned_frames: after,
         };
         if let Some(account) = self.account_of(client) {
-            self.accounts
-                .repin(account, after.saturating_sub(before), before.saturating_sub(after));
+            self.accounts.repin(
+                account,
+                after.saturating_sub(before),
+                before.saturating_sub(after),
+            );
         }
         Ok(vec![Outgoing::send(client, reply)])
     }

@@ -175,8 +175,14 @@ impl World<'_> {
         }
         for (account, (frames, pinned, connections, q)) in accounts {
             let usage = c.usage(account);
-            assert!(frames <= usage.frames, "{account}: held {frames}, counted {usage:?}");
-            assert!(usage.frames <= q.frames, "{account} beyond its frames quota");
+            assert!(
+                frames <= usage.frames,
+                "{account}: held {frames}, counted {usage:?}"
+            );
+            assert!(
+                usage.frames <= q.frames,
+                "{account} beyond its frames quota"
+            );
             assert_eq!(usage.pinned_frames, pinned, "{account}");
             assert!(pinned <= q.pinned_frames, "{account} beyond its pin quota");
             assert_eq!(usage.connections, connections, "{account}");

@@ -17,11 +17,13 @@ const CONFIG: &str = "[machine]\nbudget_frames = 100\n";
 fn test_hello_is_welcomed_with_the_highest_common_version_and_the_clients_quotas() {
     let clock = ManualClock::at(0);
     let mut core = core(CONFIG, &clock);
-    let id = core.connect(Credentials {
-        pid: 7,
-        uid: 1,
-        gid: 1,
-    }).unwrap();
+    let id = core
+        .connect(Credentials {
+            pid: 7,
+            uid: 1,
+            gid: 1,
+        })
+        .unwrap();
     assert_eq!(core.session(id), Some(Session::Connected));
     let out = send(
         &mut core,
@@ -267,11 +269,13 @@ fn test_status_lists_each_client_and_region_and_always_encodes() {
         "[machine]\nbudget_frames = 100000\n[default]\nregions = 1000\npinned_frames = 10\n",
         &clock,
     );
-    let a = core.connect(Credentials {
-        pid: 42,
-        uid: 1000,
-        gid: 100,
-    }).unwrap();
+    let a = core
+        .connect(Credentials {
+            pid: 42,
+            uid: 1000,
+            gid: 100,
+        })
+        .unwrap();
     send(
         &mut core,
         a,

@@ -32,7 +32,9 @@ frames = 2000
 ";
 
 fn welcome_quotas(core: &mut pagepilot_daemon::Core<&ManualClock>, uid: u32, gid: u32) -> Quotas {
-    let id = core.connect(pagepilot_daemon::Credentials { pid: 1, uid, gid }).unwrap();
+    let id = core
+        .connect(pagepilot_daemon::Credentials { pid: 1, uid, gid })
+        .unwrap();
     match &send(
         core,
         id,

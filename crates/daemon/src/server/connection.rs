@@ -11,7 +11,9 @@ use pagepilot_transport::{Connection, ReadOutcome, Received, TransportError};
 
 use super::files::RegionFds;
 use super::outbox::{Outbox, HIGH_WATER};
+use super::vetting::Vetting;
 use crate::client::Credentials;
+use crate::AccountId;
 
 /// Reads per wake-up and connection (16 KiB each), so that one client
 /// sending without pause cannot starve the others.
@@ -26,6 +28,18 @@ pub(crate) struct Client {
     pub conn: Connection,
     /// Who it is (`SO_PEERCRED`).
     pub peer: Credentials,
+    /// Whose quotas it draws on.
+    pub account: AccountId,
+    /// When it connected (it must say `Hello` in time).
+    pub connected_at: Instant,
+    /// When it last sent something (a client with no region must not stay
+    /// silent for ever).
+    pub last_input: Instant,
+    /// Whether it said `Hello`.
+    pub welcomed: bool,
+    /// The registration whose descriptors are being checked: its requests
+    /// wait meanwhile.
+    pub vetting: Option<Vetting>,
     /// Its process, held (a pidfd) to know when it has exited.
     pub process: Option<std::os::fd::OwnedFd>,
     /// When the unfinished frame it is sending began to arrive.
@@ -62,11 +76,22 @@ pub(crate) struct End {
 
 impl Client {
     /// A client just connected.
-    pub fn new(id: ClientId, conn: Connection, peer: Credentials, now: Instant) -> Client {
+    pub fn new(
+        id: ClientId,
+        conn: Connection,
+        peer: Credentials,
+        account: AccountId,
+        now: Instant,
+    ) -> Client {
         Client {
             id,
             conn,
             peer,
+            account,
+            connected_at: now,
+            last_input: now,
+            welcomed: false,
+            vetting: None,
             process: super::process::open(peer.pid),
             partial_since: None,
             regions: BTreeMap::new(),
@@ -79,12 +104,17 @@ impl Client {
     /// Whether to read more of what it sends: not while it has frames
     /// waiting or leaves its replies unread.
     pub fn wants_input(&self) -> bool {
-        !self.closing && self.backlog.is_empty() && self.out.queued() <= HIGH_WATER
+        self.ready() && self.backlog.is_empty()
     }
 
     /// Whether a frame of its backlog may be handled now.
     pub fn can_handle(&self) -> bool {
-        !self.closing && !self.backlog.is_empty() && self.out.queued() <= HIGH_WATER
+        self.ready() && !self.backlog.is_empty()
+    }
+
+    /// Not closing, not waiting for a check, reading its replies.
+    fn ready(&self) -> bool {
+        !self.closing && self.vetting.is_none() && self.out.queued() <= HIGH_WATER
     }
 
     /// Reads what the client sent (a few reads at most) and decodes it
@@ -94,6 +124,9 @@ impl Client {
     /// peer closing end it.
     pub fn read(&mut self, now: Instant) -> Option<End> {
         let (inputs, end) = self.read_inputs(now);
+        if !inputs.is_empty() {
+            self.last_input = now;
+        }
         self.backlog.extend(inputs);
         end
     }
@@ -189,11 +222,15 @@ impl Client {
     }
 
     /// Takes the descriptors of the regions the daemon can write back.
+    /// The others' are closed off the loop.
     pub fn take_writable_regions(&mut self) -> Vec<(RegionId, RegionFds)> {
-        std::mem::take(&mut self.regions)
+        let (writable, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.regions)
             .into_iter()
-            .filter(|(_, fds)| fds.can_write_back())
-            .collect()
+            .partition(|(_, fds)| fds.can_write_back());
+        if !others.is_empty() {
+            super::vetting::retire(others);
+        }
+        writable
     }
 
     /// For the log: `client 3 (pid 1234, uid 1000)`.

@@ -35,6 +35,13 @@ pub enum FilesError {
         /// Received.
         arrived: usize,
     },
+    /// The checks did not finish in time (a file on a file system that
+    /// does not answer).
+    #[error(
+        "the descriptors could not be checked within {0:?}: a file on a file system that does \
+         not answer?"
+    )]
+    TimedOut(std::time::Duration),
     /// `fstat` failed.
     #[error("the {which} descriptor: fstat failed: {source}")]
     Stat {

@@ -13,11 +13,13 @@
 mod connection;
 mod departure;
 mod files;
+mod logging;
 mod outbox;
 mod process;
 mod serve;
 mod signals;
 mod socket;
+mod vetting;
 mod writeback;
 
 use std::collections::BTreeMap;
@@ -48,26 +50,37 @@ pub const DEFAULT_MAX_CLIENTS: usize = 1024;
 /// How long a client may take to finish a frame it began, unless told
 /// otherwise.
 pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may take to say `Hello`, unless told otherwise.
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client with no region may send nothing before it is
+/// disconnected, unless told otherwise.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the checks of a registration's descriptors may take (a file on
+/// a hung file system never answers), unless told otherwise.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the write-back of one dead client may take, unless told
+/// otherwise.
+pub const DEFAULT_WRITE_BACK_BUDGET: Duration = Duration::from_secs(60);
+/// How long a stopping daemon waits for write-backs under way, unless told
+/// otherwise.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Descriptors kept for the daemon itself (the listener, the wake-up pair,
+/// standard streams, the configuration, libraries): the rest of
+/// `RLIMIT_NOFILE` is its clients'.
+const RESERVED_DESCRIPTORS: u64 = 64;
 /// The loop wakes at least this often (signals, finished write-backs).
 const PERIOD: Duration = Duration::from_millis(100);
 /// Connections accepted per wake-up.
 const ACCEPTS_PER_TURN: usize = 64;
+/// Requests of one client handled per wake-up: the others' wait at most
+/// this many requests of each client.
+const REQUESTS_PER_TURN: usize = 64;
 
-/// Whether log lines are written (see [`ServerOptions::quiet`]).
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-/// Logs one line to stderr. A failed write is ignored: a daemon whose
-/// terminal or journal went away keeps serving (`eprintln!` would panic).
+/// Logs one line to stderr, rate-limited (`log.rs`).
 macro_rules! log {
-    ($($arg:tt)*) => { $crate::server::write_log(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::server::logging::write_log(format_args!($($arg)*)) };
 }
 pub(crate) use log;
-
-pub(crate) fn write_log(line: std::fmt::Arguments<'_>) {
-    if !QUIET.load(Ordering::Relaxed) {
-        let _ = writeln!(std::io::stderr().lock(), "pagepilot daemon: {line}");
-    }
-}
 
 /// How the server runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +92,18 @@ pub struct ServerOptions {
     /// How long a client may hold an unfinished frame before it is
     /// disconnected.
     pub frame_timeout: Duration,
+    /// How long a connection may take to say `Hello`.
+    pub hello_timeout: Duration,
+    /// How long a client with no region may stay silent.
+    pub idle_timeout: Duration,
+    /// How long a registration's descriptor checks may take.
+    pub check_timeout: Duration,
+    /// How long the write-back of one dead client may take; what is left
+    /// when it runs out is reported.
+    pub write_back_budget: Duration,
+    /// How long a stopping daemon waits for write-backs under way before it
+    /// reports what is left and exits.
+    pub shutdown_timeout: Duration,
     /// No log lines (for tests that make thousands of connections); the
     /// setting is the process's, for every server in it.
     pub quiet: bool,
@@ -91,6 +116,11 @@ impl ServerOptions {
             socket: socket.into(),
             max_clients: DEFAULT_MAX_CLIENTS,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
+            hello_timeout: DEFAULT_HELLO_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            check_timeout: DEFAULT_CHECK_TIMEOUT,
+            write_back_budget: DEFAULT_WRITE_BACK_BUDGET,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             quiet: false,
         }
     }
@@ -119,6 +149,28 @@ pub enum ServerError {
     /// `poll` failed.
     #[error("poll: {0}")]
     Poll(std::io::Error),
+}
+
+/// Shares the descriptors `RLIMIT_NOFILE` allows among the clients: the
+/// core refuses connections and registrations beyond them, and at most as
+/// many clients as their connections fit are served.
+fn budget_descriptors(core: &mut Core<MonotonicClock>, options: &mut ServerOptions) {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    let Some(limit) = limit else {
+        return;
+    };
+    let budget = limit.saturating_sub(RESERVED_DESCRIPTORS);
+    core.set_descriptor_budget(budget);
+    let per_client = u64::from(crate::DESCRIPTORS_PER_CONNECTION);
+    let fit = usize::try_from(budget / per_client).unwrap_or(usize::MAX);
+    if options.max_clients > fit {
+        log!(
+            "RLIMIT_NOFILE is {limit}: serving at most {fit} clients, not {} \
+             (raise the limit for more)",
+            options.max_clients
+        );
+        options.max_clients = fit;
+    }
 }
 
 /// A monotonic clock for the core, from the server's start.
@@ -161,6 +213,11 @@ pub struct Server {
     clients: BTreeMap<ClientId, Client>,
     departing: Vec<Departure>,
     doomed: Vec<(Client, connection::End)>,
+    /// Clients the daemon ended whose connection a process still holds:
+    /// written back once none does.
+    lingering: Vec<Client>,
+    /// Descriptor checks in flight per account.
+    in_flight: vetting::InFlight,
     stop: Arc<AtomicBool>,
     /// Written by write-back threads and [`StopHandle::stop`] to end a poll.
     wake_rx: UnixStream,
@@ -175,10 +232,12 @@ impl Server {
     /// answers is [`ServerError::AlreadyRunning`].
     pub fn bind(config: Config, options: ServerOptions) -> Result<Server, ServerError> {
         if options.quiet {
-            QUIET.store(true, Ordering::Relaxed);
+            logging::QUIET.store(true, Ordering::Relaxed);
         }
         let clock = MonotonicClock(Instant::now());
-        let core = Core::new(config, clock)?;
+        let mut core = Core::new(config, clock)?;
+        let mut options = options;
+        budget_descriptors(&mut core, &mut options);
         let listen_error = |source| ServerError::Listen {
             path: options.socket.clone(),
             source,
@@ -203,6 +262,8 @@ impl Server {
             clients: BTreeMap::new(),
             departing: Vec::new(),
             doomed: Vec::new(),
+            lingering: Vec::new(),
+            in_flight: vetting::InFlight::default(),
             stop: Arc::new(AtomicBool::new(false)),
             wake_rx,
             wake_tx: Arc::new(wake_tx),
@@ -272,7 +333,10 @@ impl Server {
             self.handle_backlog(id, false);
             self.end_doomed();
         }
-        self.finish_departures();
+        let now = Instant::now();
+        self.finish_vetting(now);
+        self.end_doomed();
+        self.finish_departures(now);
         if self
             .core
             .next_deadline_ns()
@@ -283,6 +347,7 @@ impl Server {
         }
         let now = Instant::now();
         self.time_out_partial_frames(now);
+        self.time_out_silent(now);
         self.drop_stalled(now);
         self.end_doomed();
         Ok(())
@@ -296,14 +361,29 @@ impl Server {
         if let Some(d) = self.core.next_deadline_ns() {
             wake = wake.min(Duration::from_nanos(d.saturating_sub(self.clock.now_ns())));
         }
+        let o = &self.options;
         for c in self.clients.values() {
             if c.can_handle() {
                 return Duration::ZERO;
             }
-            let partial = c.partial_since.map(|s| s + self.options.frame_timeout);
-            for due in partial.into_iter().chain(c.out.deadline()) {
+            let partial = c.partial_since.map(|s| s + o.frame_timeout);
+            let check = c.vetting.as_ref().map(|v| v.deadline(o.check_timeout));
+            let silent = match (c.welcomed, c.regions.is_empty()) {
+                (false, _) => Some(c.connected_at + o.hello_timeout),
+                (true, true) => Some(c.last_input + o.idle_timeout),
+                (true, false) => None,
+            };
+            for due in partial
+                .into_iter()
+                .chain(c.out.deadline())
+                .chain(check)
+                .chain(silent)
+            {
                 wake = wake.min(due.saturating_duration_since(now));
             }
+        }
+        if let Some(due) = self.next_departure_deadline() {
+            wake = wake.min(due.saturating_duration_since(now));
         }
         if let Some(until) = self.accept_paused_until {
             wake = wake.min(until.saturating_duration_since(now));
@@ -348,6 +428,11 @@ impl Server {
                 ids.push(c.id);
                 fds.push(PollFd::new(c.conn.stream(), events));
             }
+        }
+        // Lingering clients: polled for nothing, a hang-up (no process
+        // holds their connection any more) wakes the loop.
+        for c in &self.lingering {
+            fds.push(PollFd::new(c.conn.stream(), PollFlags::empty()));
         }
         let timeout = Timespec {
             tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),

@@ -12,7 +12,8 @@ use pagepilot_transport::{Connection, Received};
 
 use super::connection::{Client, End, Input};
 use super::files;
-use super::{log, Server, ACCEPTS_PER_TURN};
+use super::vetting::{retire, Verdict, Vetting};
+use super::{log, Server, ACCEPTS_PER_TURN, REQUESTS_PER_TURN};
 use crate::client::Credentials;
 use crate::core::Outgoing;
 
@@ -73,7 +74,10 @@ impl Server {
                 return;
             }
         };
-        let client = Client::new(id, conn, peer, Instant::now());
+        let Some(account) = self.core.account_of(id) else {
+            return;
+        };
+        let client = Client::new(id, conn, peer, account, Instant::now());
         log!("{} connected (gid {})", client.name(), peer.gid);
         self.clients.insert(id, client);
     }
@@ -94,9 +98,11 @@ impl Server {
     }
 
     /// Handles the frames a client sent, in order, while it reads its
-    /// replies (`all`: every one, the connection ending).
+    /// replies: at most [`REQUESTS_PER_TURN`] (`all`: every one, the
+    /// connection ending), so that one client's pipeline delays each other
+    /// client by a bounded amount of work.
     pub(super) fn handle_backlog(&mut self, id: ClientId, all: bool) {
-        loop {
+        for _ in 0..if all { usize::MAX } else { REQUESTS_PER_TURN } {
             // A Goodbye, a close or a failed send ends the conversation.
             let Some(c) = self.clients.get_mut(&id) else {
                 return;
@@ -120,39 +126,30 @@ impl Server {
     fn on_frame(&mut self, id: ClientId, received: Received) {
         let Received { message, fds } = received;
         match message {
-            Message::RegisterRegion(r) => {
-                let kept = match files::check(r.files, fds) {
-                    Ok(kept) => kept,
-                    Err(e) => {
-                        log!("client {}: region {}: {e}", id.0, r.region.0);
-                        let m = e.to_string();
-                        let reply = Message::error(
-                            ErrorCode::BadFiles,
-                            Some(Kind::RegisterRegion),
-                            Some(r.region),
-                            &m,
-                        );
-                        return self.route(vec![Outgoing::send(id, reply)]);
-                    }
-                };
-                let out = self.ask_core(id, Message::RegisterRegion(r));
-                let registered = matches!(
-                    out.first().map(|o| &o.message),
-                    Some(Message::Registered { region, .. }) if *region == r.region
-                );
-                if let (true, Some(c)) = (registered, self.clients.get_mut(&id)) {
-                    c.regions.insert(r.region, kept);
-                }
-                self.route(out);
+            // Without descriptors there is nothing to check off the loop.
+            Message::RegisterRegion(r) if fds.is_empty() => {
+                self.register_checked(id, r, files::check(r.files, fds));
             }
+            Message::RegisterRegion(r) => self.start_vetting(id, r, fds),
             Message::UnregisterRegion { region } => {
                 // The client wrote its pages back itself: the descriptors
-                // are just closed.
+                // are just closed (off the loop).
                 let out = self.ask_core(id, message);
                 if let (Some(Message::Unregistered { .. }), Some(c)) =
                     (out.first().map(|o| &o.message), self.clients.get_mut(&id))
                 {
-                    c.regions.remove(&region);
+                    retire(c.regions.remove(&region));
+                }
+                self.route(out);
+            }
+            Message::Hello { .. } => {
+                let out = self.ask_core(id, message);
+                let welcomed = matches!(
+                    out.first().map(|o| &o.message),
+                    Some(Message::Welcome { .. })
+                );
+                if let (true, Some(c)) = (welcomed, self.clients.get_mut(&id)) {
+                    c.welcomed = true;
                 }
                 self.route(out);
             }
@@ -174,6 +171,84 @@ impl Server {
                 self.route(out);
             }
         }
+    }
+
+    /// Checks a registration's descriptors on a worker; the client's
+    /// requests wait for the verdict ([`Server::finish_vetting`]).
+    fn start_vetting(
+        &mut self,
+        id: ClientId,
+        r: pagepilot_protocol::RegisterRegion,
+        fds: Vec<std::os::fd::OwnedFd>,
+    ) {
+        let Some(c) = self.clients.get_mut(&id) else {
+            return retire(fds);
+        };
+        match Vetting::start(r, fds, c.account, &self.in_flight, self.wake_tx.clone()) {
+            Ok(v) => c.vetting = Some(v),
+            Err(e) => {
+                let why = e.to_string();
+                log!("{}: region {}: {why}", c.name(), r.region.0);
+                let reply = bad_files(r.region, &why);
+                self.route(vec![Outgoing::send(id, reply)]);
+            }
+        }
+    }
+
+    /// Registrations whose descriptor checks are done or late: answered,
+    /// and their clients' requests served again.
+    pub(super) fn finish_vetting(&mut self, now: Instant) {
+        let timeout = self.options.check_timeout;
+        let ready: Vec<(ClientId, Verdict)> = self
+            .clients
+            .values()
+            .filter_map(|c| {
+                let verdict = c.vetting.as_ref()?.poll(now, timeout);
+                (!matches!(verdict, Verdict::Running)).then_some((c.id, verdict))
+            })
+            .collect();
+        for (id, verdict) in ready {
+            let Some(v) = self.clients.get_mut(&id).and_then(|c| c.vetting.take()) else {
+                continue;
+            };
+            let checked = match verdict {
+                Verdict::Done(checked) => checked,
+                Verdict::TimedOut(after) => Err(files::FilesError::TimedOut(after)),
+                Verdict::Running => continue,
+            };
+            self.register_checked(id, v.register, checked);
+            self.handle_backlog(id, false);
+        }
+    }
+
+    /// A registration whose descriptors were checked: refused naming the
+    /// descriptor, or handed to the core (and its descriptors kept).
+    fn register_checked(
+        &mut self,
+        id: ClientId,
+        r: pagepilot_protocol::RegisterRegion,
+        checked: Result<files::RegionFds, files::FilesError>,
+    ) {
+        let kept = match checked {
+            Ok(kept) => kept,
+            Err(e) => {
+                log!("client {}: region {}: {e}", id.0, r.region.0);
+                let reply = bad_files(r.region, &e.to_string());
+                return self.route(vec![Outgoing::send(id, reply)]);
+            }
+        };
+        let out = self.ask_core(id, Message::RegisterRegion(r));
+        let registered = matches!(
+            out.first().map(|o| &o.message),
+            Some(Message::Registered { region, .. }) if *region == r.region
+        );
+        match (registered, self.clients.get_mut(&id)) {
+            (true, Some(c)) => {
+                c.regions.insert(r.region, kept);
+            }
+            _ => retire(kept),
+        }
+        self.route(out);
     }
 
     pub(super) fn ask_core(&mut self, id: ClientId, message: Message) -> Vec<Outgoing> {
@@ -264,8 +339,9 @@ impl Server {
     }
 
     /// Clients whose connection ended without `Goodbye`: told why when
-    /// they can still hear it, then written back, then disconnected from
-    /// the core.
+    /// they can still hear it, then written back once no process holds
+    /// their connection any more (until then they linger: not served,
+    /// their frames still theirs), then disconnected from the core.
     pub(super) fn end_doomed(&mut self) {
         while let Some((mut client, end)) = self.doomed.pop() {
             if let Some(reply) = &end.reply {
@@ -273,12 +349,62 @@ impl Server {
                 let _ = client.out.push(client.conn.stream(), reply, Instant::now());
             }
             log!("{} gone: {}", client.name(), end.why);
-            let regions = client.take_writable_regions();
-            if regions.is_empty() {
-                self.forget(client.id);
+            client.vetting = None;
+            client.backlog.clear();
+            if super::departure::connection_held(&client) {
+                log!(
+                    "{}: a process still holds its connection: its regions wait until none does",
+                    client.name()
+                );
+                self.lingering.push(client);
             } else {
-                self.depart(client, regions, false);
+                self.leave(client);
             }
+        }
+    }
+
+    /// A client no process holds the connection of: written back, then
+    /// forgotten.
+    pub(super) fn leave(&mut self, mut client: Client) {
+        let regions = client.take_writable_regions();
+        if regions.is_empty() {
+            self.forget(client.id);
+        } else {
+            self.depart(client, regions, false);
+        }
+    }
+
+    /// Connections that did not say `Hello` in time, and clients with no
+    /// region silent for too long: ended. (A client with regions that
+    /// stops, `SIGSTOP`, keeps them: its quota bounds what it holds.)
+    pub(super) fn time_out_silent(&mut self, now: Instant) {
+        let (hello, idle) = (self.options.hello_timeout, self.options.idle_timeout);
+        let late: Vec<(ClientId, String)> = self
+            .clients
+            .values()
+            .filter(|c| !c.closing && c.vetting.is_none())
+            .filter_map(|c| {
+                if !c.welcomed && now >= c.connected_at + hello {
+                    Some((c.id, format!("did not say Hello within {hello:?}")))
+                } else if c.welcomed && c.regions.is_empty() && now >= c.last_input + idle {
+                    Some((
+                        c.id,
+                        format!("sent nothing for {idle:?} and holds no region"),
+                    ))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (id, why) in late {
+            let reply = Message::error(ErrorCode::Malformed, None, None, &why);
+            self.doom(
+                id,
+                End {
+                    reply: Some(reply),
+                    why,
+                },
+            );
         }
     }
 
@@ -312,6 +438,16 @@ impl Server {
             );
         }
     }
+}
+
+/// The refusal of a registration's descriptors.
+fn bad_files(region: pagepilot_protocol::RegionId, why: &str) -> Message {
+    Message::error(
+        ErrorCode::BadFiles,
+        Some(Kind::RegisterRegion),
+        Some(region),
+        why,
+    )
 }
 
 fn error_text(m: &Message) -> &str {

@@ -101,7 +101,10 @@ impl WriteBack {
 /// Writes back a region's dirty pages. `Err` when nothing could be tried
 /// (a descriptor missing, the dirty map unreadable); failures of single
 /// pages are counted in the result, the rest still written.
-pub fn write_back(fds: &RegionFds) -> Result<WriteBack, WriteBackError> {
+pub fn write_back(
+    fds: &RegionFds,
+    _deadline: std::time::Instant,
+) -> Result<WriteBack, WriteBackError> {
     let memory = fds
         .memory
         .as_ref()

@@ -29,11 +29,13 @@ pub fn core<'c>(config: &str, clock: &'c ManualClock) -> Core<&'c ManualClock> {
 
 /// A process of user `uid` (group `gid`) that connects and says Hello.
 pub fn join(core: &mut Core<&ManualClock>, uid: u32, gid: u32) -> ClientId {
-    let id = core.connect(Credentials {
-        pid: 1000 + uid,
-        uid,
-        gid,
-    }).unwrap();
+    let id = core
+        .connect(Credentials {
+            pid: 1000 + uid,
+            uid,
+            gid,
+        })
+        .unwrap();
     let out = core
         .on_message(
             id,
