@@ -10,7 +10,7 @@ use pagepilot_protocol::{Message, RegionId};
 
 use super::connection::Client;
 use super::files::RegionFds;
-use super::writeback::{write_back, WriteBack, WriteBackError};
+use super::writeback::{write_back, WriteBack, WriteBackError, WRITE_BACK_BUDGET};
 use super::{log, process, Server};
 
 /// What a write-back thread returns: each region's outcome, or `None`
@@ -166,10 +166,12 @@ fn log_outcomes(client: &Client, outcomes: Outcomes) {
 fn write_back_all(
     regions: Vec<(RegionId, RegionFds)>,
 ) -> Vec<(RegionId, Result<WriteBack, WriteBackError>)> {
-    // Each region's descriptors are closed once it is written.
+    // Each region's descriptors are closed once it is written; the
+    // regions share one budget.
+    let deadline = std::time::Instant::now() + WRITE_BACK_BUDGET;
     regions
         .into_iter()
-        .map(|(region, fds)| (region, write_back(&fds)))
+        .map(|(region, fds)| (region, write_back(&fds, deadline)))
         .collect()
 }
 
@@ -177,15 +179,23 @@ fn log_write_back(client: &Client, region: RegionId, outcome: &Result<WriteBack,
     let name = client.name();
     let region = region.0;
     match outcome {
-        Ok(w) if w.failed == 0 => log!(
-            "{name}: region {region}: wrote back {} dirty pages ({} already freed, {} past the file's end)",
-            w.written, w.holes, w.beyond_end
+        Ok(w) if w.is_complete() => log!(
+            "{name}: region {region}: wrote back {} dirty pages (pages 0..{} looked at, {} past the file's end not)",
+            w.written, w.considered, w.past_end
         ),
         Ok(w) => {
-            log!(
-                "{name}: region {region}: WRITE-BACK FAILED for {} dirty pages ({} written)",
-                w.failed, w.written
-            );
+            if w.out_of_time {
+                log!(
+                    "{name}: region {region}: WRITE-BACK INCOMPLETE, out of time: {} dirty pages written, {} found and not written, {} pages not examined",
+                    w.written, w.left, w.unexamined
+                );
+            }
+            if !w.out_of_time || w.failed > 0 {
+                log!(
+                    "{name}: region {region}: WRITE-BACK FAILED for {} dirty pages ({} written)",
+                    w.failed, w.written
+                );
+            }
             for e in &w.errors {
                 log!("{name}: region {region}: {e}");
             }

@@ -8,10 +8,9 @@
 //! mapped file would make the daemon's next read of it a `SIGBUS`, which
 //! would kill the daemon for everyone.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileExt, FileTypeExt};
-use std::sync::atomic::AtomicU64;
 
 use pagepilot_protocol::{DirtyMap, DirtyMapError, RegionFiles, DIRTY_MAGIC};
 use rustix::fs::OFlags;
@@ -122,7 +121,7 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
     };
     let memory_pages = match &kept.memory {
         Some(m) => {
-            let size = regular_size(m, "memory")?;
+            let size = regular(m, "memory")?.len();
             if size % PAGE != 0 {
                 return Err(FilesError::MemoryNotPages(size));
             }
@@ -131,7 +130,7 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         None => None,
     };
     if let Some(b) = &kept.backing {
-        regular_size(b, "backing")?;
+        regular(b, "backing")?;
         let flags = rustix::fs::fcntl_getfl(b).map_err(|e| FilesError::Flags(e.into()))?;
         if !flags.intersects(OFlags::WRONLY | OFlags::RDWR) {
             return Err(FilesError::BackingReadOnly);
@@ -141,7 +140,7 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         }
     }
     if let Some(d) = &kept.dirty {
-        let size = regular_size(d, "dirty")?;
+        let size = regular(d, "dirty")?.len();
         if size > MAX_DIRTY_BYTES {
             return Err(FilesError::DirtyTooLarge(size));
         }
@@ -156,14 +155,14 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
     Ok(kept)
 }
 
-/// The size of a regular file (a memfd is one), or why it is not one.
-fn regular_size(file: &File, which: &'static str) -> Result<u64, FilesError> {
+/// The metadata of a regular file (a memfd is one), or why it is not one.
+pub(super) fn regular(file: &File, which: &'static str) -> Result<Metadata, FilesError> {
     let meta = file
         .metadata()
         .map_err(|source| FilesError::Stat { which, source })?;
     let t = meta.file_type();
     let kind = if t.is_file() {
-        return Ok(meta.len());
+        return Ok(meta);
     } else if t.is_dir() {
         "directory"
     } else if t.is_socket() {
@@ -183,7 +182,7 @@ fn regular_size(file: &File, which: &'static str) -> Result<u64, FilesError> {
 /// Checks a dirty map's header against the file's `size` (as
 /// [`DirtyMap::open`] would against a mapping of it) and returns the pages
 /// it covers, reading only the header.
-fn dirty_header(file: &File, size: u64) -> Result<u64, FilesError> {
+pub(super) fn dirty_header(file: &File, size: u64) -> Result<u64, FilesError> {
     let mut header = [0u8; 16];
     let got = read_at_most(file, &mut header, 0).map_err(FilesError::DirtyRead)?;
     let word = |i: usize| u64::from_le_bytes(header[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
@@ -225,44 +224,4 @@ pub(crate) fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> std::io:
         }
     }
     Ok(done)
-}
-
-/// Words of a dirty map read in one go by the write-back.
-const WINDOW_WORDS: usize = 8192;
-
-/// The pages a dirty file marks, ascending, read a window of 64 KiB at a
-/// time so that the daemon's memory does not grow with a client's map.
-/// Each window is itself read as a [`DirtyMap`] of its own pages, so the
-/// bitmap has one interpretation, the protocol crate's.
-pub fn dirty_pages(
-    file: &File,
-    memory_pages: u64,
-    mut each: impl FnMut(u64),
-) -> Result<(), FilesError> {
-    let size = regular_size(file, "dirty")?.min(MAX_DIRTY_BYTES);
-    let pages = dirty_header(file, size)?.min(memory_pages);
-    let mut bytes = vec![0u8; WINDOW_WORDS * 8];
-    let mut first = 0u64;
-    while first < pages {
-        let window = (pages - first).min(WINDOW_WORDS as u64 * 64);
-        let len = usize::try_from(window.div_ceil(64) * 8).unwrap_or(bytes.len());
-        let offset = 16 + first / 8;
-        let got = read_at_most(file, &mut bytes[..len], offset).map_err(FilesError::DirtyRead)?;
-        // A file shrunk since registration ends the map where it ends.
-        let covered = window.min((got / 8) as u64 * 64);
-        let mut words = vec![AtomicU64::new(DIRTY_MAGIC), AtomicU64::new(covered)];
-        words.extend(
-            bytes[..got]
-                .chunks_exact(8)
-                .map(|w| AtomicU64::new(u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))),
-        );
-        DirtyMap::open(&words)?
-            .dirty_pages()
-            .for_each(|p| each(first + p));
-        if covered < window {
-            break;
-        }
-        first += window;
-    }
-    Ok(())
 }
