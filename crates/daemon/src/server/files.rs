@@ -7,13 +7,19 @@
 //! is read with `pread` rather than mapped: a client that shrinks a
 //! mapped file would make the daemon's next read of it a `SIGBUS`, which
 //! would kill the daemon for everyone.
+//!
+//! The memory and dirty descriptors must be memfds (shared memory: their
+//! `fstat`, `pread` and `SEEK_DATA` never wait on a device or a server),
+//! told by `fcntl(F_GET_SEALS)`, which only shared memory answers and
+//! which asks no file system anything. Only the backing descriptor may be
+//! a file whose operations can block (a hung network or FUSE mount).
 
 use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileExt, FileTypeExt};
 
 use pagepilot_protocol::{DirtyMap, DirtyMapError, RegionFiles, DIRTY_MAGIC};
-use rustix::fs::OFlags;
+use rustix::fs::{AtFlags, FileType, OFlags, StatxFlags};
 
 /// Bytes of a page (a frame).
 pub const PAGE: u64 = 4096;
@@ -40,6 +46,19 @@ pub enum FilesError {
         /// Which descriptor.
         which: &'static str,
         /// Why.
+        source: std::io::Error,
+    },
+    /// The memory or dirty descriptor is not a memfd (nor other shared
+    /// memory): `fcntl(F_GET_SEALS)` failed on it.
+    #[error("the {which} descriptor is not a memfd but a {kind} (F_GET_SEALS: {source})")]
+    NotMemfd {
+        /// Which descriptor.
+        which: &'static str,
+        /// What it is, as far as a `statx` that asks no file system
+        /// (`AT_STATX_DONT_SYNC`) tells.
+        kind: &'static str,
+        /// Why `F_GET_SEALS` failed (`EINVAL` for a file that is not
+        /// shared memory).
         source: std::io::Error,
     },
     /// Not a regular file (a memfd is one).
@@ -86,11 +105,12 @@ pub enum FilesError {
 /// A region's descriptors, as checked at registration.
 #[derive(Debug, Default)]
 pub struct RegionFds {
-    /// The region's memory (its memfd).
+    /// The region's memory (a memfd, checked).
     pub memory: Option<File>,
     /// The file its pages are written back to.
     pub backing: Option<File>,
-    /// The memory holding its dirty bits ([`DirtyMap`] layout).
+    /// The memory holding its dirty bits ([`DirtyMap`] layout; a memfd,
+    /// checked).
     pub dirty: Option<File>,
 }
 
@@ -121,6 +141,7 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
     };
     let memory_pages = match &kept.memory {
         Some(m) => {
+            memfd(m, "memory")?;
             let size = regular(m, "memory")?.len();
             if size % PAGE != 0 {
                 return Err(FilesError::MemoryNotPages(size));
@@ -140,6 +161,7 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         }
     }
     if let Some(d) = &kept.dirty {
+        memfd(d, "dirty")?;
         let size = regular(d, "dirty")?.len();
         if size > MAX_DIRTY_BYTES {
             return Err(FilesError::DirtyTooLarge(size));
@@ -153,6 +175,39 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         }
     }
     Ok(kept)
+}
+
+/// Refuses a descriptor that is not a memfd (or other shared memory):
+/// `F_GET_SEALS` is answered by shared memory alone, without asking any
+/// file system.
+fn memfd(file: &File, which: &'static str) -> Result<(), FilesError> {
+    match rustix::fs::fcntl_get_seals(file) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(FilesError::NotMemfd {
+            which,
+            kind: kind_without_asking(file),
+            source: e.into(),
+        }),
+    }
+}
+
+/// What a file is, told by a `statx` that takes what the kernel knows
+/// already (`AT_STATX_DONT_SYNC`: a FUSE or network file system is not
+/// asked), for the message of a refusal.
+fn kind_without_asking(file: &File) -> &'static str {
+    let flags = AtFlags::EMPTY_PATH | AtFlags::STATX_DONT_SYNC;
+    match rustix::fs::statx(file, "", flags, StatxFlags::TYPE) {
+        Ok(s) => match FileType::from_raw_mode(s.stx_mode.into()) {
+            FileType::RegularFile => "regular file",
+            FileType::Directory => "directory",
+            FileType::Socket => "socket",
+            FileType::Fifo => "pipe",
+            FileType::CharacterDevice => "character device",
+            FileType::BlockDevice => "block device",
+            _ => "file of another kind",
+        },
+        Err(_) => "file of unknown kind",
+    }
 }
 
 /// The metadata of a regular file (a memfd is one), or why it is not one.

@@ -1,6 +1,8 @@
-//! The write-back of one region, on memfds and a temporary backing file.
+//! The write-back of one region, on memfds and a temporary backing file;
+//! the checks of a region's descriptors that the write-back relies on.
 
 use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
@@ -338,4 +340,67 @@ fn a_map_read_in_small_windows_yields_the_dirty_pages_of_the_range_asked() {
     assert_eq!(found, vec![70, 127, 128, 300, 511, 512, 899]);
     // Words 1..15 (pages 64..960), two at a time.
     assert_eq!((windows, map.bytes_read), (7, 14 * 8));
+}
+
+fn one_dirty_page() -> (File, File) {
+    let memory = memfd(4 * PAGE);
+    memory.write_all_at(&vec![1u8; PAGE as usize], 0).unwrap();
+    (memory, dirty_file(4, &[0]))
+}
+
+#[test]
+fn regular_files_as_memory_or_dirty_are_refused_as_not_memfds() {
+    let (memory, dirty) = one_dirty_page();
+    let on_disk = |f: &File| {
+        let copy = tempfile::tempfile().unwrap();
+        let mut bytes = vec![0u8; f.metadata().unwrap().len() as usize];
+        f.read_exact_at(&mut bytes, 0).unwrap();
+        copy.write_all_at(&bytes, 0).unwrap();
+        copy
+    };
+    let err = checked(
+        on_disk(&memory),
+        backing(4 * PAGE),
+        dirty.try_clone().unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FilesError::NotMemfd {
+                which: "memory",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("the memory descriptor is not a memfd but a regular file (F_GET_SEALS:"),
+        "{text}"
+    );
+    let err = checked(
+        memory.try_clone().unwrap(),
+        backing(4 * PAGE),
+        on_disk(&dirty),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, FilesError::NotMemfd { which: "dirty", .. }),
+        "{err}"
+    );
+    // The same bytes in memfds are accepted.
+    checked(memory, backing(4 * PAGE), dirty).unwrap();
+}
+
+#[test]
+fn memory_that_is_not_a_file_is_named_for_what_it_is() {
+    let (_, dirty) = one_dirty_page();
+    let (socket, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+    let socket = File::from(OwnedFd::from(socket));
+    let err = checked(socket, backing(4 * PAGE), dirty).unwrap_err();
+    assert!(
+        err.to_string().contains("not a memfd but a socket"),
+        "{err}"
+    );
 }
