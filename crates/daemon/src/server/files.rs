@@ -13,13 +13,17 @@
 //! told by `fcntl(F_GET_SEALS)`, which only shared memory answers and
 //! which asks no file system anything. Only the backing descriptor may be
 //! a file whose operations can block (a hung network or FUSE mount).
+//! The backing file must not be setuid, nor setgid and group-executable:
+//! the daemon writes as root, and the kernel keeps those bits on a write
+//! by a process with `CAP_FSETID` where it would clear them on the
+//! client's own.
 
 use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 
 use pagepilot_protocol::{DirtyMap, DirtyMapError, RegionFiles, DIRTY_MAGIC};
-use rustix::fs::{AtFlags, FileType, OFlags, StatxFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags};
 
 /// Bytes of a page (a frame).
 pub const PAGE: u64 = 4096;
@@ -60,6 +64,16 @@ pub enum FilesError {
         /// Why `F_GET_SEALS` failed (`EINVAL` for a file that is not
         /// shared memory).
         source: std::io::Error,
+    },
+    /// The backing file is setuid, or setgid and group-executable: a
+    /// write by the daemon (root) would keep the bit the client's own
+    /// write would clear.
+    #[error(
+        "the backing file is setuid or setgid-executable (mode {mode:o}): root's writes would keep the bit"
+    )]
+    BackingPrivileged {
+        /// The file's mode.
+        mode: u32,
     },
     /// Not a regular file (a memfd is one).
     #[error("the {which} descriptor is a {kind}, not a regular file or memfd")]
@@ -151,7 +165,10 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         None => None,
     };
     if let Some(b) = &kept.backing {
-        regular(b, "backing")?;
+        let mode = regular(b, "backing")?.mode();
+        if privileged(mode) {
+            return Err(FilesError::BackingPrivileged { mode });
+        }
         let flags = rustix::fs::fcntl_getfl(b).map_err(|e| FilesError::Flags(e.into()))?;
         if !flags.intersects(OFlags::WRONLY | OFlags::RDWR) {
             return Err(FilesError::BackingReadOnly);
@@ -175,6 +192,14 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         }
     }
     Ok(kept)
+}
+
+/// Whether a file of `mode` gives privileges to who runs it: setuid, or
+/// setgid with group-execute (setgid without it marks mandatory locking,
+/// and gives nothing).
+pub(super) fn privileged(mode: u32) -> bool {
+    let mode = Mode::from_raw_mode(mode);
+    mode.contains(Mode::SUID) || mode.contains(Mode::SGID | Mode::XGRP)
 }
 
 /// Refuses a descriptor that is not a memfd (or other shared memory):

@@ -20,14 +20,14 @@
 //! window of the map is read.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::dirtyfile::DirtyFile;
-use super::files::{read_at_most, FilesError, RegionFds, PAGE};
+use super::files::{privileged, read_at_most, FilesError, RegionFds, PAGE};
 
 /// How long the write-back of one dead client may take, all its regions
 /// together; what is not written by then is reported as left.
@@ -54,6 +54,15 @@ pub enum WriteBackError {
         which: &'static str,
         /// Why.
         source: std::io::Error,
+    },
+    /// The backing file became setuid, or setgid and group-executable,
+    /// since the region was registered: nothing is written to it.
+    #[error(
+        "the backing file is now setuid or setgid-executable (mode {mode:o}): nothing written, root's writes would keep the bit"
+    )]
+    Privileged {
+        /// The file's mode.
+        mode: u32,
     },
     /// Where the memory file has data could not be found out; the pages
     /// from there on were not examined.
@@ -146,8 +155,9 @@ impl WriteBack {
 
 /// Writes back a region's dirty pages, stopping once `deadline` passes
 /// (what was written is still synchronised). `Err` when nothing could be
-/// tried (a descriptor missing, the dirty map's header wrong); failures
-/// of single pages are counted in the result, the rest still written.
+/// tried (a descriptor missing, the dirty map's header wrong, the backing
+/// file privileged); failures of single pages are counted in the result,
+/// the rest still written.
 pub fn write_back(fds: &RegionFds, deadline: Instant) -> Result<WriteBack, WriteBackError> {
     let memory = fds
         .memory
@@ -164,7 +174,14 @@ pub fn write_back(fds: &RegionFds, deadline: Instant) -> Result<WriteBack, Write
             .map_err(|source| WriteBackError::Stat { which, source })
     };
     let memory_len = stat(memory, "memory")?.len();
-    let backing_len = stat(backing, "backing")?.len();
+    let backing_meta = stat(backing, "backing")?;
+    // The mode may have changed since registration.
+    if privileged(backing_meta.mode()) {
+        return Err(WriteBackError::Privileged {
+            mode: backing_meta.mode(),
+        });
+    }
+    let backing_len = backing_meta.len();
     let region = memory_len.div_ceil(PAGE).min(map.pages());
     let limit = region.min(backing_len.div_ceil(PAGE));
     let mut out = WriteBack {

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
 
@@ -342,10 +342,52 @@ fn a_map_read_in_small_windows_yields_the_dirty_pages_of_the_range_asked() {
     assert_eq!((windows, map.bytes_read), (7, 14 * 8));
 }
 
+/// A backing file of `len` bytes of 0xEE with `mode`.
+fn backing_with_mode(len: u64, mode: u32) -> File {
+    let f = backing(len);
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
+        .unwrap();
+    f
+}
+
 fn one_dirty_page() -> (File, File) {
     let memory = memfd(4 * PAGE);
     memory.write_all_at(&vec![1u8; PAGE as usize], 0).unwrap();
     (memory, dirty_file(4, &[0]))
+}
+
+#[test]
+fn setuid_and_setgid_executable_backing_files_are_refused_at_registration() {
+    for mode in [0o4644, 0o4755, 0o2674, 0o6755] {
+        let (memory, dirty) = one_dirty_page();
+        let err = checked(memory, backing_with_mode(4 * PAGE, mode), dirty).unwrap_err();
+        assert!(
+            matches!(err, FilesError::BackingPrivileged { mode: m } if m & 0o7777 == mode),
+            "{mode:o}: {err}"
+        );
+    }
+    // Setgid without group-execute marks mandatory locking: no privilege.
+    let (memory, dirty) = one_dirty_page();
+    let fds = checked(memory, backing_with_mode(4 * PAGE, 0o2664), dirty).unwrap();
+    assert_eq!(write_back(&fds, later()).unwrap().written, 1);
+}
+
+#[test]
+fn a_backing_file_made_setuid_after_registration_is_not_written_back() {
+    for mode in [0o4666, 0o2676] {
+        let (memory, dirty) = one_dirty_page();
+        let fds = checked(memory, backing_with_mode(4 * PAGE, 0o666), dirty).unwrap();
+        let b = fds.backing.as_ref().unwrap();
+        b.set_permissions(std::fs::Permissions::from_mode(mode))
+            .unwrap();
+        let err = write_back(&fds, later()).unwrap_err();
+        assert!(
+            matches!(err, WriteBackError::Privileged { mode: m } if m & 0o7777 == mode),
+            "{mode:o}: {err}"
+        );
+        assert!(page_of(b, 0).iter().all(|&x| x == 0xEE), "written");
+        assert_eq!(b.metadata().unwrap().permissions().mode() & 0o7777, mode);
+    }
 }
 
 #[test]
