@@ -268,7 +268,8 @@ fn write_back_all(
     regions: Vec<(RegionId, RegionFds)>,
     deadline: Instant,
 ) -> Vec<(RegionId, Result<WriteBack, WriteBackError>)> {
-    // Each region's descriptors are closed once it is written.
+    // Each region's descriptors are closed once it is written; the
+    // regions share one budget.
     regions
         .into_iter()
         .map(|(region, fds)| (region, write_back(&fds, deadline)))
@@ -278,15 +279,23 @@ fn write_back_all(
 fn log_write_back(name: &str, region: RegionId, outcome: &Result<WriteBack, WriteBackError>) {
     let region = region.0;
     match outcome {
-        Ok(w) if w.failed == 0 => log!(
-            "{name}: region {region}: wrote back {} dirty pages ({} already freed, {} past the file's end)",
-            w.written, w.holes, w.beyond_end
+        Ok(w) if w.is_complete() => log!(
+            "{name}: region {region}: wrote back {} dirty pages (pages 0..{} looked at, {} past the file's end not)",
+            w.written, w.considered, w.past_end
         ),
         Ok(w) => {
-            log!(
-                "{name}: region {region}: WRITE-BACK FAILED for {} dirty pages ({} written)",
-                w.failed, w.written
-            );
+            if w.out_of_time {
+                log!(
+                    "{name}: region {region}: WRITE-BACK INCOMPLETE, out of time: {} dirty pages written, {} found and not written, {} pages not examined",
+                    w.written, w.left, w.unexamined
+                );
+            }
+            if !w.out_of_time || w.failed > 0 {
+                log!(
+                    "{name}: region {region}: WRITE-BACK FAILED for {} dirty pages ({} written)",
+                    w.failed, w.written
+                );
+            }
             for e in &w.errors {
                 log!("{name}: region {region}: {e}");
             }

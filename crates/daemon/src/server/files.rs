@@ -7,14 +7,23 @@
 //! is read with `pread` rather than mapped: a client that shrinks a
 //! mapped file would make the daemon's next read of it a `SIGBUS`, which
 //! would kill the daemon for everyone.
+//!
+//! The memory and dirty descriptors must be memfds (shared memory: their
+//! `fstat`, `pread` and `SEEK_DATA` never wait on a device or a server),
+//! told by `fcntl(F_GET_SEALS)`, which only shared memory answers and
+//! which asks no file system anything. Only the backing descriptor may be
+//! a file whose operations can block (a hung network or FUSE mount).
+//! The backing file must not be setuid, nor setgid and group-executable:
+//! the daemon writes as root, and the kernel keeps those bits on a write
+//! by a process with `CAP_FSETID` where it would clear them on the
+//! client's own.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileExt, FileTypeExt};
-use std::sync::atomic::AtomicU64;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 
 use pagepilot_protocol::{DirtyMap, DirtyMapError, RegionFiles, DIRTY_MAGIC};
-use rustix::fs::OFlags;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags};
 
 /// Bytes of a page (a frame).
 pub const PAGE: u64 = 4096;
@@ -49,6 +58,29 @@ pub enum FilesError {
         which: &'static str,
         /// Why.
         source: std::io::Error,
+    },
+    /// The memory or dirty descriptor is not a memfd (nor other shared
+    /// memory): `fcntl(F_GET_SEALS)` failed on it.
+    #[error("the {which} descriptor is not a memfd but a {kind} (F_GET_SEALS: {source})")]
+    NotMemfd {
+        /// Which descriptor.
+        which: &'static str,
+        /// What it is, as far as a `statx` that asks no file system
+        /// (`AT_STATX_DONT_SYNC`) tells.
+        kind: &'static str,
+        /// Why `F_GET_SEALS` failed (`EINVAL` for a file that is not
+        /// shared memory).
+        source: std::io::Error,
+    },
+    /// The backing file is setuid, or setgid and group-executable: a
+    /// write by the daemon (root) would keep the bit the client's own
+    /// write would clear.
+    #[error(
+        "the backing file is setuid or setgid-executable (mode {mode:o}): root's writes would keep the bit"
+    )]
+    BackingPrivileged {
+        /// The file's mode.
+        mode: u32,
     },
     /// Not a regular file (a memfd is one).
     #[error("the {which} descriptor is a {kind}, not a regular file or memfd")]
@@ -94,11 +126,12 @@ pub enum FilesError {
 /// A region's descriptors, as checked at registration.
 #[derive(Debug, Default)]
 pub struct RegionFds {
-    /// The region's memory (its memfd).
+    /// The region's memory (a memfd, checked).
     pub memory: Option<File>,
     /// The file its pages are written back to.
     pub backing: Option<File>,
-    /// The memory holding its dirty bits ([`DirtyMap`] layout).
+    /// The memory holding its dirty bits ([`DirtyMap`] layout; a memfd,
+    /// checked).
     pub dirty: Option<File>,
 }
 
@@ -129,7 +162,8 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
     };
     let memory_pages = match &kept.memory {
         Some(m) => {
-            let size = regular_size(m, "memory")?;
+            memfd(m, "memory")?;
+            let size = regular(m, "memory")?.len();
             if size % PAGE != 0 {
                 return Err(FilesError::MemoryNotPages(size));
             }
@@ -138,7 +172,10 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         None => None,
     };
     if let Some(b) = &kept.backing {
-        regular_size(b, "backing")?;
+        let mode = regular(b, "backing")?.mode();
+        if privileged(mode) {
+            return Err(FilesError::BackingPrivileged { mode });
+        }
         let flags = rustix::fs::fcntl_getfl(b).map_err(|e| FilesError::Flags(e.into()))?;
         if !flags.intersects(OFlags::WRONLY | OFlags::RDWR) {
             return Err(FilesError::BackingReadOnly);
@@ -148,7 +185,8 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
         }
     }
     if let Some(d) = &kept.dirty {
-        let size = regular_size(d, "dirty")?;
+        memfd(d, "dirty")?;
+        let size = regular(d, "dirty")?.len();
         if size > MAX_DIRTY_BYTES {
             return Err(FilesError::DirtyTooLarge(size));
         }
@@ -163,14 +201,55 @@ pub fn check(files: RegionFiles, fds: Vec<OwnedFd>) -> Result<RegionFds, FilesEr
     Ok(kept)
 }
 
-/// The size of a regular file (a memfd is one), or why it is not one.
-fn regular_size(file: &File, which: &'static str) -> Result<u64, FilesError> {
+/// Whether a file of `mode` gives privileges to who runs it: setuid, or
+/// setgid with group-execute (setgid without it marks mandatory locking,
+/// and gives nothing).
+pub(super) fn privileged(mode: u32) -> bool {
+    let mode = Mode::from_raw_mode(mode);
+    mode.contains(Mode::SUID) || mode.contains(Mode::SGID | Mode::XGRP)
+}
+
+/// Refuses a descriptor that is not a memfd (or other shared memory):
+/// `F_GET_SEALS` is answered by shared memory alone, without asking any
+/// file system.
+fn memfd(file: &File, which: &'static str) -> Result<(), FilesError> {
+    match rustix::fs::fcntl_get_seals(file) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(FilesError::NotMemfd {
+            which,
+            kind: kind_without_asking(file),
+            source: e.into(),
+        }),
+    }
+}
+
+/// What a file is, told by a `statx` that takes what the kernel knows
+/// already (`AT_STATX_DONT_SYNC`: a FUSE or network file system is not
+/// asked), for the message of a refusal.
+fn kind_without_asking(file: &File) -> &'static str {
+    let flags = AtFlags::EMPTY_PATH | AtFlags::STATX_DONT_SYNC;
+    match rustix::fs::statx(file, "", flags, StatxFlags::TYPE) {
+        Ok(s) => match FileType::from_raw_mode(s.stx_mode.into()) {
+            FileType::RegularFile => "regular file",
+            FileType::Directory => "directory",
+            FileType::Socket => "socket",
+            FileType::Fifo => "pipe",
+            FileType::CharacterDevice => "character device",
+            FileType::BlockDevice => "block device",
+            _ => "file of another kind",
+        },
+        Err(_) => "file of unknown kind",
+    }
+}
+
+/// The metadata of a regular file (a memfd is one), or why it is not one.
+pub(super) fn regular(file: &File, which: &'static str) -> Result<Metadata, FilesError> {
     let meta = file
         .metadata()
         .map_err(|source| FilesError::Stat { which, source })?;
     let t = meta.file_type();
     let kind = if t.is_file() {
-        return Ok(meta.len());
+        return Ok(meta);
     } else if t.is_dir() {
         "directory"
     } else if t.is_socket() {
@@ -190,7 +269,7 @@ fn regular_size(file: &File, which: &'static str) -> Result<u64, FilesError> {
 /// Checks a dirty map's header against the file's `size` (as
 /// [`DirtyMap::open`] would against a mapping of it) and returns the pages
 /// it covers, reading only the header.
-fn dirty_header(file: &File, size: u64) -> Result<u64, FilesError> {
+pub(super) fn dirty_header(file: &File, size: u64) -> Result<u64, FilesError> {
     let mut header = [0u8; 16];
     let got = read_at_most(file, &mut header, 0).map_err(FilesError::DirtyRead)?;
     let word = |i: usize| u64::from_le_bytes(header[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
@@ -232,44 +311,4 @@ pub(crate) fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> std::io:
         }
     }
     Ok(done)
-}
-
-/// Words of a dirty map read in one go by the write-back.
-const WINDOW_WORDS: usize = 8192;
-
-/// The pages a dirty file marks, ascending, read a window of 64 KiB at a
-/// time so that the daemon's memory does not grow with a client's map.
-/// Each window is itself read as a [`DirtyMap`] of its own pages, so the
-/// bitmap has one interpretation, the protocol crate's.
-pub fn dirty_pages(
-    file: &File,
-    memory_pages: u64,
-    mut each: impl FnMut(u64),
-) -> Result<(), FilesError> {
-    let size = regular_size(file, "dirty")?.min(MAX_DIRTY_BYTES);
-    let pages = dirty_header(file, size)?.min(memory_pages);
-    let mut bytes = vec![0u8; WINDOW_WORDS * 8];
-    let mut first = 0u64;
-    while first < pages {
-        let window = (pages - first).min(WINDOW_WORDS as u64 * 64);
-        let len = usize::try_from(window.div_ceil(64) * 8).unwrap_or(bytes.len());
-        let offset = 16 + first / 8;
-        let got = read_at_most(file, &mut bytes[..len], offset).map_err(FilesError::DirtyRead)?;
-        // A file shrunk since registration ends the map where it ends.
-        let covered = window.min((got / 8) as u64 * 64);
-        let mut words = vec![AtomicU64::new(DIRTY_MAGIC), AtomicU64::new(covered)];
-        words.extend(
-            bytes[..got]
-                .chunks_exact(8)
-                .map(|w| AtomicU64::new(u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))),
-        );
-        DirtyMap::open(&words)?
-            .dirty_pages()
-            .for_each(|p| each(first + p));
-        if covered < window {
-            break;
-        }
-        first += window;
-    }
-    Ok(())
 }

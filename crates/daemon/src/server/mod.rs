@@ -12,6 +12,7 @@
 
 mod connection;
 mod departure;
+mod dirtyfile;
 mod files;
 mod logging;
 mod outbox;

@@ -352,6 +352,9 @@ impl Server {
             client.vetting = None;
             client.backlog.clear();
             if super::departure::connection_held(&client) {
+                // Its readers see the end; the daemon keeps its end, which
+                // reports a hang-up once no process holds the other.
+                let _ = rustix::net::shutdown(client.conn.stream(), rustix::net::Shutdown::Write);
                 log!(
                     "{}: a process still holds its connection: its regions wait until none does",
                     client.name()
