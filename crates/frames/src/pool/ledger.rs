@@ -178,4 +178,21 @@ impl Ledger {
             }
         }
     }
+
+    /// Recomputes every total and set from the holders and compares (for
+    /// the tests).
+    #[cfg(test)]
+    pub fn check(&self) {
+        let mut fresh = Ledger::default();
+        for (&id, h) in &self.holders {
+            fresh.account(id, Share::default(), h.share());
+        }
+        assert_eq!(
+            (fresh.reserved, fresh.above, fresh.asked_back),
+            (self.reserved, self.above, self.asked_back),
+            "totals (reserved, above, asked back)"
+        );
+        assert_eq!(fresh.spare, self.spare, "holders with spare frames");
+        assert_eq!(fresh.owed, self.owed, "holders owed frames");
+    }
 }

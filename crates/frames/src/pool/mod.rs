@@ -32,6 +32,10 @@ mod orders;
 mod types;
 
 #[cfg(test)]
+mod check;
+#[cfg(test)]
+mod model;
+#[cfg(test)]
 mod tests;
 
 use std::collections::btree_map::Entry;
