@@ -34,6 +34,8 @@ mod types;
 #[cfg(test)]
 mod check;
 #[cfg(test)]
+mod cost;
+#[cfg(test)]
 mod model;
 #[cfg(test)]
 mod tests;
