@@ -112,7 +112,7 @@ impl<C: Clock + Clone> Core<C> {
 
     /// Frames the regions hold, summed over every client.
     pub fn held_frames(&self) -> u64 {
-        to_u64(self.frames.total() - self.frames.free())
+        to_u64(self.frames.held())
     }
 
     /// Bounds the descriptors the daemon holds for all its clients
@@ -140,7 +140,7 @@ impl<C: Clock + Clone> Core<C> {
     /// When `tick` next has work (the earliest reclamation deadline),
     /// clock nanoseconds; `None` when no reclamation is pending.
     pub fn next_deadline_ns(&self) -> Option<u64> {
-        self.frames.pending().iter().map(|r| r.deadline_ns).min()
+        self.frames.next_deadline_ns()
     }
 
     /// A process connected: it is given an id and draws from its account
@@ -346,20 +346,12 @@ impl<C: Clock + Clone> Core<C> {
     /// shrink by that many pages); frames forced may settle newcomers.
     pub fn tick(&mut self) -> Vec<Outgoing> {
         let short = self.short_of_minimum();
-        // Every holder with an order, not only those late now: the frame
-        // manager reads its clock again.
-        let mut late: BTreeMap<HolderId, u64> = BTreeMap::new();
-        for r in self.frames.pending().iter() {
-            let forced = self.frames.stats(r.holder).map_or(0, |s| s.forced);
-            late.entry(r.holder).or_insert(forced);
-        }
-        self.frames.overdue();
+        let forced = self.frames.force_overdue().forced;
         let mut out = Vec::new();
-        for (holder, before) in late {
+        for (holder, frames) in forced {
             self.recommit(holder);
-            let after = self.frames.stats(holder).map_or(before, |s| s.forced);
-            if let (Some(&(to, region)), true) = (self.holders.get(&holder), after > before) {
-                let frames = after - before;
+            if let (Some(&(to, region)), true) = (self.holders.get(&holder), frames > 0) {
+                let frames = to_u64(frames);
                 let held_frames = self.frames.stats(holder).map_or(0, |s| to_u64(s.held));
                 out.push(Outgoing::send(
                     to,
@@ -398,15 +390,9 @@ impl<C: Clock + Clone> Core<C> {
     }
 
     /// Holders below their `minFrame` (newcomers waiting for frames), with
-    /// what they hold.
+    /// what they hold: only those the pool owes frames can be settled.
     pub(crate) fn short_of_minimum(&self) -> Vec<(HolderId, usize)> {
-        self.holders
-            .keys()
-            .filter_map(|&h| {
-                let s = self.frames.stats(h).ok()?;
-                (s.held < s.min).then_some((h, s.held))
-            })
-            .collect()
+        self.frames.short_of_minimum().collect()
     }
 
     /// `Settled` to each holder of `short` that received frames since

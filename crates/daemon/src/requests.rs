@@ -233,13 +233,7 @@ impl<C: Clock + Clone> Core<C> {
         let short = self.short_of_minimum();
         // Frames released while an order is pending answer the order first,
         // so that what is forced at its deadline never cuts below minFrame.
-        let owed: u64 = self
-            .frames
-            .pending()
-            .iter()
-            .filter(|o| o.holder == holder)
-            .map(|o| to_u64(o.frames))
-            .sum();
+        let owed = to_u64(self.frames.asked_of(holder));
         let answered = n.min(owed);
         self.frames
             .returned(holder, to_usize(answered))

@@ -15,5 +15,5 @@ mod pool;
 mod rate;
 
 pub use clock::{Clock, ManualClock};
-pub use pool::{FrameError, FrameManager, HolderId, HolderStats, Reclaim};
+pub use pool::{FrameError, FrameManager, HolderId, HolderStats, Overdue, Reclaim};
 pub use rate::{Admit, RateControl, RateError, TaskId, TaskStats};

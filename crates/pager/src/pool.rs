@@ -298,12 +298,7 @@ impl PoolShared {
 
     /// Frames holder `id` is still asked to give back.
     fn due(&self, id: HolderId) -> usize {
-        let m = self.manager();
-        m.pending()
-            .iter()
-            .filter(|r| r.holder == id)
-            .map(|r| r.frames)
-            .sum()
+        self.manager().asked_of(id)
     }
 
     fn region(&self, id: HolderId) -> Option<Arc<Shared>> {
@@ -393,7 +388,7 @@ fn reclaimer(pool: Weak<PoolShared>) {
     while let Some(pool) = pool.upgrade() {
         pool.reclaim_round();
         // Deadlines are checked every 5 ms while reclamations are pending.
-        let idle = pool.manager().pending().is_empty();
+        let idle = pool.manager().next_deadline_ns().is_none();
         let orders = pool.orders.lock().unwrap_or_else(|p| p.into_inner());
         if orders.is_empty() && !pool.has_flushes() {
             let wait = Duration::from_millis(if idle { 100 } else { 5 });

@@ -243,15 +243,7 @@ impl<'t> Pooled<'t> {
     /// `ReclaimFrame` event.
     fn give_back(&mut self, p: usize) {
         let holder = self.procs[p].holder;
-        let asked: usize = {
-            let bank = self.bank.borrow();
-            bank.manager
-                .pending()
-                .iter()
-                .filter(|r| r.holder == holder)
-                .map(|r| r.frames)
-                .sum()
-        };
+        let asked = self.bank.borrow().manager.asked_of(holder);
         if asked > 0 {
             let proc = &mut self.procs[p];
             let given = proc.machine.shrink(asked);
@@ -313,7 +305,7 @@ impl<'t> Pooled<'t> {
             }
             proc.report.held_max = proc.report.held_max.max(s.held);
         }
-        self.next_deadline = bank.manager.pending().iter().map(|r| r.deadline_ns).min();
+        self.next_deadline = bank.manager.next_deadline_ns();
     }
 
     /// Records the frames each process holds now.
