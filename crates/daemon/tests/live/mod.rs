@@ -25,6 +25,8 @@ use pagepilot_protocol::{
 use pagepilot_transport::Connection;
 use rustix::fs::{memfd_create, MemfdFlags};
 
+pub mod fuse;
+
 /// The longest any test waits for a message.
 pub const WAIT: Duration = Duration::from_secs(10);
 /// Bytes of a page.
