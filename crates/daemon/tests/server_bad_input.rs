@@ -24,17 +24,6 @@ budget_frames = 100
 frames = 50
 ";
 
-/// The messages in `bytes` (whole frames the daemon sent).
-fn frames(mut bytes: &[u8]) -> Vec<Message> {
-    let mut out = Vec::new();
-    while bytes.len() >= 12 {
-        let len = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
-        out.push(decode_from(Peer::Daemon, &bytes[..len]).unwrap().message);
-        bytes = &bytes[len..];
-    }
-    out
-}
-
 /// A client that is still served.
 fn still_served(daemon: &Daemon, other: &mut Client) {
     assert!(matches!(

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use pagepilot_daemon::server::{Server, ServerError, ServerOptions, StopHandle};
 use pagepilot_daemon::Config;
+use pagepilot_daemon::server::MAX_DIRTY_BYTES;
 use pagepilot_protocol::{
     ClientId, DirtyMap, ErrorCode, ErrorReply, Message, RegionFiles, RegionId, RegisterRegion,
-    StatusReply,
+    StatusReply, DIRTY_MAGIC,
 };
 use pagepilot_transport::Connection;
 use rustix::fs::{memfd_create, MemfdFlags};
@@ -314,20 +315,58 @@ impl RegionFilesOnDisk {
         }
     }
 
+    /// As [`RegionFilesOnDisk::new`], over a backing file already open.
+    pub fn over(pages: u64, backing: &File) -> RegionFilesOnDisk {
+        RegionFilesOnDisk {
+            memory: sized_memfd("region", pages * PAGE),
+            dirty: clean_dirty_map(pages),
+            backing: backing.try_clone().unwrap(),
+            pages,
+        }
+    }
+
+    /// The largest region a client may register: 32 TiB of memory, all
+    /// holes but `data_pages` (each filled with its own number), and a
+    /// dirty map of 1 GiB, the most accepted, with every bit set; over the
+    /// backing file at `path`.
+    pub fn maximal(path: &Path, data_pages: &[u64]) -> RegionFilesOnDisk {
+        let pages = (MAX_DIRTY_BYTES - 16) * 8;
+        let memory = sized_memfd("region", pages * PAGE);
+        for &p in data_pages {
+            fill(&memory, p, p as u8);
+        }
+        let dirty = sized_memfd("dirty", MAX_DIRTY_BYTES);
+        let mut header = DIRTY_MAGIC.to_le_bytes().to_vec();
+        header.extend(pages.to_le_bytes());
+        dirty.write_all_at(&header, 0).unwrap();
+        let ones = vec![0xFFu8; 1 << 20];
+        let mut at = 16;
+        while at < MAX_DIRTY_BYTES {
+            let n = (MAX_DIRTY_BYTES - at).min(ones.len() as u64) as usize;
+            dirty.write_all_at(&ones[..n], at).unwrap();
+            at += n as u64;
+        }
+        let backing = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        RegionFilesOnDisk {
+            memory,
+            backing,
+            dirty,
+            pages,
+        }
+    }
+
     /// Writes `byte` over page `page` of the memory.
     pub fn fill(&self, page: u64, byte: u8) {
-        self.memory
-            .write_all_at(&vec![byte; PAGE as usize], page * PAGE)
-            .unwrap();
+        fill(&self.memory, page, byte);
     }
 
     /// Marks `page` dirty, as the client's pager does in the shared map.
     pub fn mark_dirty(&self, page: u64) {
-        let at = 16 + (page / 64) * 8;
-        let mut word = [0u8; 8];
-        self.dirty.read_exact_at(&mut word, at).unwrap();
-        let w = u64::from_le_bytes(word) | 1 << (page % 64);
-        self.dirty.write_all_at(&w.to_le_bytes(), at).unwrap();
+        mark_dirty(&self.dirty, page);
     }
 
     /// The registration carrying all three.
@@ -344,6 +383,56 @@ impl RegionFilesOnDisk {
     pub fn fds(&self) -> [&File; 3] {
         [&self.memory, &self.backing, &self.dirty]
     }
+}
+
+/// Writes `byte` over page `page` of a region's memory.
+pub fn fill(memory: &File, page: u64, byte: u8) {
+    memory
+        .write_all_at(&vec![byte; PAGE as usize], page * PAGE)
+        .unwrap();
+}
+
+/// Marks `page` dirty in a dirty map, as the client's pager does.
+pub fn mark_dirty(dirty: &File, page: u64) {
+    let at = 16 + (page / 64) * 8;
+    let mut word = [0u8; 8];
+    dirty.read_exact_at(&mut word, at).unwrap();
+    let w = u64::from_le_bytes(word) | 1 << (page % 64);
+    dirty.write_all_at(&w.to_le_bytes(), at).unwrap();
+}
+
+/// A memfd of `len` bytes, all holes.
+pub fn sized_memfd(name: &str, len: u64) -> File {
+    let f = File::from(memfd_create(name, MemfdFlags::CLOEXEC).unwrap());
+    f.set_len(len).unwrap();
+    f
+}
+
+/// A dirty map of `pages` pages, all clean, in a memfd.
+pub fn clean_dirty_map(pages: u64) -> File {
+    let dirty = File::from(memfd_create("dirty", MemfdFlags::CLOEXEC).unwrap());
+    let words: Vec<AtomicU64> = (0..DirtyMap::bytes_for(pages) / 8)
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    DirtyMap::init(&words, pages).unwrap();
+    let bytes: Vec<u8> = words
+        .iter()
+        .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+        .collect();
+    dirty.write_all_at(&bytes, 0).unwrap();
+    dirty
+}
+
+/// The frames in bytes a daemon sent.
+pub fn frames(mut bytes: &[u8]) -> Vec<Message> {
+    let mut out = Vec::new();
+    while bytes.len() >= 12 {
+        let len = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+        let decoded = pagepilot_protocol::decode_from(pagepilot_protocol::Peer::Daemon, &bytes[..len]);
+        out.push(decoded.unwrap().message);
+        bytes = &bytes[len..];
+    }
+    out
 }
 
 /// A backing file of `len` bytes of `byte` in `dir`.
