@@ -194,6 +194,13 @@ pub enum PrivilegeError {
         /// Why.
         source: std::io::Error,
     },
+    /// Root without `CAP_SETUID` and `CAP_SETGID` cannot become another
+    /// user (found before anything changed).
+    #[error("cannot become {name}: root without CAP_SETUID and CAP_SETGID (a systemd unit must keep them in CapabilityBoundingSet=, with CAP_SETPCAP; or keep uid 0 with --user root)")]
+    CannotChangeUser {
+        /// The user asked for.
+        name: String,
+    },
     /// A step failed; what came before it stays done (the process must
     /// not go on).
     #[error("cannot drop privileges: {step}: {source}")]
@@ -233,6 +240,17 @@ pub fn drop_privileges(run_as: &RunAs) -> Result<Dropped, PrivilegeError> {
         },
         _ => None,
     };
+    if let Some((name, ..)) = &target {
+        let effective = capabilities(None)
+            .map_err(|e| PrivilegeError::Failed {
+                step: Step::ReadBack,
+                source: e.into(),
+            })?
+            .effective;
+        if !effective.contains(CapabilitySet::SETUID | CapabilitySet::SETGID) {
+            return Err(PrivilegeError::CannotChangeUser { name: name.clone() });
+        }
+    }
     // Read now: the kernel clears it when the ids change.
     let death_signal = rustix::process::parent_process_death_signal().unwrap_or(None);
     let parent = getppid();
@@ -366,7 +384,8 @@ fn clear_bounding_set() -> Result<BoundingSet, PrivilegeError> {
             left += 1;
         }
     }
-    Ok(if may {
+    // Empty already counts as cleared (a unit's empty CapabilityBoundingSet=).
+    Ok(if may || left == 0 {
         BoundingSet::Cleared
     } else {
         BoundingSet::Left { count: left }

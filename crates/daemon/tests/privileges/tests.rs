@@ -36,6 +36,10 @@ pub const ALL: &[(&str, fn())] = &[
         an_unknown_user_is_refused_before_anything_changes,
     ),
     (
+        "root_without_the_capabilities_to_change_user_is_refused_before_anything_changes",
+        root_without_the_capabilities_to_change_user_is_refused_before_anything_changes,
+    ),
+    (
         "a_root_write_keeps_the_setuid_bits_a_dropped_write_clears_them",
         a_root_write_keeps_the_setuid_bits_a_dropped_write_clears_them,
     ),
@@ -175,6 +179,51 @@ fn an_unknown_user_is_refused_before_anything_changes() {
     assert_eq!(fact(&facts, "Uid"), "0 0 0 0");
     assert_eq!(fact(&facts, "NoNewPrivs"), "0");
     assert_ne!(fact(&facts, "CapEff"), "0000000000000000");
+}
+
+/// Starts `cmd` as systemd starts a unit whose `CapabilityBoundingSet=` is
+/// empty: root, and an `execve` that grants no capability.
+fn empty_bounding_set(cmd: &mut Command) {
+    // SAFETY: between fork and exec the closure only calls prctl with
+    // integer arguments (async-signal-safe), touching no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            for cap in 0..64 {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap) != 0 {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    };
+}
+
+/// As systemd starts a unit whose `CapabilityBoundingSet=` is empty: root
+/// with no capability. Becoming nobody is impossible: refused before
+/// anything changed (no_new_privs still unset), naming what is missing.
+/// `--user root` (uid 0 kept) works there.
+fn root_without_the_capabilities_to_change_user_is_refused_before_anything_changes() {
+    let mut cmd = role("drop", &["nobody"]);
+    empty_bounding_set(&mut cmd);
+    let (code, facts) = report(cmd);
+    assert_eq!(code, 0);
+    let result = fact(&facts, "result");
+    assert!(
+        result.starts_with("err cannot become nobody: root without CAP_SETUID and CAP_SETGID"),
+        "{result}"
+    );
+    assert_eq!(fact(&facts, "Uid"), "0 0 0 0");
+    assert_eq!(fact(&facts, "NoNewPrivs"), "0");
+    assert_eq!(fact(&facts, "CapBnd"), "0000000000000000");
+
+    let mut cmd = role("drop", &["root"]);
+    empty_bounding_set(&mut cmd);
+    let (code, facts) = report(cmd);
+    assert_eq!(code, 0);
+    let result = fact(&facts, "result");
+    assert!(result.starts_with("ok running as root"), "{result}");
+    assert!(result.contains("bounding set empty"), "{result}");
+    assert_no_capability(&facts);
 }
 
 /// The attack: a client passes a descriptor of a group-writable
