@@ -104,7 +104,10 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 fn status_as_json_lists_the_clients_and_sigterm_stops_the_daemon_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("d.sock");
-    let mut daemon = foreground_daemon(&socket, &["--budget", "4M"]);
+    // --user root: uid 0 (without capabilities) may remove the socket from
+    // this directory only root may write; nobody may not (see
+    // started_as_root_the_daemon_becomes_nobody_and_clients_still_trust_it).
+    let mut daemon = foreground_daemon(&socket, &["--budget", "4M", "--user", "root"]);
     let mut c = client(&socket);
     let register = RegisterRegion {
         region: RegionId(3),
@@ -203,6 +206,8 @@ fn without_foreground_the_daemon_detaches_once_it_listens() {
     // The parent says where the daemon listens and its pid, then exits.
     let mut parent = pagepilot()
         .args(["daemon", "--socket", s(&socket), "--budget", "1M"])
+        // Stays uid 0 so that it removes its socket at exit (below).
+        .args(["--user", "root"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -305,4 +310,126 @@ fn a_second_daemon_on_the_same_socket_refuses_to_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("another daemon is listening"), "{err}");
     assert!(socket.exists(), "the first daemon's socket was removed");
+}
+
+/// The `Uid:`, `CapEff:` and `NoNewPrivs:` lines of a process's status,
+/// their fields joined by spaces.
+fn credentials(pid: u32) -> [String; 3] {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    ["Uid:", "CapEff:", "NoNewPrivs:"].map(|key| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// Started as root (as here), the daemon binds its socket and becomes
+/// nobody with no capability; clients still see root at the socket (it was
+/// root that listened) and trust it. Stopped, it exits 0 but may not remove
+/// its socket from a directory only root may write: it says so, and the
+/// next daemon replaces the stale socket.
+#[test]
+fn started_as_root_the_daemon_becomes_nobody_and_clients_still_trust_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("d.sock");
+    let child = pagepilot()
+        .args([
+            "daemon",
+            "--foreground",
+            "--socket",
+            s(&socket),
+            "--budget",
+            "1M",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut daemon = Guard {
+        child: Some(child),
+        pid: None,
+    };
+    drop(client(&socket));
+    let child = daemon.child.as_mut().unwrap();
+    assert_eq!(
+        credentials(child.id()),
+        ["65534 65534 65534 65534", "0000000000000000", "1"]
+    );
+    let out = output(&["status", "--socket", s(&socket), "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    signal(child.id(), rustix::process::Signal::TERM);
+    assert!(wait_exit(child).success());
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("running as nobody (uid 65534"), "{log}");
+    assert!(log.contains("stays"), "{log}");
+    assert!(socket.exists());
+    // The next start replaces it.
+    let mut next = foreground_daemon(&socket, &["--budget", "1M"]);
+    drop(client(&socket));
+    let child = next.child.as_mut().unwrap();
+    signal(child.id(), rustix::process::Signal::TERM);
+    assert!(wait_exit(child).success());
+}
+
+/// A daemon that listens as another user (started as nobody: `--user` is
+/// ignored, with no error) is refused by `pagepilot status` before it says
+/// anything, naming the user and the variable that trusts it; with
+/// `PAGEPILOT_DAEMON_UID` naming that user it is asked.
+#[test]
+fn status_refuses_a_daemon_of_another_user_unless_told_to_trust_it() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = dir.path().join("d.sock");
+    let child = pagepilot()
+        .args([
+            "daemon",
+            "--foreground",
+            "--socket",
+            s(&socket),
+            "--budget",
+            "1M",
+        ])
+        .uid(65534)
+        .gid(65534)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _daemon = Guard {
+        child: Some(child),
+        pid: None,
+    };
+    drop(connect(&socket));
+    let out = pagepilot()
+        .args(["status", "--socket", s(&socket)])
+        .env_remove("PAGEPILOT_DAEMON_UID")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing the daemon at")
+            && err.contains("held by uid 65534")
+            && err.contains("PAGEPILOT_DAEMON_UID=65534"),
+        "{err}"
+    );
+    let out = pagepilot()
+        .args(["status", "--socket", s(&socket), "--format", "json"])
+        .env("PAGEPILOT_DAEMON_UID", "65534")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -53,7 +53,7 @@ mod threads;
 mod writeback;
 
 pub use backing::{Attachment, Backing};
-pub use daemon::{Client, DaemonError, DAEMON_ENV};
+pub use daemon::{Client, DaemonError, DAEMON_ENV, DAEMON_UID_ENV};
 pub use error::{FailedPage, FlushError, MapError, PinError, PrefaultError};
 pub use evictions::{Drained, Eviction};
 pub use options::JoinDaemon;

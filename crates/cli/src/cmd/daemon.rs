@@ -1,13 +1,16 @@
 //! `pagepilot daemon`: the system resource manager (issue 15). It owns the
 //! machine's frame budget and runs the frame manager and RAPHA's system
 //! limit across the processes that join it over a Unix socket; see
-//! `docs/daemon.md`.
+//! `docs/daemon.md`. Started as root, it becomes `--user` (`nobody`) with
+//! no capability once its socket listens.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pagepilot_daemon::server::{
-    raise_descriptor_limit, stop_on_signals, Server, ServerOptions, DEFAULT_MAX_CLIENTS,
+    drop_privileges, raise_descriptor_limit, stop_on_signals, RunAs, Server, ServerOptions,
+    DEFAULT_MAX_CLIENTS,
 };
 use pagepilot_daemon::Config;
 
@@ -46,7 +49,16 @@ pub struct Args {
     /// disconnected.
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_seconds)]
     frame_timeout: Duration,
+    /// The user to become once the socket listens, when started as root
+    /// (`root`: stay uid 0, without any capability all the same). Ignored
+    /// when not started as root. Every capability is dropped either way.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_USER)]
+    user: String,
 }
+
+/// Whom a daemon started as root becomes once its socket listens, unless
+/// `--user` says.
+pub const DEFAULT_USER: &str = "nobody";
 
 /// What keeps the daemon from starting.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +106,10 @@ pub fn run(args: Args) -> CmdResult {
         eprintln!("pagepilot daemon: the descriptor limit stays as it is: {e}");
     }
     let server = Server::bind(config, options)?;
+    // Root was needed for the socket (in /run) only; before any thread
+    // starts (capabilities are per thread) and before the first client.
+    let dropped = drop_privileges(&RunAs::User { name: args.user })?;
+    let _ = writeln!(std::io::stderr(), "pagepilot daemon: {dropped}");
     stop_on_signals()?;
     if !args.foreground {
         detach(server.socket()).map_err(DaemonError::Detach)?;

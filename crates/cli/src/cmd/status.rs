@@ -60,6 +60,15 @@ pub enum StatusError {
         /// What failed.
         source: pagepilot_transport::TransportError,
     },
+    /// The socket is held by a user this process does not trust: nothing
+    /// was sent (`pagepilot_transport::trusted_daemon`).
+    #[error("refusing the daemon at {path}: {source}")]
+    Untrusted {
+        /// The socket.
+        path: PathBuf,
+        /// Who holds it, and who would have been trusted.
+        source: pagepilot_transport::Untrusted,
+    },
     /// The daemon did not answer in time.
     #[error("the daemon at {0} did not answer within 5 s")]
     Silent(PathBuf),
@@ -116,6 +125,13 @@ impl<'p> Daemon<'p> {
         let conn = Connection::connect(path).map_err(|source| StatusError::NotRunning {
             path: path.to_owned(),
             source,
+        })?;
+        // Before Hello: the same check as every client's.
+        pagepilot_transport::trusted_daemon(conn.stream()).map_err(|source| {
+            StatusError::Untrusted {
+                path: path.to_owned(),
+                source,
+            }
         })?;
         let mut d = Daemon {
             path,

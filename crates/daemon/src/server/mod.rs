@@ -16,6 +16,7 @@ mod dirtyfile;
 mod files;
 mod logging;
 mod outbox;
+mod privileges;
 mod process;
 mod serve;
 mod signals;
@@ -43,6 +44,9 @@ use connection::Client;
 use departure::Departure;
 
 pub use files::{FilesError, MAX_DIRTY_BYTES, PAGE};
+pub use privileges::{
+    drop_privileges, BoundingSet, Dropped, Identity, PrivilegeError, RunAs, Step,
+};
 pub use signals::{raise_descriptor_limit, signalled, stop_on_signals};
 pub use writeback::WriteBackError;
 

@@ -13,8 +13,19 @@ impl Drop for Server {
         // replaced it since.
         let ours = std::fs::symlink_metadata(&self.socket)
             .is_ok_and(|m| (m.dev(), m.ino()) == self.socket_id);
-        if ours {
-            let _ = std::fs::remove_file(&self.socket);
+        if !ours {
+            return;
+        }
+        match std::fs::remove_file(&self.socket) {
+            // A daemon that dropped root may no longer write the directory
+            // (/run). A socket nobody answers at is harmless: clients get
+            // "connection refused", as with none, and the next start
+            // replaces it (`claim`).
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => log!(
+                "the socket {} stays (this user may not remove it from its directory); the next start replaces it",
+                self.socket.display()
+            ),
+            _ => {}
         }
     }
 }

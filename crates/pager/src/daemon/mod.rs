@@ -12,6 +12,11 @@
 //!   their first map), or [`Client::connect`] (`pp_connect` in C). A region
 //!   mapped into a [`crate::Pool`] draws from the pool instead. Without a
 //!   daemon everything works as before.
+//! - Trust: before sending anything the client asks the kernel who listens
+//!   at the socket (`SO_PEERCRED`) and goes on only for root, its own user
+//!   or the user `PAGEPILOT_DAEMON_UID` names: whoever else squats the path
+//!   would receive the regions' memory files and writable backing files
+//!   ([`DaemonError::UntrustedDaemon`]).
 //! - The daemon's `ReclaimOrder` is HiPEC's normal reclamation (the
 //!   policy names the pages, dirty ones written back, `Returned` sent);
 //!   `Forced` shrinks the budget at once (the engine names the pages);
@@ -34,7 +39,9 @@ use std::time::Duration;
 use pagepilot_protocol::{
     ClientId, ErrorCode, Kind, Message, Peer, Quotas, RegionId, StatusReply, VERSION,
 };
-use pagepilot_transport::{Connection, TransportError};
+use pagepilot_transport::{trusted_daemon, uid_list, Connection, TransportError, Untrusted};
+
+pub use pagepilot_transport::DAEMON_UID_ENV;
 
 pub(crate) use member::{join, DaemonRegion, Membership, Terms};
 
@@ -89,6 +96,26 @@ pub enum DaemonError {
     /// The client's thread could not start.
     #[error("cannot start the daemon client's thread: {0}")]
     Thread(std::io::Error),
+    /// The socket is held by a user this process does not trust (not
+    /// root, not its own, not `$PAGEPILOT_DAEMON_UID`): nothing was sent.
+    #[error(
+        "refusing the pagepilot daemon at {}: its socket is held by uid {uid}, not by {}, and nothing was sent to it; if uid {uid} runs your daemon, trust it with {DAEMON_UID_ENV}={uid}",
+        path.display(), uid_list(expected)
+    )]
+    UntrustedDaemon {
+        /// The socket.
+        path: PathBuf,
+        /// Who listens there (the user that called `listen`).
+        uid: u32,
+        /// The users this process trusts.
+        expected: Vec<u32>,
+    },
+    /// `$PAGEPILOT_DAEMON_UID` is not a user id.
+    #[error("{DAEMON_UID_ENV}={value:?} is not a user id (a number)")]
+    DaemonUid {
+        /// Its value.
+        value: String,
+    },
 }
 
 impl DaemonError {
@@ -103,6 +130,8 @@ impl DaemonError {
             DaemonError::Closed => libc::ENOTCONN,
             DaemonError::Transport(_) | DaemonError::Unexpected { .. } => libc::EPROTO,
             DaemonError::Thread(e) => e.raw_os_error().unwrap_or(libc::EAGAIN),
+            DaemonError::UntrustedDaemon { .. } => libc::EPERM,
+            DaemonError::DaemonUid { .. } => libc::EINVAL,
         }
     }
 }
@@ -179,6 +208,8 @@ impl Client {
             source,
         };
         let stream = std::os::unix::net::UnixStream::connect(path).map_err(connect_err)?;
+        // Before a byte is sent: see the module's doc.
+        trusted_daemon(&stream).map_err(|e| untrusted(path, e))?;
         let writer = stream.try_clone().map_err(connect_err)?;
         let mut reader = Connection::new(stream, Peer::Daemon);
         let writer = Connection::new(writer, Peer::Daemon);
@@ -346,6 +377,22 @@ impl Drop for Inner {
             // The reader thread sees the end of the stream and stops.
             let _ = w.conn.stream().shutdown(std::net::Shutdown::Both);
         }
+    }
+}
+
+/// The pager's error for a daemon [`trusted_daemon`] refused.
+fn untrusted(path: &Path, e: Untrusted) -> DaemonError {
+    match e {
+        Untrusted::Peer { peer, expected } => DaemonError::UntrustedDaemon {
+            path: path.into(),
+            uid: peer.uid,
+            expected,
+        },
+        Untrusted::BadVariable { value } => DaemonError::DaemonUid { value },
+        Untrusted::Credentials(source) => DaemonError::Connect {
+            path: path.into(),
+            source,
+        },
     }
 }
 
