@@ -113,7 +113,13 @@ impl Vetting {
         in_flight: &InFlight,
         wake: Arc<UnixStream>,
     ) -> Result<Vetting, VetError> {
-        let ticket = in_flight.enter(account)?;
+        let ticket = match in_flight.enter(account) {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                retire(fds);
+                return Err(e);
+            }
+        };
         let (tx, verdict) = mpsc::channel();
         let files = register.files;
         std::thread::Builder::new()
@@ -127,6 +133,8 @@ impl Vetting {
                 drop(ticket);
                 let _ = std::io::Write::write(&mut &*wake, &[2]);
             })
+            // A failed spawn drops the closure, and the descriptors with
+            // it, here: there is no thread to close them on either.
             .map_err(VetError::Thread)?;
         Ok(Vetting {
             register,

@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use pagepilot_daemon::server::MAX_DIRTY_BYTES;
 use pagepilot_daemon::server::{Server, ServerError, ServerOptions, StopHandle};
 use pagepilot_daemon::Config;
-use pagepilot_daemon::server::MAX_DIRTY_BYTES;
 use pagepilot_protocol::{
     ClientId, DirtyMap, ErrorCode, ErrorReply, Message, RegionFiles, RegionId, RegisterRegion,
     StatusReply, DIRTY_MAGIC,
@@ -428,7 +428,8 @@ pub fn frames(mut bytes: &[u8]) -> Vec<Message> {
     let mut out = Vec::new();
     while bytes.len() >= 12 {
         let len = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
-        let decoded = pagepilot_protocol::decode_from(pagepilot_protocol::Peer::Daemon, &bytes[..len]);
+        let decoded =
+            pagepilot_protocol::decode_from(pagepilot_protocol::Peer::Daemon, &bytes[..len]);
         out.push(decoded.unwrap().message);
         bytes = &bytes[len..];
     }
