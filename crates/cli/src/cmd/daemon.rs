@@ -49,6 +49,25 @@ pub struct Args {
     /// disconnected.
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_seconds)]
     frame_timeout: Duration,
+    /// Seconds a connection may take to say Hello before it is closed.
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_seconds)]
+    hello_timeout: Duration,
+    /// Seconds a client holding no region may stay silent before it is
+    /// disconnected.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_seconds)]
+    idle_timeout: Duration,
+    /// Seconds the checks of a registration's descriptors may take (a file
+    /// on a hung file system never answers) before it is refused.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_seconds)]
+    check_timeout: Duration,
+    /// Seconds the write-back of one dead client may take; what is left is
+    /// reported.
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_seconds)]
+    write_back_budget: Duration,
+    /// Seconds a stopping daemon waits for write-backs under way before it
+    /// reports what is left and exits.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
+    shutdown_timeout: Duration,
     /// The user to become once the socket listens, when started as root
     /// (`root`: stay uid 0, without any capability all the same). Ignored
     /// when not started as root. Every capability is dropped either way.
@@ -100,6 +119,11 @@ pub fn run(args: Args) -> CmdResult {
     let options = ServerOptions {
         max_clients: args.max_clients,
         frame_timeout: args.frame_timeout,
+        hello_timeout: args.hello_timeout,
+        idle_timeout: args.idle_timeout,
+        check_timeout: args.check_timeout,
+        write_back_budget: args.write_back_budget,
+        shutdown_timeout: args.shutdown_timeout,
         ..ServerOptions::new(socket_path(args.socket))
     };
     if let Err(e) = raise_descriptor_limit() {
