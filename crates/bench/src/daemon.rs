@@ -57,17 +57,22 @@ impl DaemonConfig {
         }
     }
 
-    /// The configuration file.
+    /// The configuration file. The round's processes are all the bench's
+    /// user, who owns the machine: its quotas are the whole budget and
+    /// processor (the daemon's defaults would keep half for other users).
     pub fn toml(&self) -> String {
         format!(
             "# written by pagepilot bench for one round\n[machine]\nbudget_frames = {}\n\
              partition_burst_frames = {}\ndeadline_ms = {}\nfault_unit_us = {}\n\
-             fault_period_ms = {}\n",
+             fault_period_ms = {}\n\n[default]\nframes = {}\nfault_rate = {}\n\
+             cpu_reserve_ppm = 1000000\nconnections = 1024\ndescriptors = 65536\n",
             self.budget_frames,
             self.partition_burst_frames,
             self.deadline_ms,
             self.fault_unit_us,
-            self.fault_period_ms
+            self.fault_period_ms,
+            self.budget_frames,
+            1u64 << 32,
         )
     }
 }

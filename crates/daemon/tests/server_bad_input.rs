@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 use live::*;
 use pagepilot_daemon::server::{Server, ServerError, ServerOptions};
 use pagepilot_daemon::Config;
-use pagepilot_protocol::{
-    decode_from, encode, ErrorCode, Kind, Message, Peer, RegionFiles, RegionId,
-};
+use pagepilot_protocol::{encode, ErrorCode, Kind, Message, RegionFiles, RegionId};
 
 const CONFIG: &str = "
 [machine]

@@ -20,7 +20,10 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts a daemon with `config` (TOML) and waits until it answers.
+    /// These tests' clients are all this test's user: `config` is given a
+    /// default that lets one user hold the machine ([`one_user`]).
     pub fn start(name: &str, config: &str) -> Daemon {
+        let config = &one_user(config);
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("daemon-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -121,9 +124,19 @@ impl Process {
 
     /// As [`Process::spawn`], as the user `nobody` (uid 65534) in no group.
     pub fn spawn_as_nobody(daemon: &Daemon, role: &str, args: &[String]) -> Process {
+        Process::spawn_as(daemon, 65534, role, args)
+    }
+
+    /// As [`Process::spawn`], as user `uid` (group `uid`) in no other
+    /// group: clients of different users, each with its own quotas.
+    pub fn spawn_as(daemon: &Daemon, uid: u32, role: &str, args: &[String]) -> Process {
         let mut setpriv = Command::new("setpriv");
         setpriv
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+            ])
             .arg(std::env::current_exe().unwrap());
         Process::start(setpriv, daemon, role, args)
     }
@@ -240,4 +253,40 @@ pub fn eventually(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) 
         assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// `config` with its `[default]` quotas raised, where it leaves them out,
+/// to what one user owning the machine may hold: every frame, any fault
+/// rate, a whole processor of reserves, 1,024 connections. The daemon's
+/// own defaults keep half of each for other users; these tests run every
+/// client as one user.
+pub fn one_user(config: &str) -> String {
+    let budget: u64 = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("budget_frames = "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("budget_frames in the test's config");
+    let generous = [
+        ("frames", budget.to_string()),
+        ("fault_rate", (1u64 << 32).to_string()),
+        ("cpu_reserve_ppm", "1000000".into()),
+        ("connections", "1024".into()),
+        ("descriptors", "65536".into()),
+    ];
+    let (before, default) = match config.find("[default]") {
+        Some(at) => (&config[..at], &config[at + "[default]".len()..]),
+        None => (config, ""),
+    };
+    let section_end = default.find("\n[").map_or(default.len(), |i| i + 1);
+    let (section, after) = default.split_at(section_end);
+    let mut out = format!("{before}\n[default]\n");
+    for (key, value) in generous {
+        let given = section
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{key} ")));
+        if !given {
+            out += &format!("{key} = {value}\n");
+        }
+    }
+    out + section + after
 }

@@ -95,16 +95,17 @@ fn clients_share_the_budget_each_with_its_min_frame_and_fafr_reclaims_across_pro
         "[machine]\nbudget_frames = 300\npartition_burst_frames = 300\ndeadline_ms = 500\n",
     );
     // A: minFrame 50, budget 200: granted 50, then the rest from free frames.
-    let mut a = Process::spawn(&daemon, "hold", &args(&[&200, &50, &200]));
+    // Each client another user: one user's processes share one quota.
+    let mut a = Process::spawn_as(&daemon, 30001, "hold", &args(&[&200, &50, &200]));
     a.expect("ready", WAIT);
     stats_until(&mut a, "A grows to its budget", |s| s.0 == 200);
     // B: minFrame 100 = budget, from the last free frames.
-    let mut b = Process::spawn(&daemon, "hold", &args(&[&200, &100, &100]));
+    let mut b = Process::spawn_as(&daemon, 30002, "hold", &args(&[&200, &100, &100]));
     b.expect("ready", WAIT);
     stats_until(&mut b, "B holds its minimum", |s| s.0 == 100);
     // C: minFrame 100 with none free: asked of A (first registered, above
     // its minimum), which gives back as its policy chooses.
-    let mut c = Process::spawn(&daemon, "hold", &args(&[&200, &100, &100]));
+    let mut c = Process::spawn_as(&daemon, 30003, "hold", &args(&[&200, &100, &100]));
     c.expect("ready", WAIT);
     stats_until(&mut c, "C settled at its minimum", |s| s.0 == 100);
     let (a_budget, a_reclaimed, a_forced, _) = stats_until(&mut a, "A gave back", |s| s.0 == 100);
@@ -124,7 +125,7 @@ fn clients_share_the_budget_each_with_its_min_frame_and_fafr_reclaims_across_pro
     assert_eq!(held[&b.pid()], (100, 100));
     assert_eq!(held[&c.pid()], (100, 100));
     // D's minimum does not fit beside theirs: refused, the others served.
-    let mut d = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
+    let mut d = Process::spawn_as(&daemon, 30004, "hold", &args(&[&100, &100, &100]));
     let refusal = d.expect("error", WAIT);
     assert!(refusal.contains("RegisterRegion"), "{refusal}");
     assert_eq!(d.wait(WAIT), Some(1));
@@ -159,12 +160,12 @@ fn a_stopped_client_is_reclaimed_by_force_and_resumes_with_its_data() {
         "stopped",
         "[machine]\nbudget_frames = 300\npartition_burst_frames = 300\ndeadline_ms = 200\n",
     );
-    let mut a = Process::spawn(&daemon, "hold", &args(&[&300, &50, &300]));
+    let mut a = Process::spawn_as(&daemon, 30001, "hold", &args(&[&300, &50, &300]));
     a.expect("ready", WAIT);
     stats_until(&mut a, "A grows to its budget", |s| s.0 == 300);
     a.signal(libc::SIGSTOP);
     let stopped = Instant::now();
-    let mut b = Process::spawn(&daemon, "hold", &args(&[&100, &100, &100]));
+    let mut b = Process::spawn_as(&daemon, 30002, "hold", &args(&[&100, &100, &100]));
     b.expect("ready", WAIT);
     // A cannot answer: after the deadline its frames are taken by force
     // and given to B.

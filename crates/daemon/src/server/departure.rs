@@ -10,6 +10,9 @@
 //! process holds the connection (the daemon's end of it reports a hang-up),
 //! and is written back then.
 
+use std::io::IoSliceMut;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -17,9 +20,12 @@ use std::time::{Duration, Instant};
 
 use pagepilot_protocol::{Message, RegionId};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
 use super::connection::Client;
 use super::files::RegionFds;
+use super::vetting::retire;
 use super::writeback::{write_back, WriteBack, WriteBackError};
 use super::{log, process, Server};
 
@@ -65,6 +71,42 @@ pub(super) fn connection_held(client: &Client) -> bool {
     }
 }
 
+/// Reads and drops what a lingering client still sends (a writer must not
+/// block on a connection nobody reads), at most a few reads a turn, its
+/// descriptors closed off the loop; returns whether a process still holds
+/// the other end.
+pub(super) fn drain(client: &Client) -> bool {
+    let mut buf = [0u8; 16 * 1024];
+    for _ in 0..4 {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS_PER_READ))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        let flags = RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC;
+        let read = recvmsg(client.conn.stream(), &mut iov, &mut control, flags);
+        let fds: Vec<OwnedFd> = control
+            .drain()
+            .filter_map(|m| match m {
+                RecvAncillaryMessage::ScmRights(fds) => Some(fds),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        if !fds.is_empty() {
+            retire(fds);
+        }
+        match read {
+            Ok(r) if r.bytes == 0 => return false,
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => break,
+            Err(_) => return false,
+        }
+    }
+    connection_held(client)
+}
+
+/// Descriptors taken per read of a lingering connection.
+const MAX_FDS_PER_READ: usize = 16;
+
 impl Server {
     /// Writes back `regions` on a thread of their own; the core hears of
     /// the client when it is done.
@@ -92,7 +134,7 @@ impl Server {
     /// clients nobody holds any more depart.
     pub(super) fn finish_departures(&mut self, now: Instant) {
         let gone: Vec<usize> = (0..self.lingering.len())
-            .filter(|&i| !connection_held(&self.lingering[i]))
+            .filter(|&i| !drain(&self.lingering[i]))
             .collect();
         for i in gone.into_iter().rev() {
             let client = self.lingering.swap_remove(i);
@@ -143,7 +185,7 @@ impl Server {
                      unwritten",
                     regions.len()
                 );
-                super::vetting::retire(regions);
+                retire(regions);
             }
         }
         let id = d.client.id;
@@ -152,7 +194,7 @@ impl Server {
             let out = self.ask_core(id, Message::Goodbye);
             self.route(out);
         } else {
-            drop(d.client);
+            retire(d.client);
             self.forget(id);
         }
     }
@@ -204,8 +246,11 @@ impl Server {
                 "{}: still held by a process when the daemon stopped: its memory is its own",
                 client.name()
             );
+            retire(client);
         }
-        self.clients.clear();
+        std::mem::take(&mut self.clients)
+            .into_values()
+            .for_each(retire);
     }
 }
 

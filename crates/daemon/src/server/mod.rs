@@ -434,10 +434,10 @@ impl Server {
                 fds.push(PollFd::new(c.conn.stream(), events));
             }
         }
-        // Lingering clients: polled for nothing, a hang-up (no process
-        // holds their connection any more) wakes the loop.
+        // Lingering clients: what they send is drained, and a hang-up
+        // (no process holds their connection any more) wakes the loop.
         for c in &self.lingering {
-            fds.push(PollFd::new(c.conn.stream(), PollFlags::empty()));
+            fds.push(PollFd::new(c.conn.stream(), PollFlags::IN));
         }
         let timeout = Timespec {
             tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),

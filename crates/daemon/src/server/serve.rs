@@ -278,7 +278,7 @@ impl Server {
                 client.closing = true;
                 client.backlog.clear();
                 if sent.is_err() || client.out.queued() == 0 {
-                    self.clients.remove(&o.to);
+                    self.clients.remove(&o.to).map(retire);
                 }
             } else if let Err(e) = sent {
                 let why = e.to_string();
@@ -295,11 +295,11 @@ impl Server {
         let flushed = client.out.flush(client.conn.stream(), now);
         match (flushed, client.closing) {
             (Ok(()), true) if client.out.queued() == 0 => {
-                self.clients.remove(&id);
+                self.clients.remove(&id).map(retire);
             }
             (Ok(()), _) => {}
             (Err(_), true) => {
-                self.clients.remove(&id);
+                self.clients.remove(&id).map(retire);
             }
             (Err(e), false) => {
                 let why = e.to_string();
@@ -323,7 +323,7 @@ impl Server {
             };
             let why = format!("it has not read {} bytes sent to it", c.out.queued());
             if c.closing {
-                self.clients.remove(&id);
+                self.clients.remove(&id).map(retire);
             } else {
                 self.doom(id, End { reply: None, why });
             }
@@ -372,6 +372,7 @@ impl Server {
         let regions = client.take_writable_regions();
         if regions.is_empty() {
             self.forget(client.id);
+            retire(client);
         } else {
             self.depart(client, regions, false);
         }

@@ -7,8 +7,8 @@
 //! meanwhile, others are served); descriptors the daemon lets go of are
 //! closed on threads too. A worker that never returns costs one thread and
 //! the descriptors it holds; a user may have at most [`STUCK_PER_ACCOUNT`]
-//! checks in flight, so one user's hung files cannot take the daemon's
-//! threads.
+//! checks stuck (and one running a connection), so one user's hung files
+//! cannot take the daemon's threads.
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
@@ -23,8 +23,9 @@ use super::files::{self, FilesError, RegionFds};
 use super::log;
 use crate::AccountId;
 
-/// Checks of one account's descriptors that may run at once, timed out
-/// ones included until their thread returns.
+/// Checks of one account's descriptors that may be stuck (timed out and
+/// not returned) before its registrations with descriptors are refused.
+/// Checks still within their time are bounded already: one a connection.
 pub const STUCK_PER_ACCOUNT: u32 = 4;
 
 /// What a finished check says.
@@ -33,9 +34,9 @@ pub(crate) type Checked = Result<RegionFds, FilesError>;
 /// Why a check could not start.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum VetError {
-    /// The account has checks in flight that do not return.
+    /// The account has checks that timed out and never returned.
     #[error(
-        "{0} has {STUCK_PER_ACCOUNT} descriptor checks in flight that have not returned \
+        "{0} has {STUCK_PER_ACCOUNT} descriptor checks that timed out and have not returned \
          (files on a file system that does not answer?)"
     )]
     TooMany(AccountId),
@@ -44,40 +45,63 @@ pub(crate) enum VetError {
     Thread(std::io::Error),
 }
 
-/// Checks in flight per account, shared with the workers, which count
-/// themselves out when they return.
+/// Checks stuck per account, shared with the workers, which count
+/// themselves out when they return at last.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct InFlight(Arc<Mutex<BTreeMap<AccountId, u32>>>);
 
 impl InFlight {
-    fn enter(&self, account: AccountId) -> Result<Ticket, VetError> {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let n = map.entry(account).or_insert(0);
-        if *n >= STUCK_PER_ACCOUNT {
-            return Err(VetError::TooMany(account));
-        }
-        *n += 1;
-        Ok(Ticket {
-            in_flight: self.clone(),
-            account,
-        })
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<AccountId, u32>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn admits(&self, account: AccountId) -> bool {
+        self.lock()
+            .get(&account)
+            .is_none_or(|&n| n < STUCK_PER_ACCOUNT)
     }
 }
 
-/// A check counted in flight until dropped.
+/// One check's fate, decided under the [`InFlight`] lock so that a check
+/// that returns just as it times out is counted stuck exactly as long as
+/// it is.
+#[derive(Debug, Default)]
+struct Fate {
+    returned: bool,
+    stuck: bool,
+}
+
+/// A check as its worker and the loop both see it.
+#[derive(Clone, Debug)]
 struct Ticket {
     in_flight: InFlight,
     account: AccountId,
+    fate: Arc<Mutex<Fate>>,
 }
 
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        let mut map = self.in_flight.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = map.get_mut(&self.account) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                map.remove(&self.account);
+impl Ticket {
+    /// The worker returned: no longer stuck, if it was.
+    fn returned(&self) {
+        let mut map = self.in_flight.lock();
+        let mut fate = self.fate.lock().unwrap_or_else(|e| e.into_inner());
+        fate.returned = true;
+        if fate.stuck {
+            if let Some(n) = map.get_mut(&self.account) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    map.remove(&self.account);
+                }
             }
+        }
+    }
+
+    /// The loop gave up on it: stuck until it returns.
+    fn abandoned(&self) {
+        let mut map = self.in_flight.lock();
+        let mut fate = self.fate.lock().unwrap_or_else(|e| e.into_inner());
+        if !fate.returned && !fate.stuck {
+            fate.stuck = true;
+            *map.entry(self.account).or_insert(0) += 1;
         }
     }
 }
@@ -89,6 +113,15 @@ pub(crate) struct Vetting {
     pub register: RegisterRegion,
     started: Instant,
     verdict: Receiver<Checked>,
+    ticket: Ticket,
+}
+
+impl Drop for Vetting {
+    /// A check its client no longer waits for (it left, or timed out) is
+    /// stuck until its worker returns: leaving does not reset the count.
+    fn drop(&mut self) {
+        self.ticket.abandoned();
+    }
 }
 
 /// Where a check is.
@@ -113,13 +146,16 @@ impl Vetting {
         in_flight: &InFlight,
         wake: Arc<UnixStream>,
     ) -> Result<Vetting, VetError> {
-        let ticket = match in_flight.enter(account) {
-            Ok(ticket) => ticket,
-            Err(e) => {
-                retire(fds);
-                return Err(e);
-            }
+        if !in_flight.admits(account) {
+            retire(fds);
+            return Err(VetError::TooMany(account));
+        }
+        let ticket = Ticket {
+            in_flight: in_flight.clone(),
+            account,
+            fate: Arc::default(),
         };
+        let theirs = ticket.clone();
         let (tx, verdict) = mpsc::channel();
         let files = register.files;
         std::thread::Builder::new()
@@ -130,7 +166,7 @@ impl Vetting {
                 // descriptors are closed here, not there.
                 let unsent = tx.send(checked).err();
                 drop(unsent);
-                drop(ticket);
+                theirs.returned();
                 let _ = std::io::Write::write(&mut &*wake, &[2]);
             })
             // A failed spawn drops the closure, and the descriptors with
@@ -140,15 +176,20 @@ impl Vetting {
             register,
             started: Instant::now(),
             verdict,
+            ticket,
         })
     }
 
-    /// Whether the check is done, at `now`, given `timeout`.
+    /// Whether the check is done, at `now`, given `timeout`. A check timed
+    /// out counts as stuck for its account until its worker returns.
     pub fn poll(&self, now: Instant, timeout: Duration) -> Verdict {
         match self.verdict.try_recv() {
             Ok(checked) => Verdict::Done(checked),
             Err(TryRecvError::Empty) if now < self.started + timeout => Verdict::Running,
-            Err(TryRecvError::Empty) => Verdict::TimedOut(timeout),
+            Err(TryRecvError::Empty) => {
+                self.ticket.abandoned();
+                Verdict::TimedOut(timeout)
+            }
             Err(TryRecvError::Disconnected) => Verdict::TimedOut(Duration::ZERO),
         }
     }
