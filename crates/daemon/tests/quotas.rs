@@ -302,3 +302,66 @@ fn test_a_newcomers_minimum_still_owed_counts_against_its_clients_requests() {
     assert_eq!(granted(&send(&mut core, b, request(2, 100))), 10);
     assert_eq!(core.frames_of(b), Some(60));
 }
+
+#[test]
+fn test_connections_and_descriptors_add_up_per_user_and_against_the_daemons_budget() {
+    let clock = ManualClock::at(0);
+    let mut core = core(
+        "[machine]\nbudget_frames = 100\n[default]\nconnections = 3\ndescriptors = 8\n",
+        &clock,
+    );
+    let peer = |uid| pagepilot_daemon::Credentials {
+        pid: 1,
+        uid,
+        gid: uid,
+    };
+    // Two connections hold 4 descriptors; a region with three files 3 more.
+    let a = core.connect(peer(1)).unwrap();
+    send(
+        &mut core,
+        a,
+        Message::Hello {
+            versions: vec![1],
+            pid: None,
+        },
+    );
+    core.connect(peer(1)).unwrap();
+    let files = pagepilot_protocol::RegionFiles {
+        memory: true,
+        backing: true,
+        dirty: true,
+    };
+    let with_files = |id| {
+        Message::RegisterRegion(RegisterRegion {
+            region: RegionId(id),
+            min_frames: 1,
+            budget_frames: 1,
+            files,
+            ..RegisterRegion::default()
+        })
+    };
+    assert_eq!(granted(&send(&mut core, a, with_files(1))), 1);
+    assert_eq!(
+        core.usage(pagepilot_daemon::AccountId::User(1)).descriptors,
+        7
+    );
+    // A third connection would make 9 of 8; so would another region.
+    let refused = core.connect(peer(1)).unwrap_err();
+    assert!(refused.to_string().contains("descriptors"), "{refused}");
+    assert_eq!(
+        refusal(&send(&mut core, a, with_files(2))),
+        (ErrorCode::BeyondQuota, Some(Kind::RegisterRegion))
+    );
+    // Another user is counted apart, until the daemon's own budget ends.
+    core.set_descriptor_budget(9);
+    assert!(core.connect(peer(2)).is_ok());
+    let full = core.connect(peer(3)).unwrap_err();
+    assert!(full.to_string().contains("RLIMIT_NOFILE"), "{full}");
+    // Leaving gives them back.
+    core.disconnect(a).unwrap();
+    assert_eq!(
+        core.usage(pagepilot_daemon::AccountId::User(1)).descriptors,
+        2
+    );
+    assert!(core.connect(peer(3)).is_ok());
+}
