@@ -367,6 +367,8 @@ fn role_forking_parent() {
         .env("PP_MEMORY", inherit(files.memory.as_raw_fd()))
         .env("PP_DIRTY", inherit(files.dirty.as_raw_fd()))
         .stdout(std::process::Stdio::piped());
+    // Never waited for: the parent exits and leaves it to run.
+    #[allow(clippy::zombie_processes)]
     let mut child = child.spawn().unwrap();
     // Exit once the child has the descriptors (it says so), leaving it.
     let out = std::io::BufReader::new(child.stdout.take().unwrap());

@@ -278,7 +278,9 @@ impl Server {
                 client.closing = true;
                 client.backlog.clear();
                 if sent.is_err() || client.out.queued() == 0 {
-                    self.clients.remove(&o.to).map(retire);
+                    if let Some(c) = self.clients.remove(&o.to) {
+                        retire(c);
+                    }
                 }
             } else if let Err(e) = sent {
                 let why = e.to_string();
@@ -295,11 +297,15 @@ impl Server {
         let flushed = client.out.flush(client.conn.stream(), now);
         match (flushed, client.closing) {
             (Ok(()), true) if client.out.queued() == 0 => {
-                self.clients.remove(&id).map(retire);
+                if let Some(c) = self.clients.remove(&id) {
+                    retire(c);
+                }
             }
             (Ok(()), _) => {}
             (Err(_), true) => {
-                self.clients.remove(&id).map(retire);
+                if let Some(c) = self.clients.remove(&id) {
+                    retire(c);
+                }
             }
             (Err(e), false) => {
                 let why = e.to_string();
@@ -323,7 +329,9 @@ impl Server {
             };
             let why = format!("it has not read {} bytes sent to it", c.out.queued());
             if c.closing {
-                self.clients.remove(&id).map(retire);
+                if let Some(c) = self.clients.remove(&id) {
+                    retire(c);
+                }
             } else {
                 self.doom(id, End { reply: None, why });
             }
