@@ -338,12 +338,7 @@ fn role_forking_parent() {
     }
     let socket = std::env::var("PP_SOCKET").unwrap();
     let backing = std::env::var("PP_BACKING").unwrap();
-    let mut c = Client {
-        conn: pagepilot_transport::Connection::connect(socket.as_ref()).unwrap(),
-        id: pagepilot_protocol::ClientId(0),
-        events: Vec::new(),
-    };
-    assert!(matches!(c.request(&hello()), Message::Welcome { .. }));
+    let mut c = Client::joined(socket.as_ref());
     let files = RegionFilesOnDisk::new(4, backing.as_ref());
     assert!(registered(
         &c.request_with(&files.register(1, 1, 4), &files.fds())

@@ -68,12 +68,7 @@ fn role_writer_killed() {
     }
     let socket = std::env::var("PP_SOCKET").unwrap();
     let backing = std::env::var("PP_BACKING").unwrap();
-    let mut c = Client {
-        conn: pagepilot_transport::Connection::connect(socket.as_ref()).unwrap(),
-        id: pagepilot_protocol::ClientId(0),
-        events: Vec::new(),
-    };
-    assert!(matches!(c.request(&hello()), Message::Welcome { .. }));
+    let mut c = Client::joined(socket.as_ref());
     let files = RegionFilesOnDisk::new(PAGES, backing.as_ref());
     let reply = c.request_with(&files.register(1, 8, 8), &files.fds());
     assert!(matches!(reply, Message::Registered { .. }), "{reply:?}");

@@ -409,15 +409,20 @@ impl Server {
             })
             .collect();
         for (id, why) in late {
-            let reply = Message::error(ErrorCode::Malformed, None, None, &why);
-            self.doom(
-                id,
-                End {
-                    reply: Some(reply),
-                    why,
-                },
-            );
+            self.doom_telling(id, why);
         }
+    }
+
+    /// Ends a client that broke a rule of time, telling it which.
+    fn doom_telling(&mut self, id: ClientId, why: String) {
+        let reply = Message::error(ErrorCode::Malformed, None, None, &why);
+        self.doom(
+            id,
+            End {
+                reply: Some(reply),
+                why,
+            },
+        );
     }
 
     /// The core unloads a client (its frames return) and forgets it.
@@ -440,14 +445,7 @@ impl Server {
         for (id, pending) in late {
             let why =
                 format!("sent {pending} bytes of a frame and not the rest within {timeout:?}");
-            let reply = Message::error(ErrorCode::Malformed, None, None, &why);
-            self.doom(
-                id,
-                End {
-                    reply: Some(reply),
-                    why,
-                },
-            );
+            self.doom_telling(id, why);
         }
     }
 }

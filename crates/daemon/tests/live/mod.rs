@@ -184,6 +184,18 @@ fn is_event(m: &Message) -> bool {
 }
 
 impl Client {
+    /// A client of this process, connected to the daemon at `socket`,
+    /// that said Hello and was welcomed.
+    pub fn joined(socket: &Path) -> Client {
+        let mut c = Client {
+            conn: Connection::connect(socket).unwrap(),
+            id: ClientId(0),
+            events: Vec::new(),
+        };
+        assert!(matches!(c.request(&hello()), Message::Welcome { .. }));
+        c
+    }
+
     /// Sends `m` and returns its reply (events meanwhile are kept).
     pub fn request(&mut self, m: &Message) -> Message {
         self.conn.send(m, &[]).unwrap();
@@ -470,6 +482,17 @@ impl Drop for ChildGuard {
 /// This test binary run again as a child, running only the test `role`
 /// with `env` set (the role's test does nothing without `PP_CHILD`).
 pub fn spawn_role(role: &str, env: &[(&str, &str)]) -> ChildGuard {
+    ChildGuard(role_command(role, env).spawn().unwrap())
+}
+
+/// As [`spawn_role`], the child running as user `uid` and group `gid`
+/// with no supplementary groups.
+pub fn spawn_role_as(role: &str, uid: u32, gid: u32, env: &[(&str, &str)]) -> ChildGuard {
+    use std::os::unix::process::CommandExt;
+    ChildGuard(role_command(role, env).uid(uid).gid(gid).spawn().unwrap())
+}
+
+fn role_command(role: &str, env: &[(&str, &str)]) -> std::process::Command {
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args([role, "--exact", "--nocapture", "--test-threads=1"])
         .env("PP_CHILD", "1")
@@ -477,23 +500,7 @@ pub fn spawn_role(role: &str, env: &[(&str, &str)]) -> ChildGuard {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    ChildGuard(cmd.spawn().unwrap())
-}
-
-/// As [`spawn_role`], the child running as user `uid` and group `gid`
-/// with no supplementary groups.
-pub fn spawn_role_as(role: &str, uid: u32, gid: u32, env: &[(&str, &str)]) -> ChildGuard {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args([role, "--exact", "--nocapture", "--test-threads=1"])
-        .env("PP_CHILD", "1")
-        .stdout(std::process::Stdio::null())
-        .uid(uid)
-        .gid(gid);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    ChildGuard(cmd.spawn().unwrap())
+    cmd
 }
 
 /// Whether this process is a child started by [`spawn_role`].
