@@ -1,5 +1,5 @@
 //! A region's pinned (locked) pages, the Cache Kernel's locked mappings:
-//! never victims, counted against the client's pin quota. Kept as disjoint
+//! never victims, counted against its user's pin quota. Kept as disjoint
 //! ranges of page numbers; pinning a page twice pins it once.
 
 use std::collections::BTreeMap;
