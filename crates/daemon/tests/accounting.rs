@@ -162,19 +162,32 @@ impl World<'_> {
         assert_eq!(c.held_frames() + c.free_frames(), c.total_frames());
         // Quotas hold per account, summed over all its connections, and
         // the core's running counts are exact.
-        let mut accounts: BTreeMap<AccountId, (u64, u64, u32, Limits)> = BTreeMap::new();
+        let committed_of = |id: ClientId| -> u64 {
+            let status = c.status();
+            let regions = status.clients.iter().filter(|s| s.client == id);
+            regions
+                .flat_map(|s| &s.regions)
+                .map(|r| r.held_frames.max(r.min_frames))
+                .sum()
+        };
+        let mut accounts: BTreeMap<AccountId, (u64, u64, u32, Limits, u64)> = BTreeMap::new();
         for (id, peer) in &self.live {
             let account = c.account_of(*id).unwrap();
             assert_eq!(account, self.config.account_for(peer.uid, peer.gid).0);
             let q = c.quotas_of(*id).unwrap();
-            let a = accounts.entry(account).or_insert((0, 0, 0, q));
+            let a = accounts.entry(account).or_insert((0, 0, 0, q, 0));
             assert_eq!(a.3, q, "one account, one set of quotas");
             a.0 += c.frames_of(*id).unwrap();
             a.1 += c.pinned_of(*id).unwrap();
             a.2 += 1;
+            a.4 += committed_of(*id);
         }
-        for (account, (frames, pinned, connections, q)) in accounts {
+        for (account, (frames, pinned, connections, q, committed)) in accounts {
             let usage = c.usage(account);
+            assert_eq!(
+                usage.frames, committed,
+                "{account}: its running count of frames"
+            );
             assert!(
                 frames <= usage.frames,
                 "{account}: held {frames}, counted {usage:?}"

@@ -17,13 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use live::users::connect_as;
+use live::users::{connect_as, ATTACKER, VICTIM};
 use live::*;
 use pagepilot_protocol::{encode, ErrorCode, Message, RegionId, RegisterRegion};
-
-/// The attacker and the victim.
-const ATTACKER: u32 = 20001;
-const VICTIM: u32 = 20002;
 
 /// The configuration the attacks were first tried against: 64 MiB, and
 /// 2,048 frames, 16 pins and 64 regions a user.
@@ -37,10 +33,6 @@ frames = 2048
 pinned_frames = 16
 regions = 64
 ";
-
-fn registered(m: &Message) -> bool {
-    matches!(m, Message::Registered { .. })
-}
 
 /// Region `id` with a processor reserve and a fault limit.
 fn reserving(id: u32, ppm: u32, limit: u64) -> Message {

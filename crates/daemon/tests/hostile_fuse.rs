@@ -10,11 +10,9 @@ mod live;
 use std::time::Duration;
 
 use live::fuse::HungFs;
+use live::users::{ATTACKER, VICTIM};
 use live::*;
 use pagepilot_protocol::{ErrorCode, Message};
-
-const ATTACKER: u32 = 20001;
-const VICTIM: u32 = 20002;
 
 const SHARED: &str = "
 [machine]
@@ -23,10 +21,6 @@ budget_frames = 16384
 [default]
 frames = 2048
 ";
-
-fn registered(m: &Message) -> bool {
-    matches!(m, Message::Registered { .. })
-}
 
 #[test]
 fn a_backing_file_that_never_answers_does_not_stall_other_clients() {

@@ -218,3 +218,48 @@ pub fn in_child_process_under(
         stderr: err_reader.join().unwrap_or_default(),
     }
 }
+
+/// The `main` of a test binary with a harness of its own (`harness =
+/// false`) whose processes play roles: with `role_env` in the environment
+/// the binary plays that role (`play`, its exit code the process's);
+/// without, it runs `tests` (each name with its body), those whose names
+/// contain one of the arguments when any are given, and exits 1 if one
+/// failed. Each test runs on the main thread, which a role that must be
+/// its process's only thread needs.
+pub fn role_harness(role_env: &str, play: fn(&str, &[String]) -> i32, tests: &[(&str, fn())]) {
+    if let Ok(role) = std::env::var(role_env) {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        std::process::exit(play(&role, &args));
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        ran += 1;
+        eprintln!("test {name} ...");
+        let started = std::time::Instant::now();
+        match std::panic::catch_unwind(test) {
+            Ok(()) => eprintln!("test {name} ... ok ({:.1?})", started.elapsed()),
+            Err(_) => {
+                eprintln!("test {name} ... FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    eprintln!(
+        "\ntest result: {}. {} passed; {} failed",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        ran - failed.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        eprintln!("failures: {failed:?}");
+        std::process::exit(1);
+    }
+}

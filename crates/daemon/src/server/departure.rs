@@ -74,7 +74,8 @@ pub(super) fn connection_held(client: &Client) -> bool {
 /// Reads and drops what a lingering client still sends (a writer must not
 /// block on a connection nobody reads), at most a few reads a turn, its
 /// descriptors closed off the loop; returns whether a process still holds
-/// the other end.
+/// the other end: the daemon shut only its sending side, so the end of
+/// the stream is the last holder closing it.
 pub(super) fn drain(client: &Client) -> bool {
     let mut buf = [0u8; 16 * 1024];
     for _ in 0..4 {
@@ -101,7 +102,7 @@ pub(super) fn drain(client: &Client) -> bool {
             Err(_) => return false,
         }
     }
-    connection_held(client)
+    true
 }
 
 /// Descriptors taken per read of a lingering connection.

@@ -260,6 +260,11 @@ pub fn register(region: u32, min: u64, budget: u64, files: RegionFiles) -> Messa
     })
 }
 
+/// Whether a reply registered the region.
+pub fn registered(m: &Message) -> bool {
+    matches!(m, Message::Registered { .. })
+}
+
 /// The error in a reply.
 pub fn error(m: &Message) -> &ErrorReply {
     match m {
@@ -302,27 +307,10 @@ impl RegionFilesOnDisk {
     /// A memfd of `pages` pages (all holes), a dirty map of them all clean,
     /// and the backing file at `path` (opened read-write).
     pub fn new(pages: u64, path: &Path) -> RegionFilesOnDisk {
-        let memory = File::from(memfd_create("region", MemfdFlags::CLOEXEC).unwrap());
-        memory.set_len(pages * PAGE).unwrap();
-        let dirty = File::from(memfd_create("dirty", MemfdFlags::CLOEXEC).unwrap());
-        let words: Vec<AtomicU64> = (0..DirtyMap::bytes_for(pages) / 8)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        DirtyMap::init(&words, pages).unwrap();
-        let bytes: Vec<u8> = words
-            .iter()
-            .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
-            .collect();
-        dirty.write_all_at(&bytes, 0).unwrap();
-        let backing = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .unwrap();
         RegionFilesOnDisk {
-            memory,
-            backing,
-            dirty,
+            memory: sized_memfd("region", pages * PAGE),
+            dirty: clean_dirty_map(pages),
+            backing: open_rw(path),
             pages,
         }
     }
@@ -358,14 +346,9 @@ impl RegionFilesOnDisk {
             dirty.write_all_at(&ones[..n], at).unwrap();
             at += n as u64;
         }
-        let backing = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .unwrap();
         RegionFilesOnDisk {
             memory,
-            backing,
+            backing: open_rw(path),
             dirty,
             pages,
         }
@@ -411,6 +394,15 @@ pub fn mark_dirty(dirty: &File, page: u64) {
     dirty.read_exact_at(&mut word, at).unwrap();
     let w = u64::from_le_bytes(word) | 1 << (page % 64);
     dirty.write_all_at(&w.to_le_bytes(), at).unwrap();
+}
+
+/// The file at `path`, opened read-write.
+fn open_rw(path: &Path) -> File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap()
 }
 
 /// A memfd of `len` bytes, all holes.

@@ -17,6 +17,11 @@ use rustix::net::{
 
 use super::{is_child, spawn_role_as};
 
+/// The attacker of the hostile-user tests.
+pub const ATTACKER: u32 = 20001;
+/// Their victim.
+pub const VICTIM: u32 = 20002;
+
 /// A stream connected to the daemon at `socket` by a process of `uid` and
 /// primary group `gid` (no supplementary groups). `dir` must be searchable
 /// by that user (the daemon's directory in these tests is).
