@@ -77,8 +77,9 @@ const RESERVED_DESCRIPTORS: u64 = 64;
 const PERIOD: Duration = Duration::from_millis(100);
 /// Connections accepted per wake-up.
 const ACCEPTS_PER_TURN: usize = 64;
-/// Requests of one client handled per wake-up: the others' wait at most
-/// this many requests of each client.
+/// Requests of one client handled per pass over the clients; a wake-up
+/// makes two (as a client's frames are read, then for every backlog), so
+/// the others wait at most twice this many requests of each client.
 const REQUESTS_PER_TURN: usize = 64;
 
 /// Logs one line to stderr, rate-limited (`log.rs`).
