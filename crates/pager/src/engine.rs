@@ -229,6 +229,9 @@ pub struct Shared {
     /// In a child after `fork`: the backing file is mapped in the region's
     /// place (`lifecycle`).
     pub child_view: std::sync::atomic::AtomicBool,
+    /// Whether the pager pages the region or other processes share the
+    /// kernel's mapping of its file (`sharing`).
+    pub sharing: crate::sharing::Sharing,
 }
 
 impl Drop for Shared {

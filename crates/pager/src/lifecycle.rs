@@ -26,9 +26,11 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, Instant};
 
+use std::os::fd::{IntoRawFd, OwnedFd};
+
 use crate::engine::Shared;
 use crate::error::MapError;
-use crate::{sigbus, sys};
+use crate::{sharing, sigbus, sys};
 
 /// Every region mapped by this process and not unmapped yet.
 static LIVE: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
@@ -79,11 +81,16 @@ pub fn spawn_service<T: Send + 'static>(
 }
 
 thread_local! {
-    /// The registry's lock, held by the forking thread from `before_fork`
-    /// to the handler after it, so that the child's copy of the registry is
-    /// whole and unlocked.
-    static FORKING: RefCell<Option<MutexGuard<'static, Vec<Weak<Shared>>>>> =
-        const { RefCell::new(None) };
+    /// Held by the forking thread from `before_fork` to the handler after it.
+    static FORKING: RefCell<Option<Forking>> = const { RefCell::new(None) };
+}
+
+/// What the forking thread holds from `before_fork` to the handler after it.
+struct Forking {
+    /// The registry's lock, so that the child's copy of it is whole and unlocked.
+    live: MutexGuard<'static, Vec<Weak<Shared>>>,
+    /// The leases granted to the child, region by region.
+    leases: Vec<(Weak<Shared>, OwnedFd)>,
 }
 
 fn live() -> MutexGuard<'static, Vec<Weak<Shared>>> {
@@ -139,6 +146,7 @@ fn watch_for_last_thread() {
         if application_has_ended() {
             std::process::exit(0);
         }
+        resume_unshared();
     }
 }
 
@@ -237,26 +245,41 @@ extern "C" fn at_exit() {
     });
 }
 
-/// Before `fork`: the child maps the backing files, so it must find in them
-/// what the parent wrote.
+/// Before `fork`: every writable file region becomes the kernel's mapping
+/// of its file, shared with the child (`sharing`), and a lease is granted
+/// for the child to inherit. A region that cannot be shared is written
+/// back, and the child maps the file in its place (no coherence after the
+/// fork: said on stderr).
 unsafe extern "C" fn before_fork() {
     let _ = std::panic::catch_unwind(|| {
         let g = live();
+        let mut leases = Vec::new();
         for sh in g.iter().filter_map(Weak::upgrade) {
             if sh.forked() || !sh.writable || sh.store.file().is_none() {
                 continue;
             }
-            if let Err(e) = sh.write_back(None) {
-                eprintln!(
-                    "pagepilot: at fork, {}: {e}; the child reads the file without those pages",
-                    describe(&sh)
-                );
+            match sharing::share(&sh) {
+                Ok(lease) => leases.push((Arc::downgrade(&sh), lease)),
+                Err(e) => {
+                    if let Err(e) = sh.write_back(None) {
+                        eprintln!(
+                            "pagepilot: at fork, {}: {e}; the child reads the file without those pages",
+                            describe(&sh)
+                        );
+                    }
+                    eprintln!(
+                        "pagepilot: at fork, {}: not shared with the child ({e}); \
+                         stores after the fork reach the other process through the file only",
+                        describe(&sh)
+                    );
+                }
             }
         }
-        FORKING.with(|f| *f.borrow_mut() = Some(g));
+        FORKING.with(|f| *f.borrow_mut() = Some(Forking { live: g, leases }));
     });
 }
 
+/// In the parent: the child holds its leases now; the parent's copies go.
 unsafe extern "C" fn after_fork_in_parent() {
     FORKING.with(|f| drop(f.borrow_mut().take()));
 }
@@ -265,15 +288,25 @@ unsafe extern "C" fn after_fork_in_parent() {
 /// thread of the parent may have held one at the fork).
 unsafe extern "C" fn after_fork_in_child() {
     sigbus::forget_all_in_child();
-    let Some(g) = FORKING.with(|f| f.borrow_mut().take()) else {
+    let Some(Forking { live: g, leases }) = FORKING.with(|f| f.borrow_mut().take()) else {
         return;
     };
+    for (sh, lease) in leases {
+        // The region was shared before the fork: the child inherited the
+        // file's mapping in its place, and keeps the lease while it lives.
+        if let Some(sh) = sh.upgrade() {
+            sh.child_view.store(true, SeqCst);
+            sh.sharing.keep_in_child(lease.into_raw_fd());
+            std::mem::forget(sh);
+        }
+    }
     for sh in g.iter().filter_map(Weak::upgrade) {
         let Some(fd) = sh.store.file() else {
             continue;
         };
         if sh.child_view.load(SeqCst) {
-            // A grandchild: the file mapping was inherited as it is.
+            // Shared, or a grandchild: the file mapping was inherited as it is.
+            std::mem::forget(sh);
             continue;
         }
         // SAFETY: the region's range is unmapped in the child (both views
@@ -287,4 +320,14 @@ unsafe extern "C" fn after_fork_in_child() {
         std::mem::forget(sh);
     }
     drop(g);
+}
+
+/// Pages again, under their policies, the shared regions whose leases no
+/// other process holds (the children are gone).
+fn resume_unshared() {
+    for sh in owned() {
+        if sh.sharing.mode() == sharing::Mode::Shared {
+            sharing::resume(&sh);
+        }
+    }
 }

@@ -268,6 +268,7 @@ impl Region {
             waiting: std::sync::atomic::AtomicUsize::new(0),
             owner: std::process::id(),
             child_view: std::sync::atomic::AtomicBool::new(false),
+            sharing: crate::sharing::Sharing::new(mode),
         });
         if let Some((pool, holder)) = pool_link {
             pool.attach(holder, &shared);

@@ -179,7 +179,9 @@ impl Region {
     /// which stays free to serve faults ([`PinError::OverBudget`]); a page
     /// beyond the file's current end or whose read fails
     /// ([`PinError::Unreadable`]). In a child after `fork` it does nothing
-    /// (the region is the kernel's mapping of the file there).
+    /// (the region is the kernel's mapping of the file there); while the
+    /// region is shared with a child the pin is recorded, and made when the
+    /// pager pages the region again (docs/lifecycle.md).
     pub fn pin(&self, offset: usize, len: usize) -> Result<(), PinError> {
         let (first, end) = self.pin_range(offset, len)?;
         if self.shared.forked() {
@@ -191,6 +193,9 @@ impl Region {
         let daemon = self.daemon_region();
         if let Some(d) = &daemon {
             d.pin(at, bytes).map_err(PinError::from_daemon)?;
+        }
+        if crate::sharing::pin_if_shared(&self.shared, first, end, true).is_some() {
+            return Ok(());
         }
         let pinned = self.shared.pin(first, end);
         if let (Err(_), Some(d)) = (&pinned, &daemon) {
@@ -213,7 +218,9 @@ impl Region {
         if self.shared.forked() {
             return Ok(());
         }
-        self.shared.unpin(first, end)?;
+        if crate::sharing::pin_if_shared(&self.shared, first, end, false).is_none() {
+            self.shared.unpin(first, end)?;
+        }
         if let Some(d) = self.daemon_region() {
             let (at, bytes) = (first as usize * PAGE, (end - first) as usize * PAGE);
             d.unpin(at, bytes).map_err(PinError::from_daemon)?;

@@ -182,16 +182,21 @@ impl Region {
         if self.shared.forked() {
             return self.flush_child_view();
         }
+        if let Some(flushed) = crate::sharing::flush_if_shared(&self.shared) {
+            return flushed;
+        }
         self.shared.flush(None)
     }
 
     /// Writes back every dirty page, then drops every clean page from
     /// memory (msync's `MS_INVALIDATE`): the next access reads the backing
     /// file again, and sees what other processes (a child after `fork`)
-    /// wrote to it since this one read it.
+    /// wrote to it since this one read it. While the region is shared with
+    /// a child it is the kernel's mapping of the file, which needs no
+    /// invalidation (docs/lifecycle.md).
     pub fn invalidate(&self) -> Result<(), FlushError> {
         self.flush()?;
-        if !self.shared.forked() {
+        if !self.shared.forked() && self.shared.sharing.mode() == crate::sharing::Mode::Paging {
             // Windows read ahead hold data as it was when they were read.
             fault::settle(&self.shared);
             self.shared.drop_clean();
@@ -231,6 +236,7 @@ impl Region {
             s.budget_frames = self.budget_frames as u64;
         }
         s.pages = (self.shared.map_len / PAGE) as u64;
+        s.shared = self.shared.forked() || self.shared.sharing.mode() != crate::sharing::Mode::Paging;
         s.policy = self.policy_name.clone();
         s.direct_io = self.shared.store.direct();
         s.uffd_access = self.shared.uffd_access;
@@ -295,6 +301,7 @@ impl Region {
                 // place in this child; the handle is being closed.
                 unsafe { sys::unmap(self.shared.app, self.shared.map_len) };
             }
+            self.shared.sharing.release_in_child();
             return;
         }
         lifecycle::forget(&self.shared);

@@ -55,19 +55,10 @@ static mut PREVIOUS: Option<libc::sigaction> = None;
 
 /// Serves faults of `shared`'s application view in the faulting thread.
 pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
-    let mut err = None;
-    INSTALL.call_once(|| match sys::install_sigbus(on_sigbus) {
-        // SAFETY: written once, before any region is registered, and only
-        // read by the handler for faults outside every region.
-        Ok(old) => unsafe { PREVIOUS = Some(old) },
-        Err(e) => err = Some(e),
-    });
-    if let Some(source) = err {
-        return Err(MapError::Sys {
-            call: "sigaction",
-            source,
-        });
-    }
+    install().map_err(|source| MapError::Sys {
+        call: "sigaction",
+        source,
+    })?;
     let (start, end) = (shared.app, shared.app + shared.map_len);
     let raw = Arc::into_raw(shared).cast_mut();
     for slot in &TABLE {
@@ -87,6 +78,69 @@ pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
     // SAFETY: `raw` came from Arc::into_raw above and was not published.
     drop(unsafe { Arc::from_raw(raw) });
     Err(MapError::FaultingThreadSlots { max: SLOTS })
+}
+
+/// Installs the handler, once per process.
+fn install() -> std::io::Result<()> {
+    let mut err = None;
+    INSTALL.call_once(|| match sys::install_sigbus(on_sigbus) {
+        // SAFETY: written once, before any region is registered, and only
+        // read by the handler for faults outside every region.
+        Ok(old) => unsafe { PREVIOUS = Some(old) },
+        Err(e) => err = Some(e),
+    });
+    err.map_or(Ok(()), Err)
+}
+
+/// Ranges held at once, at most (regions resuming together).
+const HOLDS: usize = 8;
+
+/// Ranges whose SIGBUS waits until they are released: a region's view
+/// while it is mapped and registered again (`sharing::resume`).
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE_HOLD: (AtomicUsize, AtomicUsize) = (AtomicUsize::new(0), AtomicUsize::new(0));
+static HELD: [(AtomicUsize, AtomicUsize); HOLDS] = [FREE_HOLD; HOLDS];
+
+/// A range held by [`hold`].
+#[derive(Debug)]
+pub struct Held(usize);
+
+/// Makes a SIGBUS in `[start, start + len)` wait until [`release`]; the
+/// access is then retried. `None` if the handler cannot be installed or
+/// every hold is taken.
+pub fn hold(start: usize, len: usize) -> Option<Held> {
+    install().ok()?;
+    for (i, (s, e)) in HELD.iter().enumerate() {
+        if s.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            e.store(start + len, Ordering::SeqCst);
+            return Some(Held(i));
+        }
+    }
+    None
+}
+
+/// Ends a hold: the accesses waiting retry.
+pub fn release(held: Held) {
+    let (s, e) = &HELD[held.0];
+    e.store(0, Ordering::SeqCst);
+    s.store(0, Ordering::SeqCst);
+}
+
+/// Waits while `addr` is held; whether it was.
+fn wait_if_held(addr: usize) -> bool {
+    let held = |addr| {
+        HELD.iter().any(|(s, e)| {
+            let start = s.load(Ordering::SeqCst);
+            start != 0 && (start..e.load(Ordering::SeqCst)).contains(&addr)
+        })
+    };
+    if !held(addr) {
+        return false;
+    }
+    while held(addr) {
+        std::thread::yield_now();
+    }
+    true
 }
 
 /// Stops serving `shared`'s faults; returns when no handler uses it any more.
@@ -154,6 +208,9 @@ fn enter(addr: usize) -> Option<(&'static Slot, &'static Shared)> {
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: called by the kernel as a SA_SIGINFO handler with its arguments.
     let (addr, write) = unsafe { sys::fault_of(info, ctx) };
+    if wait_if_held(addr) {
+        return;
+    }
     // SAFETY: as above. A SIGBUS that is not userfaultfd's is the application's.
     if !unsafe { sys::is_userfault(info) } {
         not_ours(sig, info, ctx);

@@ -122,6 +122,8 @@ pub struct Counters {
     pub(crate) over_budget: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
+    pub(crate) shares: AtomicU64,
+    pub(crate) resumes: AtomicU64,
     pub(crate) latency: Histogram,
     pub(crate) read_latency: Histogram,
 }
@@ -244,6 +246,14 @@ pub struct RegionStats {
     pub async_readahead: bool,
     /// Policy incidents (for example a program stopped by its budget).
     pub incidents: Vec<String>,
+    /// Whether the region is shared with other processes now (a child
+    /// after `fork`): the kernel's mapping of its file, not paged here.
+    pub shared: bool,
+    /// Times the region was made the kernel's mapping of its file for a
+    /// child (once per stretch of sharing, however many children).
+    pub shares: u64,
+    /// Times the pager took the region back once no child used it.
+    pub resumes: u64,
 }
 
 impl Counters {
@@ -270,6 +280,8 @@ impl Counters {
             over_budget: l(&self.over_budget),
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),
+            shares: l(&self.shares),
+            resumes: l(&self.resumes),
             latency: self.latency.summary(),
             read_latency: self.read_latency.summary(),
             ..RegionStats::default()

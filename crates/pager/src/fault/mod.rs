@@ -21,6 +21,7 @@ use std::time::Instant;
 use pagepilot_policy::{Fault, FaultKind};
 
 use crate::engine::{Inner, Shared};
+use crate::sharing::{admit, Admit};
 use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
@@ -176,9 +177,13 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
 
 pub(super) fn serve_wp(sh: &Shared, s: u32) {
     Counters::add(&sh.stats.wp_faults, 1);
-    let g = ring_wait(sh, sh.lock(), s);
-    let mut g = sh.wait_stable(g, s);
     let addr = sh.app_addr(s);
+    let g = match admit(sh, sh.lock(), addr) {
+        Admit::Serve(g) => g,
+        Admit::Retry => return,
+    };
+    let g = ring_wait(sh, g, s);
+    let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident | State::Unwritten | State::Locked => {
             // MODIFIED (and the page's bit in the dirty map) before the
@@ -199,7 +204,10 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
 
 pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: bool) -> Outcome {
     let write = flags & FLAG_WRITE != 0;
-    let mut g = sh.lock();
+    let mut g = match admit(sh, sh.lock(), sh.app_addr(s)) {
+        Admit::Serve(g) => g,
+        Admit::Retry => return Outcome::Served,
+    };
     if g.table.state(s) == State::Loading {
         stall(sh, &mut g, s);
     }

@@ -10,17 +10,20 @@
 //!
 //! One file per kind: `uffd` (the userfaultfd ABI and its ioctls), `memory`
 //! (mappings and the memfd), `file` (backing files and the page cache),
+//! `lease` (open file description locks),
 //! `signal`, `process`.
 
 use std::io;
 
 mod file;
+mod lease;
 mod memory;
 mod process;
 mod signal;
 mod uffd;
 
 pub use file::*;
+pub use lease::*;
 pub use memory::*;
 pub use process::*;
 pub use signal::*;
