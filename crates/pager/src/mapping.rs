@@ -120,6 +120,11 @@ impl Region {
         let memfd = sys::memfd("pagepilot-region", map_len).map_err(sys_err("memfd_create"))?;
         // A writable file region shares its dirty state with the daemon.
         let file = matches!(opts.backing, Backing::File { .. });
+        let file_path = match &opts.backing {
+            // Absolute: a handle is opened by another process, maybe elsewhere.
+            Backing::File { path, .. } => Some(std::fs::canonicalize(path).unwrap_or(path.clone())),
+            _ => None,
+        };
         let (dirty_memfd, dirty) = crate::dirty::DirtyMirror::for_region(writable && file, pages)
             .map_err(sys_err("dirty map"))?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
@@ -268,7 +273,7 @@ impl Region {
             waiting: std::sync::atomic::AtomicUsize::new(0),
             owner: std::process::id(),
             child_view: std::sync::atomic::AtomicBool::new(false),
-            sharing: crate::sharing::Sharing::new(mode),
+            sharing: crate::sharing::Sharing::new(mode, file_path),
         });
         if let Some((pool, holder)) = pool_link {
             pool.attach(holder, &shared);

@@ -90,6 +90,8 @@ pub struct Sharing {
     child_lease: AtomicI32,
     /// The userfaultfd modes the view is registered with.
     uffd_mode: u64,
+    /// The backing file's path (file regions), for handles.
+    path: Option<std::path::PathBuf>,
 }
 
 struct Switch {
@@ -100,8 +102,9 @@ struct Switch {
 }
 
 impl Sharing {
-    /// A region paged by the pager, registered with `uffd_mode`.
-    pub fn new(uffd_mode: u64) -> Sharing {
+    /// A region paged by the pager, registered with `uffd_mode`, backed
+    /// by the file at `path` if any.
+    pub fn new(uffd_mode: u64, path: Option<std::path::PathBuf>) -> Sharing {
         Sharing {
             mode: AtomicU8::new(Mode::Paging as u8),
             switch: Mutex::new(Switch {
@@ -110,7 +113,13 @@ impl Sharing {
             }),
             child_lease: AtomicI32::new(-1),
             uffd_mode,
+            path,
         }
+    }
+
+    /// The backing file's path, for a file region.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
     }
 
     /// The current mode.

@@ -220,6 +220,41 @@ fn grandchild_writes_reach_the_parent(setup: Setup) {
     assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
 }
 
+/// A handle opened as a second mapping (what an unpickled region in a
+/// spawned process is): each side sees the other's stores at once, and the
+/// region is paged again once the mapping is dropped.
+fn handle_mapping_sees_the_region(setup: Setup) {
+    let dir = Scratch::new("fork-handle");
+    let path = dir.file("data");
+    let mut shadow = random_file(&path, LEN, 24);
+    let (_pool, region) = map_with_budget(&path, setup, LEN);
+    // Dirty, unflushed pages in the region before the handle is made.
+    for i in (0..LEN / 2).step_by(7) {
+        bytes(&region)[i] = pattern(i, 4);
+        shadow[i] = pattern(i, 4);
+    }
+    let handle = region.share_handle().unwrap();
+    assert!(region.stats().shared);
+    let other = handle.open().unwrap();
+    // SAFETY: the other mapping is `other.len()` bytes while `other` lives.
+    let theirs = unsafe { std::slice::from_raw_parts_mut(other.as_ptr(), other.len()) };
+    let bad: Vec<usize> = (0..LEN).filter(|&i| theirs[i] != shadow[i]).collect();
+    assert!(bad.is_empty(), "{} bytes differ in the other mapping", bad.len());
+    for i in (LEN / 2..LEN).step_by(5) {
+        theirs[i] = pattern(i, 5);
+        shadow[i] = pattern(i, 5);
+    }
+    let bad = differing(&region, &shadow);
+    assert!(bad.is_empty(), "{} bytes differ in the region", bad.len());
+    assert_eq!(region.stats().resumes, 0);
+    drop(other);
+    eventually("the region is paged again", || region.stats().resumes == 1);
+    let bad = differing(&region, &shadow);
+    assert!(bad.is_empty(), "{} bytes differ after resuming", bad.len());
+    region.unmap().unwrap();
+    assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
+}
+
 macro_rules! scenarios {
     ($($name:ident: $body:expr;)*) => {$(
         #[test]
@@ -248,6 +283,10 @@ scenarios! {
         reader_sees_writer(true, Setup::InPool);
     test_grandchild_writes_reach_the_parent_with_handler_threads:
         grandchild_writes_reach_the_parent(Setup::Alone(FaultService::HandlerThreads));
+    test_handle_mapping_and_region_see_each_other_with_handler_threads:
+        handle_mapping_sees_the_region(Setup::Alone(FaultService::HandlerThreads));
+    test_handle_mapping_and_region_see_each_other_in_the_faulting_thread:
+        handle_mapping_sees_the_region(Setup::Alone(FaultService::FaultingThread));
     test_grandchild_writes_reach_the_parent_in_the_faulting_thread:
         grandchild_writes_reach_the_parent(Setup::Alone(FaultService::FaultingThread));
 }
