@@ -81,6 +81,11 @@ impl Shared {
                 }
                 State::Absent | State::Loading | State::Evicting => {
                     drop(g);
+                    // Shared with a child meanwhile: kept as a record, pinned
+                    // when the region is paged again.
+                    if crate::sharing::pin_if_shared(self, p, p + 1, true).is_some() {
+                        return Ok(false);
+                    }
                     // Served as the faulting thread would serve a read of
                     // it (waiting for a transition, reading it in); it may
                     // be evicted again before the lock is taken: retried.

@@ -66,6 +66,9 @@ pub enum ShareError {
     /// The region has no file to share (anonymous memory, dataspaces).
     #[error("the region has no backing file to share")]
     NotAFile,
+    /// The region is being unmapped.
+    #[error("the region is being unmapped")]
+    Closed,
     /// A system call failed.
     #[error("{call} failed: {source}")]
     Sys {
@@ -95,6 +98,8 @@ pub struct Sharing {
 }
 
 struct Switch {
+    /// The region is being unmapped: never switched again.
+    closed: bool,
     /// Made at the first share.
     lease: Option<Lease>,
     /// Pinned pages, kept while shared and pinned again at resume.
@@ -108,6 +113,7 @@ impl Sharing {
         Sharing {
             mode: AtomicU8::new(Mode::Paging as u8),
             switch: Mutex::new(Switch {
+                closed: false,
                 lease: None,
                 pins: Vec::new(),
             }),
@@ -138,6 +144,12 @@ impl Sharing {
 
     fn switch(&self) -> MutexGuard<'_, Switch> {
         self.switch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The region is being unmapped: a switch under way ends first, and
+    /// none starts after (a resume would map the view again).
+    pub fn close(&self) {
+        self.switch().closed = true;
     }
 
     /// In a child after `fork` (the only thread): keeps the lease the
@@ -182,9 +194,17 @@ pub fn admit<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>, addr: usize) -> A
     }
 }
 
-/// Waits until no page is being read in or evicted.
-fn quiesce<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+/// How long a switch sleeps between its checks that no page is in a
+/// transition: the ring's windows need reaping, by the switch itself.
+const QUIESCE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Waits until no page is being read in, evicted or written back; returns
+/// the lock. Windows read ahead on the ring are completed here: the
+/// threads that would reap them wait for the switch (`admit`).
+fn quiesce(sh: &Shared) -> MutexGuard<'_, Inner> {
     loop {
+        fault::drain_windows(sh);
+        let g = sh.lock();
         let busy = g.table.held_pages().into_iter().any(|s| {
             matches!(g.table.state(s), State::Loading | State::Evicting)
                 || g.table.flags(s) & FLUSHING != 0
@@ -192,7 +212,7 @@ fn quiesce<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>) -> MutexGuard<'a, I
         if !busy {
             return g;
         }
-        g = sh.wait(g);
+        let _ = sh.cv.wait_timeout(g, QUIESCE_POLL);
     }
 }
 
@@ -201,7 +221,7 @@ fn quiesce<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>) -> MutexGuard<'a, I
 /// Already shared: only the lease. On error the region is paged as before.
 pub fn share(sh: &Shared) -> Result<OwnedFd, ShareError> {
     let sys_err = |call| move |source| ShareError::Sys { call, source };
-    let mut sw = sh.sharing.switch();
+    let mut sw = switch_open(sh)?;
     if sw.lease.is_none() {
         sw.lease = Some(Lease::new().map_err(sys_err("lease memfd"))?);
     }
@@ -216,7 +236,7 @@ pub fn share(sh: &Shared) -> Result<OwnedFd, ShareError> {
 /// region), sharing the region first: the path that process claims.
 pub fn share_pending(sh: &Shared) -> Result<String, ShareError> {
     let sys_err = |call| move |source| ShareError::Sys { call, source };
-    let mut sw = sh.sharing.switch();
+    let mut sw = switch_open(sh)?;
     if sw.lease.is_none() {
         sw.lease = Some(Lease::new().map_err(sys_err("lease memfd"))?);
     }
@@ -225,6 +245,15 @@ pub fn share_pending(sh: &Shared) -> Result<String, ShareError> {
     }
     let lease = sw.lease.as_ref().expect("made above");
     lease.grant_pending().map_err(sys_err("lease"))
+}
+
+/// The switch, unless the region is being unmapped.
+fn switch_open(sh: &Shared) -> Result<MutexGuard<'_, Switch>, ShareError> {
+    let sw = sh.sharing.switch();
+    if sw.closed {
+        return Err(ShareError::Closed);
+    }
+    Ok(sw)
 }
 
 fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
@@ -239,8 +268,7 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
         sh.sharing.set(Mode::Entering);
     }
     let pinned = {
-        let g = sh.lock();
-        let g = quiesce(sh, g);
+        let g = quiesce(sh);
         let mut pinned: Vec<u32> = g
             .table
             .held_pages()
@@ -261,7 +289,7 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
         }
         fault::settle(sh);
         sh.drop_clean();
-        let g = quiesce(sh, sh.lock());
+        let g = quiesce(sh);
         left = g.table.held;
         if left != 0 {
             continue;
@@ -319,7 +347,7 @@ fn repin(sh: &Shared, pinned: &[u32]) {
 /// holds its lease. Returns whether it did.
 pub fn resume(sh: &Shared) -> bool {
     let mut sw = sh.sharing.switch();
-    if sh.sharing.mode() != Mode::Shared || sw.lease.as_ref().is_none_or(Lease::held) {
+    if sw.closed || sh.sharing.mode() != Mode::Shared || sw.lease.as_ref().is_none_or(Lease::held) {
         return false;
     }
     let memfd = sh.memfd.as_raw_fd();
@@ -328,7 +356,10 @@ pub fn resume(sh: &Shared) -> bool {
         return false;
     };
     if let Err(e) = sys::set_len(memfd, 0) {
-        eprintln!("pagepilot: region at {:#x} stays shared: ftruncate: {e}", sh.app);
+        eprintln!(
+            "pagepilot: region at {:#x} stays shared: ftruncate: {e}",
+            sh.app
+        );
         sigbus::release(held);
         return false;
     }
@@ -352,7 +383,8 @@ pub fn resume(sh: &Shared) -> bool {
             false
         }
     };
-    sh.sharing.set(if resumed { Mode::Paging } else { Mode::Shared });
+    sh.sharing
+        .set(if resumed { Mode::Paging } else { Mode::Shared });
     if resumed {
         crate::stats::Counters::add(&sh.stats.resumes, 1);
     }

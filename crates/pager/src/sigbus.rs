@@ -100,6 +100,10 @@ const HOLDS: usize = 8;
 #[allow(clippy::declare_interior_mutable_const)]
 const FREE_HOLD: (AtomicUsize, AtomicUsize) = (AtomicUsize::new(0), AtomicUsize::new(0));
 static HELD: [(AtomicUsize, AtomicUsize); HOLDS] = [FREE_HOLD; HOLDS];
+/// Each hold's range once released: a SIGBUS raised inside the hold may
+/// reach its handler only after the release (the thread was preempted in
+/// between), and is retried too, a few times in a row at most.
+static RELEASED: [(AtomicUsize, AtomicUsize); HOLDS] = [FREE_HOLD; HOLDS];
 
 /// A range held by [`hold`].
 #[derive(Debug)]
@@ -111,7 +115,9 @@ pub struct Held(usize);
 pub fn hold(start: usize, len: usize) -> Option<Held> {
     install().ok()?;
     for (i, (s, e)) in HELD.iter().enumerate() {
-        if s.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if s.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
             e.store(start + len, Ordering::SeqCst);
             return Some(Held(i));
         }
@@ -122,25 +128,50 @@ pub fn hold(start: usize, len: usize) -> Option<Held> {
 /// Ends a hold: the accesses waiting retry.
 pub fn release(held: Held) {
     let (s, e) = &HELD[held.0];
+    let (rs, re) = &RELEASED[held.0];
+    re.store(0, Ordering::SeqCst);
+    rs.store(s.load(Ordering::SeqCst), Ordering::SeqCst);
+    re.store(e.load(Ordering::SeqCst), Ordering::SeqCst);
     e.store(0, Ordering::SeqCst);
     s.store(0, Ordering::SeqCst);
 }
 
-/// Waits while `addr` is held; whether it was.
+fn in_any(ranges: &[(AtomicUsize, AtomicUsize)], addr: usize) -> bool {
+    ranges.iter().any(|(s, e)| {
+        let start = s.load(Ordering::SeqCst);
+        start != 0 && (start..e.load(Ordering::SeqCst)).contains(&addr)
+    })
+}
+
+/// Waits while `addr` is held; whether the access is to be retried (it
+/// was held, or lies in a range released since).
 fn wait_if_held(addr: usize) -> bool {
-    let held = |addr| {
-        HELD.iter().any(|(s, e)| {
-            let start = s.load(Ordering::SeqCst);
-            start != 0 && (start..e.load(Ordering::SeqCst)).contains(&addr)
-        })
-    };
-    if !held(addr) {
-        return false;
+    if in_any(&HELD, addr) {
+        while in_any(&HELD, addr) {
+            std::thread::yield_now();
+        }
+        return true;
     }
-    while held(addr) {
-        std::thread::yield_now();
-    }
-    true
+    in_any(&RELEASED, addr) && retry_page_again(addr)
+}
+
+thread_local! {
+    /// The page of this thread's last fault retried in a released range,
+    /// and how many times in a row.
+    static RELEASED_RETRIES: std::cell::Cell<(usize, u8)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Whether a fault at `addr` in a released range may be retried: a few
+/// times in a row on the same page at most (a SIGBUS that is the
+/// application's own, beyond the file's end, then reaches it).
+fn retry_page_again(addr: usize) -> bool {
+    let page = addr & !(crate::sys::PAGE - 1);
+    RELEASED_RETRIES.with(|r| {
+        let (last, n) = r.get();
+        let n = if last == page { n.saturating_add(1) } else { 1 };
+        r.set((page, n));
+        n <= 3
+    })
 }
 
 /// Stops serving `shared`'s faults; returns when no handler uses it any more.
@@ -252,12 +283,16 @@ fn retry_closed(addr: usize) -> bool {
     let closed = TABLE.iter().any(|s| {
         (s.closed_start.load(Ordering::SeqCst)..s.closed_end.load(Ordering::SeqCst)).contains(&addr)
     });
-    closed
-        && CLOSED_RETRIES.with(|r| {
-            let n = r.get();
-            r.set(n.saturating_add(1));
-            n < 3
-        })
+    closed && retry_once_more()
+}
+
+/// Counts a retry of this thread's fault; whether it may retry once more.
+fn retry_once_more() -> bool {
+    CLOSED_RETRIES.with(|r| {
+        let n = r.get();
+        r.set(n.saturating_add(1));
+        n < 3
+    })
 }
 
 /// Hands a fault outside every region to whoever had SIGBUS before;

@@ -9,7 +9,7 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
 
 use common::*;
@@ -52,10 +52,24 @@ fn pattern(offset: usize, round: u8) -> u8 {
     (offset as u8).wrapping_mul(31) ^ (offset / PAGE_SIZE) as u8 ^ round
 }
 
-fn bytes(region: &Region) -> &mut [u8] {
-    // SAFETY: the region is mapped for its length while `region` lives;
-    // processes write disjoint ranges or synchronise through a counter.
-    unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), region.len()) }
+/// The region's bytes, loaded and stored as relaxed atomics: threads and
+/// processes touch them at once.
+fn bytes(region: &Region) -> &[AtomicU8] {
+    cells(region.as_ptr(), region.len())
+}
+
+fn cells<'a>(ptr: *mut u8, len: usize) -> &'a [AtomicU8] {
+    // SAFETY: `len` mapped bytes at `ptr`, alive while the caller's mapping
+    // is; AtomicU8 has u8's layout and makes the concurrent accesses sound.
+    unsafe { std::slice::from_raw_parts(ptr.cast::<AtomicU8>(), len) }
+}
+
+fn get(b: &[AtomicU8], i: usize) -> u8 {
+    b[i].load(Ordering::Relaxed)
+}
+
+fn set(b: &[AtomicU8], i: usize, v: u8) {
+    b[i].store(v, Ordering::Relaxed);
 }
 
 /// The region's word at page `p`: a counter the processes synchronise on.
@@ -91,7 +105,9 @@ fn reap(pid: libc::pid_t) {
 /// Offsets whose byte differs from `shadow`.
 fn differing(region: &Region, shadow: &[u8]) -> Vec<usize> {
     let b = bytes(region);
-    (0..shadow.len()).filter(|&i| b[i] != shadow[i]).collect()
+    (0..shadow.len())
+        .filter(|&i| get(b, i) != shadow[i])
+        .collect()
 }
 
 /// The scenario: the parent has the region resident, four workers
@@ -112,7 +128,7 @@ fn workers_fill_what_the_parent_reads(setup: Setup) {
             fork_child(move || {
                 let b = bytes(region);
                 for i in w * quarter..(w + 1) * quarter {
-                    b[i] = pattern(i, 1);
+                    set(b, i, pattern(i, 1));
                 }
                 0
             })
@@ -123,14 +139,24 @@ fn workers_fill_what_the_parent_reads(setup: Setup) {
         *s = pattern(i, 1);
     }
     let bad = differing(&region, &shadow);
-    assert!(bad.is_empty(), "{} bytes differ, first at {}", bad.len(), bad[0]);
+    assert!(
+        bad.is_empty(),
+        "{} bytes differ, first at {}",
+        bad.len(),
+        bad[0]
+    );
     assert_eq!(region.stats().shares, 1, "{:?}", region.stats());
-    eventually("the parent pages the region again", || region.stats().resumes == 1);
+    eventually("the parent pages the region again", || {
+        region.stats().resumes == 1
+    });
     assert!(!region.stats().shared);
     let faults = region.stats().missing_faults;
     let bad = differing(&region, &shadow);
     assert!(bad.is_empty(), "{} bytes differ after resuming", bad.len());
-    assert!(region.stats().missing_faults > faults, "not paged after resuming");
+    assert!(
+        region.stats().missing_faults > faults,
+        "not paged after resuming"
+    );
     region.unmap().unwrap();
     assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
 }
@@ -144,12 +170,12 @@ fn reader_sees_writer(parent_writes: bool, setup: Setup) {
     let data = random_file(&path, LEN, 22);
     let (_pool, region) = map(&path, setup);
     // Resident, some of it dirty, before the fork.
-    bytes(&region)[PAGE_SIZE..2 * PAGE_SIZE].fill(7);
+    (PAGE_SIZE..2 * PAGE_SIZE).for_each(|i| set(bytes(&region), i, 7));
     word(&region, 0).store(0, Ordering::SeqCst);
     let write = |region: &Region| {
         let b = bytes(region);
         for p in 1..=ROUNDS {
-            b[p * PAGE_SIZE + 8..(p + 1) * PAGE_SIZE].fill(pattern(p, 2));
+            (p * PAGE_SIZE + 8..(p + 1) * PAGE_SIZE).for_each(|i| set(b, i, pattern(p, 2)));
             word(region, 0).store(p as u64, Ordering::Release);
         }
     };
@@ -161,7 +187,10 @@ fn reader_sees_writer(parent_writes: bool, setup: Setup) {
             let upto = word(region, 0).load(Ordering::Acquire) as usize;
             for p in checked + 1..=upto {
                 let page = &b[p * PAGE_SIZE + 8..(p + 1) * PAGE_SIZE];
-                if page.iter().any(|&x| x != pattern(p, 2)) {
+                if page
+                    .iter()
+                    .any(|x| x.load(Ordering::Relaxed) != pattern(p, 2))
+                {
                     return p;
                 }
             }
@@ -202,8 +231,8 @@ fn grandchild_writes_reach_the_parent(setup: Setup) {
     let pid = fork_child(move || {
         let grandchild = fork_child(move || {
             let b = bytes(region_ref);
-            for (i, x) in b.iter_mut().enumerate().step_by(3) {
-                *x = pattern(i, 3);
+            for (i, x) in b.iter().enumerate().step_by(3) {
+                x.store(pattern(i, 3), Ordering::Relaxed);
             }
             0
         });
@@ -215,7 +244,12 @@ fn grandchild_writes_reach_the_parent(setup: Setup) {
         shadow[i] = pattern(i, 3);
     }
     let bad = differing(&region, &shadow);
-    assert!(bad.is_empty(), "{} bytes differ, first at {}", bad.len(), bad[0]);
+    assert!(
+        bad.is_empty(),
+        "{} bytes differ, first at {}",
+        bad.len(),
+        bad[0]
+    );
     region.unmap().unwrap();
     assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
 }
@@ -230,18 +264,21 @@ fn handle_mapping_sees_the_region(setup: Setup) {
     let (_pool, region) = map_with_budget(&path, setup, LEN);
     // Dirty, unflushed pages in the region before the handle is made.
     for i in (0..LEN / 2).step_by(7) {
-        bytes(&region)[i] = pattern(i, 4);
+        set(bytes(&region), i, pattern(i, 4));
         shadow[i] = pattern(i, 4);
     }
     let handle = region.share_handle().unwrap();
     assert!(region.stats().shared);
     let other = handle.open().unwrap();
-    // SAFETY: the other mapping is `other.len()` bytes while `other` lives.
-    let theirs = unsafe { std::slice::from_raw_parts_mut(other.as_ptr(), other.len()) };
-    let bad: Vec<usize> = (0..LEN).filter(|&i| theirs[i] != shadow[i]).collect();
-    assert!(bad.is_empty(), "{} bytes differ in the other mapping", bad.len());
+    let theirs = cells(other.as_ptr(), other.len());
+    let bad: Vec<usize> = (0..LEN).filter(|&i| get(theirs, i) != shadow[i]).collect();
+    assert!(
+        bad.is_empty(),
+        "{} bytes differ in the other mapping",
+        bad.len()
+    );
     for i in (LEN / 2..LEN).step_by(5) {
-        theirs[i] = pattern(i, 5);
+        set(theirs, i, pattern(i, 5));
         shadow[i] = pattern(i, 5);
     }
     let bad = differing(&region, &shadow);
@@ -253,6 +290,75 @@ fn handle_mapping_sees_the_region(setup: Setup) {
     assert!(bad.is_empty(), "{} bytes differ after resuming", bad.len());
     region.unmap().unwrap();
     assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
+}
+
+/// The parent's other threads keep reading and writing through every
+/// switch (to the file's mapping at each fork, back to the pager at each
+/// resume): no load sees a wrong byte and no store is lost.
+fn parent_threads_run_through_the_switches(setup: Setup) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    const FORKS: u64 = 5;
+    let dir = Scratch::new("fork-switch");
+    let path = dir.file("data");
+    let shadow = random_file(&path, LEN, 25);
+    let (_pool, region) = map(&path, setup);
+    let half = PAGES / 2;
+    let (stop, rounds) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let (wrong_loads, lost_stores) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let tag = |round: usize| (round % 255) as u8 + 1;
+    std::thread::scope(|s| {
+        let (shadow, region) = (&shadow, &region);
+        s.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                let b = bytes(region);
+                for p in 0..half {
+                    let at = p * PAGE_SIZE;
+                    if (at..at + 64).any(|i| get(b, i) != shadow[i]) {
+                        wrong_loads.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+        });
+        s.spawn(|| {
+            let b = bytes(region);
+            let mut round = 1;
+            loop {
+                for p in half..PAGES {
+                    let at = p * PAGE_SIZE;
+                    let before = if round == 1 {
+                        shadow[at]
+                    } else {
+                        pattern(p, tag(round - 1))
+                    };
+                    if get(b, at) != before {
+                        lost_stores.fetch_add(1, Ordering::SeqCst);
+                    }
+                    set(b, at, pattern(p, tag(round)));
+                }
+                rounds.fetch_add(1, Ordering::SeqCst);
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                round += 1;
+            }
+        });
+        for n in 1..=FORKS {
+            let at = rounds.load(Ordering::SeqCst);
+            let first = shadow[0];
+            let pid = fork_child(move || i32::from(get(bytes(region), 0) != first));
+            reap(pid);
+            eventually("the region is paged again", || region.stats().resumes == n);
+            // Both threads made progress in this stretch.
+            eventually("the writer goes on", || {
+                rounds.load(Ordering::SeqCst) > at + 1
+            });
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    let (loads, stores) = (wrong_loads.into_inner(), lost_stores.into_inner());
+    assert_eq!((loads, stores), (0, 0), "wrong loads, lost stores");
+    assert_eq!(region.stats().shares, FORKS);
+    region.unmap().unwrap();
 }
 
 macro_rules! scenarios {
@@ -287,6 +393,12 @@ scenarios! {
         handle_mapping_sees_the_region(Setup::Alone(FaultService::HandlerThreads));
     test_handle_mapping_and_region_see_each_other_in_the_faulting_thread:
         handle_mapping_sees_the_region(Setup::Alone(FaultService::FaultingThread));
+    test_parent_threads_run_through_the_switches_with_handler_threads:
+        parent_threads_run_through_the_switches(Setup::Alone(FaultService::HandlerThreads));
+    test_parent_threads_run_through_the_switches_in_the_faulting_thread:
+        parent_threads_run_through_the_switches(Setup::Alone(FaultService::FaultingThread));
+    test_parent_threads_run_through_the_switches_in_a_pool:
+        parent_threads_run_through_the_switches(Setup::InPool);
     test_grandchild_writes_reach_the_parent_in_the_faulting_thread:
         grandchild_writes_reach_the_parent(Setup::Alone(FaultService::FaultingThread));
 }

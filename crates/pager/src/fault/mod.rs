@@ -21,8 +21,8 @@ use std::time::Instant;
 use pagepilot_policy::{Fault, FaultKind};
 
 use crate::engine::{Inner, Shared};
-use crate::sharing::{admit, Admit};
 use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
+use crate::sharing::{admit, Admit};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 use crate::threads::Placement;
@@ -127,6 +127,17 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
             return true;
         }
     }
+}
+
+/// Submits the windows queued for the ring, then completes every window
+/// in flight and hands the read-ahead to the policy (`settle`), waking the
+/// threads that wait for their pages: what a switch of the region
+/// (`sharing`) waits for, done by the switching thread itself, as nothing
+/// else may be left to reap the ring.
+pub fn drain_windows(sh: &Shared) {
+    issue_queued(sh);
+    settle(sh);
+    sh.cv.notify_all();
 }
 
 /// How a fault ended for the thread that raised it.
