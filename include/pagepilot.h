@@ -63,6 +63,8 @@ void     pp_pool_destroy(pp_pool *p);  /* regions in it keep it until they are u
    unknown policy, NULL arguments. */
 pp_region *pp_map_file(const char *path, int writable, size_t budget_bytes,
                        const char *policy, char *err, size_t errlen);
+/* An anonymous region is private to this process: a child after fork does not
+   have it (map a file region to share memory with forked workers). */
 pp_region *pp_map_anon(size_t len, size_t budget_bytes, const char *policy,
                        char *err, size_t errlen);
 
@@ -145,7 +147,8 @@ int    pp_flush(pp_region *r);                       /* 0 or -errno */
 int    pp_invalidate(pp_region *r);                  /* pp_flush, then drops every clean page
                                                         (msync MS_INVALIDATE): the next access
                                                         re-reads the file and sees what other
-                                                        processes (a child after fork) wrote;
+                                                        processes wrote to it (a child after
+                                                        fork needs none: see Lifecycle);
                                                         0 or -errno */
 int    pp_prefault(pp_region *r, size_t offset, size_t len, int write);
                                                      /* maps [offset, offset+len) now, for a
@@ -206,11 +209,14 @@ uint64_t pp_evictions_lost(pp_region *r);            /* events dropped in total 
 
 /* Lifecycle (docs/lifecycle.md): at a normal exit (return from main, exit(),
    the last thread's pthread_exit) every dirty page of every region still
-   mapped is written back; _exit and SIGKILL lose them. At fork the parent
-   writes back its file regions' dirty pages, and in the child a file region
-   is the kernel's MAP_SHARED mapping of the file at the same address (an
-   anonymous region is absent: SIGSEGV); pp_flush and pp_unmap work in the
-   child on that mapping. An access beyond the file's current end (truncated
+   mapped is written back; _exit and SIGKILL lose them. Forked workers see
+   one memory, as with MAP_SHARED: at fork a writable file region becomes
+   the kernel's MAP_SHARED mapping of its file, in the parent and in the
+   child, so each sees the other's stores at its next load with no pp_flush
+   or pp_invalidate; once no child is left the parent pages it under its
+   policy again. An anonymous region is private to the process that mapped
+   it: absent in a child (SIGSEGV). pp_flush and pp_unmap work in the child
+   on its mapping. An access beyond the file's current end (truncated
    while mapped) or whose read fails raises SIGBUS in the faulting thread. */
 
 #ifdef __cplusplus

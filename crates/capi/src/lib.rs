@@ -296,7 +296,8 @@ pub unsafe extern "C" fn pp_flush(r: *mut pp_region) -> c_int {
 
 /// Writes back every dirty page, then drops every clean page from memory
 /// (msync's `MS_INVALIDATE`): the next access reads the file again, with
-/// what other processes (a child after `fork`) wrote since. 0, or -errno.
+/// what other processes wrote to the file since (a child after `fork` needs
+/// none: it shares the kernel's mapping, docs/lifecycle.md). 0, or -errno.
 ///
 /// # Safety
 /// As [`pp_addr`].

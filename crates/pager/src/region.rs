@@ -21,9 +21,11 @@ use crate::{fault, lifecycle, sigbus, threads};
 /// writes back every dirty page (errors are printed; use [`Region::unmap`] to
 /// see them). It behaves like a `MAP_SHARED` mapping where programs rely on
 /// it (docs/lifecycle.md): a region still mapped at a normal exit is written
-/// back; in a child after `fork` a file region is the kernel's mapping of
-/// the file (an anonymous one is absent); an access beyond the file's
-/// current end, or whose read fails, raises SIGBUS.
+/// back; after `fork` a writable file region is the kernel's mapping of the
+/// file in parent and child alike, each seeing the other's stores at once,
+/// and the parent pages it again once no child is left (an anonymous region
+/// is private: absent in a child); an access beyond the file's current end,
+/// or whose read fails, raises SIGBUS.
 pub struct Region {
     pub(crate) shared: Arc<Shared>,
     handlers: Vec<JoinHandle<()>>,
@@ -74,7 +76,9 @@ impl Region {
         ))
     }
 
-    /// Maps `len` bytes of zero-filled memory spilled to a swap file.
+    /// Maps `len` bytes of zero-filled memory spilled to a swap file. The
+    /// memory is private to this process: a child after `fork` does not
+    /// have it (use a file region to share memory with forked workers).
     pub fn map_anon(len: usize, budget_bytes: usize, policy: &str) -> Result<Region, MapError> {
         Region::map(RegionOptions::new(
             Backing::Anonymous { len },
