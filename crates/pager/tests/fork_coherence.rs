@@ -361,6 +361,35 @@ fn parent_threads_run_through_the_switches(setup: Setup) {
     region.unmap().unwrap();
 }
 
+/// Pinned pages are let go while the region is shared (a child writes
+/// them, the parent sees it) and pinned again when it is paged again; a pin
+/// taken while shared is made then too.
+fn pins_survive_the_shared_stretch(setup: Setup) {
+    let dir = Scratch::new("fork-pins");
+    let path = dir.file("data");
+    let mut shadow = random_file(&path, LEN, 26);
+    let (_pool, region) = map(&path, setup);
+    region.pin(0, 8 * PAGE_SIZE).unwrap();
+    assert_eq!(region.stats().pinned_pages, 8);
+    let region_ref = &region;
+    let pid = fork_child(move || {
+        let b = bytes(region_ref);
+        (0..8 * PAGE_SIZE).for_each(|i| set(b, i, pattern(i, 6)));
+        0
+    });
+    // Shared now (the child may still run): a pin is recorded.
+    region.pin(8 * PAGE_SIZE, 4 * PAGE_SIZE).unwrap();
+    reap(pid);
+    (0..8 * PAGE_SIZE).for_each(|i| shadow[i] = pattern(i, 6));
+    let bad = differing(&region, &shadow);
+    assert!(bad.is_empty(), "{} bytes differ", bad.len());
+    eventually("the region is paged again", || region.stats().resumes == 1);
+    assert_eq!(region.stats().pinned_pages, 12, "{:?}", region.stats());
+    region.unpin(0, 12 * PAGE_SIZE).unwrap();
+    region.unmap().unwrap();
+    assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
+}
+
 macro_rules! scenarios {
     ($($name:ident: $body:expr;)*) => {$(
         #[test]
@@ -399,6 +428,8 @@ scenarios! {
         parent_threads_run_through_the_switches(Setup::Alone(FaultService::FaultingThread));
     test_parent_threads_run_through_the_switches_in_a_pool:
         parent_threads_run_through_the_switches(Setup::InPool);
+    test_pins_are_kept_across_the_shared_stretch_with_handler_threads:
+        pins_survive_the_shared_stretch(Setup::Alone(FaultService::HandlerThreads));
     test_grandchild_writes_reach_the_parent_in_the_faulting_thread:
         grandchild_writes_reach_the_parent(Setup::Alone(FaultService::FaultingThread));
 }
