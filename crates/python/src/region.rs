@@ -353,7 +353,16 @@ impl PyRegion {
         )
     }
 
-    /// Pickling (`multiprocessing`'s spawn and forkserver): see `pickle`.
+    /// Pickling (`multiprocessing`'s spawn and forkserver). A writable file
+    /// region is shared now (its dirty pages written back, its view made the
+    /// kernel's `MAP_SHARED` mapping of the file) and unpickles as that file
+    /// mapped `MAP_SHARED`: each process sees the other's stores, with no
+    /// flush, until the unpickled region is closed (or its process ends);
+    /// then this one is paged again. Load a pickle once. A read-only region
+    /// unpickles as the file mapped again, paged under the same budget and
+    /// policy: neither side stores through it, so there is nothing to keep
+    /// coherent, and the worker keeps its budget and policy. An anonymous
+    /// region, or one unpickled from another process, raises `TypeError`.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         crate::pickle::reduce(self, py)
     }
