@@ -25,6 +25,13 @@ Errors raise subclasses of :class:`PagepilotError` (:class:`MapError`,
 A closed region's object raises :class:`ClosedError`; views exported before
 ``close()`` (numpy arrays, memoryviews) keep the memory mapped until they are
 released, and the region is unmapped then (see ``docs/python.md``).
+
+Worker processes share a writable file region as they would a ``MAP_SHARED``
+mapping: a child after ``fork``, or a ``spawn``/``forkserver`` worker the
+region was passed to (pickled), sees the parent's stores and the parent its
+stores, with no flush; the parent pages the region again once they are
+gone. A read-only region is mapped again, paged, in the worker; an anonymous
+one cannot be pickled.
 """
 
 from __future__ import annotations

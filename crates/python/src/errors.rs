@@ -123,6 +123,36 @@ pub fn policy_error(py: Python<'_>, message: String, at: Option<(u32, u32)>) -> 
     err
 }
 
+/// Why a region could not be shared with another process (pickling): a
+/// write-back that failed is a `FlushError`, anything else a
+/// `PagepilotError` with the pager's reason.
+pub fn share_error(py: Python<'_>, e: &pagepilot_pager::ShareError) -> PyErr {
+    match e {
+        pagepilot_pager::ShareError::WriteBack(f) => flush_error(py, f),
+        other => PagepilotError::new_err(format!(
+            "the region cannot be shared with another process: {other}"
+        )),
+    }
+}
+
+/// A `MapError` for another process's region that could not be mapped
+/// here (unpickling), with `errno`.
+pub fn handle_error(py: Python<'_>, e: &pagepilot_pager::HandleError) -> PyErr {
+    use pagepilot_pager::HandleError as H;
+    let errno = match e {
+        H::Open { source, .. } | H::Map { source, .. } => source.raw_os_error(),
+    };
+    let err = MapError::new_err(e.to_string());
+    set_attr(py, &err, "errno", errno);
+    err
+}
+
+/// The `PagepilotError` of an operation a region unpickled from another
+/// process does not have.
+pub fn not_paged(e: &crate::mapping::NotPaged) -> PyErr {
+    PagepilotError::new_err(e.to_string())
+}
+
 /// The `ClosedError` of an object used after `close()`.
 pub fn closed(what: &str) -> PyErr {
     ClosedError::new_err(format!("{what} is closed"))

@@ -9,8 +9,11 @@
 //! Calls that may block (mapping, flushing, simulating) release the GIL.
 
 mod args;
+mod array;
 mod errors;
 mod map;
+mod mapping;
+mod pickle;
 mod policy;
 mod pool;
 mod region;
@@ -43,7 +46,8 @@ fn _pagepilot(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<policy::Policy>()?;
     m.add_function(wrap_pyfunction!(map::map_file, m)?)?;
     m.add_function(wrap_pyfunction!(map::map_anon, m)?)?;
-    m.add_function(wrap_pyfunction!(map::remap, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle::remap, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle::open_shared, m)?)?;
     m.add_function(wrap_pyfunction!(pool::connect, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::curve, m)?)?;

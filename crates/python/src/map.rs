@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use crate::args;
 use crate::errors::map_error;
 use crate::pool::{PyClient, PyPool};
-use crate::region::{PyRegion, Reopen};
+use crate::region::{Origin, PyRegion, Reopen};
 
 /// The tuning options both mapping calls take (`pp_options`' fields).
 struct Tuning<'py> {
@@ -92,17 +92,17 @@ impl Tuning<'_> {
 }
 
 /// Maps a region with the GIL released and wraps it.
-fn map(
+pub(crate) fn map(
     py: Python<'_>,
     ro: RegionOptions,
     readonly: bool,
-    reopen: Option<Reopen>,
+    origin: Origin,
 ) -> PyResult<PyRegion> {
     let policy = ro.policy.clone();
     let region = py
         .detach(|| Region::map(ro))
         .map_err(|e| map_error(py, &e))?;
-    Ok(PyRegion::new(region, readonly, policy, reopen))
+    Ok(PyRegion::new(region, readonly, policy, origin))
 }
 
 /// Maps a file into a region paged under `budget` (bytes: an int or a string
@@ -179,7 +179,7 @@ pub fn map_file<'py>(
         writable,
         len,
     };
-    map(py, ro, !writable, Some(reopen))
+    map(py, ro, !writable, Origin::File(reopen))
 }
 
 /// Maps `size` bytes of zero-filled anonymous memory (spilled to a swap
@@ -234,38 +234,5 @@ pub fn map_anon<'py>(
         budget_bytes,
         &spec,
     ))?;
-    map(py, ro, false, None)
-}
-
-/// Unpickles a file region (`Region.__reduce__`): maps the file again.
-#[pyfunction]
-#[pyo3(name = "_remap", signature = (path, budget, policy, writable, len = None))]
-pub fn remap<'py>(
-    py: Python<'py>,
-    path: &Bound<'py, PyAny>,
-    budget: &Bound<'py, PyAny>,
-    policy: &Bound<'py, PyAny>,
-    writable: bool,
-    len: Option<&Bound<'py, PyAny>>,
-) -> PyResult<PyRegion> {
-    let path = args::path(path, "path")?;
-    let budget_bytes = args::size(budget, "budget")?;
-    let spec = args::policy_spec(policy)?;
-    let len = len.map(|l| args::size(l, "len")).transpose()?;
-    let backing = Backing::File {
-        path: path.clone(),
-        writable,
-    };
-    let mut ro = RegionOptions::new(backing, budget_bytes, &spec);
-    if let Some(l) = len.filter(|&l| l != 0) {
-        ro = ro.with_len(l);
-    }
-    let reopen = Reopen {
-        path,
-        budget: budget_bytes,
-        policy: policy.clone().unbind(),
-        writable,
-        len,
-    };
-    map(py, ro, !writable, Some(reopen))
+    map(py, ro, false, Origin::Anonymous)
 }

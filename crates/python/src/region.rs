@@ -8,32 +8,46 @@
 //! the unmapping waits for the last view to be released: views taken
 //! before `close()` (numpy arrays) keep working, and their pages keep being
 //! served, until they go. Each view holds a reference to the object
-//! (`Py_buffer.obj`), so the object itself outlives its views.
+//! (`Py_buffer.obj`), so the object itself outlives its views. The rule
+//! is the same whatever the object maps (`mapping`): a region paged here,
+//! or another process's region unpickled here (`pickle`).
 
 use std::ffi::{c_int, c_void, CString};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use pagepilot_pager::Region;
+use pagepilot_pager::{Region, ShareHandle, SharedMapping};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 
-use crate::errors::{closed, flush_error};
+use crate::errors::{closed, flush_error, not_paged};
+use crate::mapping::Mapping;
 
 /// What changes over the object's life, under one lock.
 struct State {
-    /// The region; `None` once unmapped.
-    region: Option<Region>,
+    /// The memory; `None` once unmapped.
+    region: Option<Mapping>,
     /// Buffer views exported and not released yet.
     exports: usize,
     /// Whether `close()` was called.
     closed: bool,
 }
 
-/// How to map a file region again in another process (pickling for
-/// `multiprocessing`'s spawn start method).
+/// Where the object's memory comes from.
+pub enum Origin {
+    /// Anonymous memory mapped here.
+    Anonymous,
+    /// A file mapped here (`map_file`, or a read-only region unpickled).
+    File(Reopen),
+    /// Another process's writable file region, unpickled here: the kernel's
+    /// mapping of its file, opened from the handle that process gave.
+    Shared(ShareHandle),
+}
+
+/// How to map a file region again in another process (pickling a
+/// read-only region: see `pickle`).
 pub struct Reopen {
     /// The backing file.
     pub path: PathBuf,
@@ -52,7 +66,11 @@ pub struct Reopen {
 /// (`memoryview(region)`, `numpy.frombuffer(region, dtype)`, zero copy),
 /// `region.array(dtype, shape, offset)`, `flush()`, `stats()`, `close()`
 /// and `with` (which closes it). A read-only file region exports read-only
-/// buffers. Made by `pagepilot.map_file` and `pagepilot.map_anon`.
+/// buffers. Made by `pagepilot.map_file` and `pagepilot.map_anon`. A file
+/// region pickles (for `multiprocessing`'s spawn and forkserver): a
+/// writable one unpickles as the kernel's `MAP_SHARED` mapping of the file,
+/// coherent with the original both ways while it lives (`stats()` then says
+/// `shared`); see `__reduce__`.
 #[pyclass(name = "Region", module = "pagepilot", frozen)]
 pub struct PyRegion {
     state: Mutex<State>,
@@ -62,27 +80,53 @@ pub struct PyRegion {
     len: usize,
     /// Whether buffers are exported read-only.
     readonly: bool,
-    /// The policy as given and the file, for `repr` and pickling.
-    reopen: Option<Reopen>,
+    /// Where the memory comes from, for `path`, `repr` and pickling.
+    origin: Origin,
     /// The policy spec, for `repr`.
     policy: String,
 }
 
 impl PyRegion {
-    /// Wraps a region just mapped.
-    pub fn new(region: Region, readonly: bool, policy: String, reopen: Option<Reopen>) -> Self {
+    /// Wraps a region just mapped (`origin` is not `Shared`).
+    pub fn new(region: Region, readonly: bool, policy: String, origin: Origin) -> Self {
+        Self::wrap(Mapping::Paged(region), readonly, policy, origin)
+    }
+
+    /// Wraps another process's region opened from its `handle`; `policy`
+    /// is the spec it is paged by there.
+    pub fn shared(mapping: SharedMapping, handle: ShareHandle, policy: String) -> Self {
+        let readonly = !mapping.writable();
+        Self::wrap(
+            Mapping::Shared(mapping),
+            readonly,
+            policy,
+            Origin::Shared(handle),
+        )
+    }
+
+    fn wrap(mapping: Mapping, readonly: bool, policy: String, origin: Origin) -> Self {
         PyRegion {
-            addr: region.as_ptr() as usize,
-            len: region.len(),
+            addr: mapping.addr(),
+            len: mapping.len(),
             readonly,
             state: Mutex::new(State {
-                region: Some(region),
+                region: Some(mapping),
                 exports: 0,
                 closed: false,
             }),
-            reopen,
+            origin,
             policy,
         }
+    }
+
+    /// Where the memory comes from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The policy spec (as `repr` shows it).
+    pub fn policy_spec(&self) -> &str {
+        &self.policy
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -91,10 +135,10 @@ impl PyRegion {
 
     /// Runs `f` on the open region without the GIL (it may block on I/O),
     /// or raises `ClosedError`.
-    fn with_open<T: Send>(
+    pub fn with_open<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut Region) -> T + Send,
+        f: impl FnOnce(&mut Mapping) -> T + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut g = self.lock();
@@ -146,7 +190,11 @@ impl PyRegion {
     /// The backing file (None for anonymous memory).
     #[getter]
     fn path(&self) -> Option<PathBuf> {
-        self.reopen.as_ref().map(|r| r.path.clone())
+        match &self.origin {
+            Origin::Anonymous => None,
+            Origin::File(r) => Some(r.path.clone()),
+            Origin::Shared(h) => Some(h.path.clone()),
+        }
     }
 
     /// The policy spec the region runs.
@@ -161,7 +209,8 @@ impl PyRegion {
         self.lock().exports
     }
 
-    /// Writes back every dirty page, then syncs the backing file (msync).
+    /// Writes back every dirty page, then syncs the backing file (msync; a
+    /// region unpickled from another process: msync of its mapping).
     /// Releases the GIL while it runs. Raises `FlushError` (the pages stay
     /// in memory and dirty) or `ClosedError`.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
@@ -171,14 +220,17 @@ impl PyRegion {
 
     /// Writes back every dirty page, then drops every clean page from memory
     /// (msync's MS_INVALIDATE): the next access reads the file again and sees
-    /// what other processes wrote to it.
+    /// what other processes wrote to it. (A region unpickled from another
+    /// process is the page cache's own mapping: it sees every store already.)
     fn invalidate(&self, py: Python<'_>) -> PyResult<()> {
         self.with_open(py, |r| r.invalidate())?
             .map_err(|e| flush_error(py, &e))
     }
 
     /// Maps `[offset, offset + length)` now (writable with `write=True`),
-    /// so that system calls find it mapped.
+    /// so that system calls find it mapped. A region unpickled from another
+    /// process has nothing to prefault (the kernel's mapping of the file):
+    /// the range is checked, nothing else done.
     #[pyo3(signature = (offset, length, write = false))]
     fn prefault(
         &self,
@@ -189,12 +241,23 @@ impl PyRegion {
     ) -> PyResult<()> {
         let offset = crate::args::size(offset, "offset")?;
         let length = crate::args::size(length, "length")?;
-        self.with_open(py, |r| r.prefault(offset, length, write))?
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+        let len = self.len;
+        self.with_open(py, |m| match m {
+            Mapping::Paged(r) => r.prefault(offset, length, write).map_err(|e| e.to_string()),
+            Mapping::Shared(_) => match offset.checked_add(length) {
+                Some(end) if end <= len => Ok(()),
+                _ => Err(format!(
+                    "prefault: {length} bytes from offset {offset} exceed the region's {len} bytes"
+                )),
+            },
+        })?
+        .map_err(PyValueError::new_err)
     }
 
     /// Changes the frame budget (int or string with a unit, at least one
     /// page): a smaller one reclaims frames at once, writing back dirty pages.
+    /// A region unpickled from another process has no budget here: raises
+    /// `PagepilotError`.
     fn set_budget(&self, py: Python<'_>, budget: &Bound<'_, PyAny>) -> PyResult<()> {
         let budget = crate::args::size(budget, "budget")?;
         if budget < pagepilot_pager::PAGE_SIZE {
@@ -203,12 +266,16 @@ impl PyRegion {
                 pagepilot_pager::PAGE_SIZE
             )));
         }
-        self.with_open(py, |r| r.set_budget(budget))?
-            .map_err(|e| flush_error(py, &e))
+        match self.with_open(py, |m| m.paged("set_budget").map(|r| r.set_budget(budget)))? {
+            Ok(set) => set.map_err(|e| flush_error(py, &e)),
+            Err(e) => Err(not_paged(&e)),
+        }
     }
 
     /// The region's statistics as a dict (what the C API's `pp_stats_json`
     /// reports: faults, evictions, pages read and written, latencies, ...).
+    /// A region unpickled from another process reports `shared` (True),
+    /// `len` and `writable` only: it is paged by that process.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let json = self.with_open(py, |r| r.stats_json())?;
         py.import("json")?.call_method1("loads", (json,))
@@ -225,62 +292,8 @@ impl PyRegion {
         offset: Option<&Bound<'py, PyAny>>,
         order: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let me = slf.get();
-        me.check_open()?;
-        let offset = offset.map_or(Ok(0), |o| crate::args::size(o, "offset"))?;
-        let np = py.import("numpy")?;
-        let dtype = np.call_method1(
-            "dtype",
-            (dtype.map_or_else(
-                || "uint8".into_pyobject(py).map(Bound::into_any),
-                |d| Ok(d.clone()),
-            )?,),
-        )?;
-        let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
-        if itemsize == 0 {
-            return Err(PyValueError::new_err(
-                "dtype: items of zero bytes cannot view a region",
-            ));
-        }
-        if offset > me.len {
-            return Err(PyValueError::new_err(format!(
-                "offset: {offset} is beyond the region's {} bytes",
-                me.len
-            )));
-        }
-        let dims: Vec<usize> = match shape {
-            None => vec![(me.len - offset) / itemsize],
-            Some(s) => match s.cast::<PyTuple>() {
-                Ok(t) => t
-                    .iter()
-                    .map(|d| crate::args::size(&d, "shape"))
-                    .collect::<PyResult<_>>()?,
-                Err(_) => vec![crate::args::size(s, "shape")?],
-            },
-        };
-        let count = dims
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .filter(|&n| {
-                n.checked_mul(itemsize)
-                    .is_some_and(|b| b <= me.len - offset)
-            })
-            .ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "shape {dims:?} of {itemsize}-byte items from offset {offset} needs more than \
-                     the region's {} bytes",
-                    me.len
-                ))
-            })?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("dtype", &dtype)?;
-        kwargs.set_item("count", count)?;
-        kwargs.set_item("offset", offset)?;
-        let flat = np.call_method("frombuffer", (slf,), Some(&kwargs))?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("order", order)?;
-        flat.call_method("reshape", (PyTuple::new(py, &dims)?,), Some(&kwargs))
+        slf.get().check_open()?;
+        crate::array::view(slf.as_any(), slf.get().len, dtype, shape, offset, order)
     }
 
     /// Writes back every dirty page and unmaps the region. Views exported
@@ -323,9 +336,13 @@ impl PyRegion {
 
     fn __repr__(&self) -> String {
         let state = if self.lock().closed { "closed " } else { "" };
-        let what = match &self.reopen {
-            Some(r) => format!("file {:?}", r.path.display().to_string()),
-            None => "anonymous".into(),
+        let what = match &self.origin {
+            Origin::File(r) => format!("file {:?}", r.path.display().to_string()),
+            Origin::Shared(h) => format!(
+                "file {:?} shared by another process",
+                h.path.display().to_string()
+            ),
+            Origin::Anonymous => "anonymous".into(),
         };
         format!(
             "<pagepilot.Region {state}{what}, {} bytes at {:#x}, policy {:?}{}>",
@@ -336,30 +353,18 @@ impl PyRegion {
         )
     }
 
-    /// Pickling (multiprocessing's spawn): a file region is mapped again
-    /// in the receiving process with the same file, budget, policy and
-    /// writability, after this one's dirty pages are written back. An
-    /// anonymous region cannot be pickled (its memory is this process's).
+    /// Pickling (`multiprocessing`'s spawn and forkserver). A writable file
+    /// region is shared now (its dirty pages written back, its view made the
+    /// kernel's `MAP_SHARED` mapping of the file) and unpickles as that file
+    /// mapped `MAP_SHARED`: each process sees the other's stores, with no
+    /// flush, until the unpickled region is closed (or its process ends);
+    /// then this one is paged again. Load a pickle once. A read-only region
+    /// unpickles as the file mapped again, paged under the same budget and
+    /// policy: neither side stores through it, so there is nothing to keep
+    /// coherent, and the worker keeps its budget and policy. An anonymous
+    /// region, or one unpickled from another process, raises `TypeError`.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let Some(r) = &self.reopen else {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "an anonymous region cannot be pickled: its memory belongs to this process \
-                 (map a file to share it with other processes)",
-            ));
-        };
-        if r.writable {
-            self.flush(py)?;
-        }
-        let remap = py.import("pagepilot._pagepilot")?.getattr("_remap")?;
-        let args = (
-            r.path.clone(),
-            r.budget,
-            r.policy.clone_ref(py),
-            r.writable,
-            r.len,
-        )
-            .into_pyobject(py)?;
-        PyTuple::new(py, [remap, args.into_any()])
+        crate::pickle::reduce(self, py)
     }
 
     /// Exports the region's memory (the buffer protocol).
