@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::lease::{ClaimError, Ticket};
 use crate::sharing::{self, ShareError};
 use crate::sys::{self, PAGE};
 use crate::Region;
@@ -25,8 +26,8 @@ pub struct ShareHandle {
     pub len: usize,
     /// Whether the mapping is writable.
     pub writable: bool,
-    /// The lease to claim (`lease::claim`): a path into the sharing process.
-    pub lease: String,
+    /// The lease to claim (`lease::claim`); none for a read-only region.
+    pub lease: Option<Ticket>,
 }
 
 /// Why a handle could not be opened.
@@ -40,6 +41,9 @@ pub enum HandleError {
         /// The system's reason.
         source: std::io::Error,
     },
+    /// The lease cannot be claimed while the sharing process runs.
+    #[error("cannot open shared region's handle: {0}")]
+    Lease(#[from] ClaimError),
     /// The file could not be mapped.
     #[error("cannot map shared region's file {path}: {source}")]
     Map {
@@ -61,9 +65,9 @@ impl Region {
         let sh = &self.shared;
         let path = sh.sharing.path().ok_or(ShareError::NotAFile)?.to_path_buf();
         let lease = if sh.writable && !sh.forked() {
-            sharing::share_pending(sh)?
+            Some(sharing::share_pending(sh)?)
         } else {
-            String::new()
+            None
         };
         Ok(ShareHandle {
             path,
@@ -75,10 +79,16 @@ impl Region {
 }
 
 impl ShareHandle {
-    /// Maps the file as the kernel's `MAP_SHARED` mapping and claims the
-    /// lease. A lease that cannot be claimed (the sharing process is gone)
-    /// is not needed: unclaimed, it keeps the region shared there.
+    /// Claims the lease, then maps the file as the kernel's `MAP_SHARED`
+    /// mapping. Refused while the sharing process runs if the handle was
+    /// opened already (a pickle loaded twice) or came after the region was
+    /// paged again; no lease is needed once that process is gone or has
+    /// unmapped the region.
     pub fn open(&self) -> Result<SharedMapping, HandleError> {
+        let lease = match &self.lease {
+            Some(ticket) => crate::lease::claim(ticket)?,
+            None => None,
+        };
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(self.writable)
@@ -94,9 +104,6 @@ impl ShareHandle {
                 source,
             }
         })?;
-        let lease = (!self.lease.is_empty())
-            .then(|| crate::lease::claim(&self.lease).ok())
-            .flatten();
         Ok(SharedMapping {
             addr,
             len: self.len,

@@ -60,6 +60,7 @@ pub use daemon::{Client, DaemonError, DAEMON_ENV, DAEMON_UID_ENV};
 pub use error::{FailedPage, FlushError, MapError, PinError, PrefaultError};
 pub use evictions::{Drained, Eviction};
 pub use handle::{HandleError, ShareHandle, SharedMapping};
+pub use lease::{ClaimError, Ticket};
 pub use options::JoinDaemon;
 pub use pagepilot_dataspace as dataspace;
 pub use pool::{Pool, PoolError, PoolStats};

@@ -325,6 +325,7 @@ unsafe extern "C" fn after_fork_in_child() {
 /// Pages again, under their policies, the shared regions whose leases no
 /// other process holds (the children are gone).
 fn resume_unshared() {
+    sharing::forget_claimed_orphans();
     for sh in owned() {
         if sh.sharing.mode() == sharing::Mode::Shared {
             sharing::resume(&sh);

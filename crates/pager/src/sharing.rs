@@ -35,7 +35,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::engine::{Inner, Shared};
 use crate::error::FlushError;
-use crate::lease::Lease;
+use crate::lease::{self, Lease, Ticket};
 use crate::resident::{State, FLUSHING};
 use crate::sys::{self, PAGE};
 use crate::{fault, sigbus};
@@ -149,7 +149,14 @@ impl Sharing {
     /// The region is being unmapped: a switch under way ends first, and
     /// none starts after (a resume would map the view again).
     pub fn close(&self) {
-        self.switch().closed = true;
+        let mut sw = self.switch();
+        sw.closed = true;
+        // A handle not opened yet may still be: it must find the lease
+        // file, told the region is gone (its file is all there is).
+        if let Some(lease) = sw.lease.take().filter(Lease::has_pending) {
+            let _ = lease.set_state(lease::State::Closed);
+            orphans().push(lease);
+        }
     }
 
     /// In a child after `fork` (the only thread): keeps the lease the
@@ -167,6 +174,18 @@ impl Sharing {
             drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
         }
     }
+}
+
+/// Lease files of unmapped regions with grants not claimed yet.
+static ORPHANS: Mutex<Vec<Lease>> = Mutex::new(Vec::new());
+
+fn orphans() -> MutexGuard<'static, Vec<Lease>> {
+    ORPHANS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Lets go the lease files of unmapped regions whose grants are all claimed.
+pub fn forget_claimed_orphans() {
+    orphans().retain(Lease::has_pending);
 }
 
 /// What a fault finds when it takes the region's lock.
@@ -229,12 +248,15 @@ pub fn share(sh: &Shared) -> Result<OwnedFd, ShareError> {
         enter(sh, &mut sw)?;
     }
     let lease = sw.lease.as_ref().expect("made above");
+    lease
+        .set_state(lease::State::Shared)
+        .map_err(sys_err("lease"))?;
     lease.grant().map_err(sys_err("lease"))
 }
 
 /// Grants a lease to a handle another process will claim (a pickled
-/// region), sharing the region first: the path that process claims.
-pub fn share_pending(sh: &Shared) -> Result<String, ShareError> {
+/// region), sharing the region first: the ticket that process claims.
+pub fn share_pending(sh: &Shared) -> Result<Ticket, ShareError> {
     let sys_err = |call| move |source| ShareError::Sys { call, source };
     let mut sw = switch_open(sh)?;
     if sw.lease.is_none() {
@@ -244,6 +266,9 @@ pub fn share_pending(sh: &Shared) -> Result<String, ShareError> {
         enter(sh, &mut sw)?;
     }
     let lease = sw.lease.as_ref().expect("made above");
+    lease
+        .set_state(lease::State::Shared)
+        .map_err(sys_err("lease"))?;
     lease.grant_pending().map_err(sys_err("lease"))
 }
 
@@ -347,7 +372,19 @@ fn repin(sh: &Shared, pinned: &[u32]) {
 /// holds its lease. Returns whether it did.
 pub fn resume(sh: &Shared) -> bool {
     let mut sw = sh.sharing.switch();
-    if sw.closed || sh.sharing.mode() != Mode::Shared || sw.lease.as_ref().is_none_or(Lease::held) {
+    if sw.closed || sh.sharing.mode() != Mode::Shared {
+        return false;
+    }
+    let Some(lease) = sw.lease.as_ref() else {
+        return false;
+    };
+    // A process claiming a pending lease locks, then reads the state: told
+    // `Paged` first, and checked again after, it cannot slip in between.
+    if lease.held() || lease.set_state(lease::State::Paged).is_err() {
+        return false;
+    }
+    if lease.held() {
+        let _ = lease.set_state(lease::State::Shared);
         return false;
     }
     let memfd = sh.memfd.as_raw_fd();

@@ -141,6 +141,8 @@ pub fn handle_error(py: Python<'_>, e: &pagepilot_pager::HandleError) -> PyErr {
     use pagepilot_pager::HandleError as H;
     let errno = match e {
         H::Open { source, .. } | H::Map { source, .. } => source.raw_os_error(),
+        H::Lease(pagepilot_pager::ClaimError::Io(source)) => source.raw_os_error(),
+        H::Lease(_) => None,
     };
     let err = MapError::new_err(e.to_string());
     set_attr(py, &err, "errno", errno);

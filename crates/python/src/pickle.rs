@@ -64,7 +64,11 @@ pub fn reduce<'py>(region: &PyRegion, py: Python<'py>) -> PyResult<Bound<'py, Py
                 handle.path,
                 handle.len,
                 handle.writable,
-                handle.lease,
+                handle
+                    .lease
+                    .as_ref()
+                    .and_then(|t| serde_json::to_string(t).ok())
+                    .unwrap_or_default(),
                 region.policy_spec().to_string(),
             )
                 .into_pyobject(py)?;
@@ -86,6 +90,11 @@ pub fn open_shared(
     lease: String,
     policy: String,
 ) -> PyResult<PyRegion> {
+    // The lease's ticket, as JSON (empty: none).
+    let lease = (!lease.is_empty())
+        .then(|| serde_json::from_str(&lease))
+        .transpose()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("lease: {e}")))?;
     let handle = ShareHandle {
         path: args::path(path, "path")?,
         len,

@@ -55,3 +55,16 @@ pub fn set_len(fd: RawFd, len: usize) -> io::Result<()> {
     check(unsafe { libc::ftruncate(fd, len as libc::off_t) })?;
     Ok(())
 }
+
+/// When process `pid` started, in clock ticks since boot
+/// (`/proc/<pid>/stat`, field 22): with the id, names one process.
+pub fn process_start_time(pid: u32) -> io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // "pid (comm) state ...": comm may hold spaces and parentheses.
+    let after = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
+    after
+        .split_whitespace()
+        .nth(19)
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed /proc stat"))
+}
