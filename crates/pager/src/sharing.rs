@@ -389,6 +389,15 @@ pub fn resume(sh: &Shared) -> bool {
     }
     let memfd = sh.memfd.as_raw_fd();
     let g = sh.lock();
+    if g.table.held != 0 {
+        // Frames a shared region should not have: cutting the memfd would
+        // lose them. Never seen; stays shared, which is safe.
+        eprintln!(
+            "pagepilot: region at {:#x} stays shared: {} page(s) held while shared",
+            sh.app, g.table.held
+        );
+        return false;
+    }
     let Some(held) = sigbus::hold(sh.app, sh.map_len) else {
         return false;
     };

@@ -22,7 +22,7 @@ use pagepilot_policy::{Fault, FaultKind};
 
 use crate::engine::{Inner, Shared};
 use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
-use crate::sharing::{admit, Admit};
+use crate::sharing::{admit, Admit, Mode};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 use crate::threads::Placement;
@@ -189,12 +189,19 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
 pub(super) fn serve_wp(sh: &Shared, s: u32) {
     Counters::add(&sh.stats.wp_faults, 1);
     let addr = sh.app_addr(s);
-    let g = match admit(sh, sh.lock(), addr) {
-        Admit::Serve(g) => g,
-        Admit::Retry => return,
+    let mut g = sh.lock();
+    // Served only while the pager pages the region, checked under the same
+    // hold of the lock as the page's state: the waits let a switch through.
+    let mut g = loop {
+        g = match admit(sh, g, addr) {
+            Admit::Serve(g) => g,
+            Admit::Retry => return,
+        };
+        g = sh.wait_stable(ring_wait(sh, g, s), s);
+        if sh.sharing.mode() == Mode::Paging {
+            break g;
+        }
     };
-    let g = ring_wait(sh, g, s);
-    let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident | State::Unwritten | State::Locked => {
             // MODIFIED (and the page's bit in the dirty map) before the
@@ -215,15 +222,21 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
 
 pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: bool) -> Outcome {
     let write = flags & FLAG_WRITE != 0;
-    let mut g = match admit(sh, sh.lock(), sh.app_addr(s)) {
-        Admit::Serve(g) => g,
-        Admit::Retry => return Outcome::Served,
+    let mut g = sh.lock();
+    // As in `serve_wp`: the mode checked after the last wait.
+    let mut g = loop {
+        g = match admit(sh, g, sh.app_addr(s)) {
+            Admit::Serve(g) => g,
+            Admit::Retry => return Outcome::Served,
+        };
+        if g.table.state(s) == State::Loading {
+            stall(sh, &mut g, s);
+        }
+        g = sh.wait_stable(ring_wait(sh, g, s), s);
+        if sh.sharing.mode() == Mode::Paging {
+            break g;
+        }
     };
-    if g.table.state(s) == State::Loading {
-        stall(sh, &mut g, s);
-    }
-    let g = ring_wait(sh, g, s);
-    let mut g = sh.wait_stable(g, s);
     match g.table.state(s) {
         State::Resident => {
             if g.table.flags(s) & PENDING != 0 {
