@@ -417,8 +417,9 @@ fn fork_fill(args: &[String]) -> Result<(), String> {
             return Err("fork failed".into());
         }
         if pid == 0 {
-            for i in w * quarter..(w + 1) * quarter {
-                bytes[i] = fork_byte(1, i);
+            let range = w * quarter..(w + 1) * quarter;
+            for (i, b) in range.clone().zip(&mut bytes[range]) {
+                *b = fork_byte(1, i);
             }
             // SAFETY: ends the worker without the parent's exit handlers.
             unsafe { libc::_exit(0) };
