@@ -8,7 +8,8 @@
 //! a process group of its own, under a watchdog: workers filling what the
 //! parent read, workers writing while the parent reads (and the parent
 //! writing while a worker reads) page by page behind a counter, a
-//! grandchild outliving its parent, a child outliving the parent. The
+//! grandchild outliving its parent, a child outliving the parent, and
+//! twenty share-and-resume cycles under a thread that keeps storing. The
 //! program checks every byte it reads against its shadow copy and exits
 //! non-zero on a mismatch; this driver checks its exit status and the file
 //! it leaves against its own image of what the scenario writes. Setups:
@@ -134,13 +135,13 @@ const DIRTY_FROM: usize = PAGES * 7 / 8;
 const WORKERS: usize = 4;
 
 /// Four workers filled a quarter each.
-fn filled() -> Vec<u8> {
+fn filled(_stdout: &str) -> Vec<u8> {
     image(|_| Tag::W)
 }
 
 /// `stream-children-write`: the workers' pages, the parent's last eighth,
 /// and in page 0 each worker's counter (at byte 64 w) at its last value.
-fn streamed_by_children() -> Vec<u8> {
+fn streamed_by_children(_stdout: &str) -> Vec<u8> {
     let mut want = image(|p| match p {
         1..=STREAM => Tag::W,
         p if p >= DIRTY_FROM => Tag::P,
@@ -153,7 +154,7 @@ fn streamed_by_children() -> Vec<u8> {
 }
 
 /// `stream-parent-writes`: the parent's pages and its counter at its last value.
-fn streamed_by_parent() -> Vec<u8> {
+fn streamed_by_parent(_stdout: &str) -> Vec<u8> {
     let mut want = image(|p| match p {
         1..=STREAM => Tag::Q,
         p if p >= DIRTY_FROM => Tag::P,
@@ -164,10 +165,33 @@ fn streamed_by_parent() -> Vec<u8> {
 }
 
 /// `grandchild`: the parent's first eighth, and every third byte the grandchild's.
-fn grandchild_wrote() -> Vec<u8> {
+fn grandchild_wrote(_stdout: &str) -> Vec<u8> {
     let mut want = image(|p| if p < PAGES / 8 { Tag::P } else { Tag::Orig });
     for (i, b) in want.iter_mut().enumerate().step_by(3) {
         *b = page_byte(Tag::G, i / PAGE, i % PAGE);
+    }
+    want
+}
+
+/// `switches-under-*`: the file's data, but for the first word of each
+/// page: the round the thread's last write left there (`round_after` in
+/// fork_share.c), from the count of writes the program printed.
+fn rounds_written(stdout: &str) -> Vec<u8> {
+    let writes: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("writes "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of writes in:\n{stdout}"));
+    let mut want = image(|_| Tag::Orig);
+    for p in 0..PAGES {
+        let p64 = p as u64;
+        let round = if writes > p64 {
+            (writes - 1 - p64) / PAGES as u64 + 1
+        } else {
+            0
+        };
+        want[p * PAGE..p * PAGE + 8].copy_from_slice(&round.to_ne_bytes());
     }
     want
 }
@@ -534,13 +558,13 @@ fn run(scenario: &str, setup: Setup, dir: &Scratch, daemon: Option<&Daemon>) -> 
 
 /// Runs a scenario that must succeed and checks the file it leaves; under
 /// the daemon, also that the daemon has every frame back afterwards.
-fn scenario(scenario: &str, setup: Setup, want: fn() -> Vec<u8>) {
+fn scenario(scenario: &str, setup: Setup, want: fn(&str) -> Vec<u8>) {
     let dir = Scratch::new(&format!("{scenario}-{}", setup.arg()));
     let daemon = (setup == Setup::Daemon).then(|| Daemon::start(&dir.0));
     let run = run(scenario, setup, &dir, daemon.as_ref());
     run.assert_success();
     println!("fork_share {}:\n{}", run.name, run.output);
-    if let Err(e) = check_file(&dir.file("data.dat"), &want()) {
+    if let Err(e) = check_file(&dir.file("data.dat"), &want(&dir.read("stdout.txt"))) {
         panic!("fork_share {}: afterwards {e}\n{}", run.name, run.output);
     }
     if let Some(daemon) = &daemon {
@@ -748,4 +772,51 @@ fn test_child_outliving_its_parent_sees_and_keeps_both_sides_writes_with_handler
 #[test]
 fn test_child_outliving_its_parent_sees_and_keeps_both_sides_writes_in_the_faulting_thread() {
     child_outlives_parent(Setup::FaultingThread);
+}
+
+// ----------------------------------- 5. switches while a thread keeps storing
+
+/// Twenty times: a child forked and reaped, the region shared and paged again,
+/// while a thread of the parent keeps storing into it (a quarter budget: it
+/// keeps faulting). Every page holds at least what the stores before each
+/// fork left there, in the child and in the parent, after the fork and once
+/// paged again; no store is lost; the process lives through every switch.
+#[test]
+fn test_thread_storing_through_repeated_shares_and_resumes_loses_no_store_with_handler_threads() {
+    scenario(
+        "switches-under-writes",
+        Setup::HandlerThreads,
+        rounds_written,
+    );
+}
+
+#[test]
+fn test_thread_storing_through_repeated_shares_and_resumes_loses_no_store_in_the_faulting_thread() {
+    scenario(
+        "switches-under-writes",
+        Setup::FaultingThread,
+        rounds_written,
+    );
+}
+
+/// The same under demand paging (one page per fault, no read-ahead window
+/// in flight at a switch).
+#[test]
+fn test_thread_storing_through_repeated_shares_and_resumes_under_demand_paging_with_handler_threads(
+) {
+    scenario(
+        "switches-under-demand-writes",
+        Setup::HandlerThreads,
+        rounds_written,
+    );
+}
+
+#[test]
+fn test_thread_storing_through_repeated_shares_and_resumes_under_demand_paging_in_the_faulting_thread(
+) {
+    scenario(
+        "switches-under-demand-writes",
+        Setup::FaultingThread,
+        rounds_written,
+    );
 }

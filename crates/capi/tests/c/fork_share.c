@@ -20,6 +20,10 @@
  *                           writes; the region is not paged again while it lives
  *   orphan                  the parent exits soon after the fork; the child
  *                           keeps working and leaves DIR/child.done
+ *   switches-under-writes   twenty forks, each child reaped and the region paged
+ *                           again, while a thread of the parent keeps storing
+ *   switches-under-demand-writes  the same under demand paging (one page per
+ *                           fault, no read-ahead)
  *
  * SETUP: handler (handler threads), faulting (pp_options.faulting_thread),
  * pool (a pp_pool), daemon (handler threads, the region joining the daemon
@@ -35,6 +39,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -223,6 +228,8 @@ static void check_file(const char *path) {
 enum setup { HANDLER, FAULTING, POOL, DAEMON };
 static enum setup setup;
 static pp_pool *pool;
+/* Demand paging: one page per missing fault, no read-ahead. */
+static int demand;
 
 static pp_region *map_region(const char *path, unsigned budget_pages) {
     char err[PP_ERR_MAX] = "";
@@ -234,6 +241,10 @@ static pp_region *map_region(const char *path, unsigned budget_pages) {
     o.budget_bytes = budget;
     o.policy = "lru";
     o.faulting_thread = setup == FAULTING;
+    if (demand) {
+        o.fault_around_pages = 1;
+        o.readahead_max_pages = 1;
+    }
     if (setup == POOL) {
         pool = pp_pool_create(budget, err, sizeof err);
         CHECK(pool != NULL, "pp_pool_create: %s", err);
@@ -669,6 +680,94 @@ static void orphan(const char *dir, const char *path) {
     exit(0);
 }
 
+/* ------------------------------------- 5. switches while a thread writes */
+
+/* Share-and-resume cycles, each under a thread of the parent that keeps
+ * storing: write i stores the round i / N + 1 into the first word of page
+ * i % N, then publishes i + 1 (release). The region's budget is a quarter
+ * of the file: the thread keeps faulting while the region is shared for a
+ * child and paged again. With `demand`, faults read one page each (no
+ * read-around, no read-ahead windows). */
+#define CYCLES 20u
+static unsigned char *writer_m;
+static int writer_stop;
+static uint64_t writes_done;
+
+static uint64_t *word_of(unsigned char *m, unsigned p) {
+    return (uint64_t *)(m + (size_t)p * PAGE);
+}
+
+/* The round page p holds once the first `done` writes are done. */
+static uint64_t round_after(uint64_t done, unsigned p) {
+    return done > p ? (done - 1 - p) / N + 1 : 0;
+}
+
+static void *writer(void *arg) {
+    (void)arg;
+    for (uint64_t i = 0; !__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE); i++) {
+        __atomic_store_n(word_of(writer_m, (unsigned)(i % N)), i / N + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&writes_done, i + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* Every page holds at least the round the first `done` writes left there:
+ * no store lost, no load older than one already seen. */
+static void check_rounds(unsigned char *m, uint64_t done, const char *when, unsigned cycle) {
+    for (unsigned p = 0; p < N; p++) {
+        uint64_t got = __atomic_load_n(word_of(m, p), __ATOMIC_RELAXED);
+        CHECK(got >= round_after(done, p),
+              "%s (cycle %u): page %u holds round %llu, want at least %llu (%llu writes done)",
+              when, cycle, p, (unsigned long long)got, (unsigned long long)round_after(done, p),
+              (unsigned long long)done);
+    }
+}
+
+static void switches_under_writes(const char *path) {
+    pp_region *r = map_region(path, N / 4);
+    unsigned char *m = pp_addr(r);
+    check_all(m, "the parent after the map");
+    for (unsigned p = 0; p < N; p++) __atomic_store_n(word_of(m, p), 0, __ATOMIC_RELAXED);
+    writer_m = m;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, writer, NULL) == 0, "pthread_create");
+    uint64_t start = now_ms();
+    while (__atomic_load_n(&writes_done, __ATOMIC_ACQUIRE) < 2 * N)
+        CHECK(now_ms() - start < DEADLINE_MS, "the writing thread does not get going");
+    for (unsigned k = 0; k < CYCLES; k++) {
+        uint64_t before = __atomic_load_n(&writes_done, __ATOMIC_ACQUIRE);
+        pid_t pid = fork_or_fail();
+        if (pid == 0) {
+            check_rounds(m, before, "a child right after the fork", k);
+            exit(0);
+        }
+        check_rounds(m, before, "the parent right after the fork", k);
+        CHECK(stat_of(r, "shares") == k + 1, "cycle %u: shares %llu", k,
+              (unsigned long long)stat_of(r, "shares"));
+        reap(pid, "a child");
+        start = now_ms();
+        while (stat_of(r, "resumes") < k + 1) {
+            CHECK(now_ms() - start < DEADLINE_MS, "cycle %u: not paged again", k);
+            sleep_ms(5);
+        }
+        CHECK(stat_of(r, "resumes") == k + 1, "cycle %u: resumes %llu", k,
+              (unsigned long long)stat_of(r, "resumes"));
+        check_rounds(m, __atomic_load_n(&writes_done, __ATOMIC_ACQUIRE),
+                     "the parent once paged again", k);
+    }
+    __atomic_store_n(&writer_stop, 1, __ATOMIC_RELEASE);
+    CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+    uint64_t done = __atomic_load_n(&writes_done, __ATOMIC_ACQUIRE);
+    for (unsigned p = 0; p < N; p++) {
+        uint64_t round = round_after(done, p);
+        memcpy(shadow + (size_t)p * PAGE, &round, 8);
+    }
+    check_all(m, "the parent after the writing thread");
+    unmap_region(r);
+    check_file(path);
+    printf("writes %llu in %u cycles\n", (unsigned long long)done, CYCLES);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -704,6 +803,11 @@ int main(int argc, char **argv) {
         stream_parent_writes(path);
     } else if (!strcmp(scenario, "grandchild")) {
         grandchild_writes(path);
+    } else if (!strcmp(scenario, "switches-under-writes")) {
+        switches_under_writes(path);
+    } else if (!strcmp(scenario, "switches-under-demand-writes")) {
+        demand = 1;
+        switches_under_writes(path);
     } else if (!strcmp(scenario, "orphan")) {
         orphan(dir, path);
     } else {
