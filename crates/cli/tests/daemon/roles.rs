@@ -22,6 +22,7 @@ pub fn run(role: &str, args: &[String]) -> i32 {
         "pinner" => pinner(args),
         "pinned_dataspace" => pinned_dataspace(args),
         "forker" => forker(),
+        "fork_fill" => fork_fill(args),
         other => Err(format!("unknown role {other}")),
     };
     match outcome {
@@ -348,5 +349,131 @@ fn forker() -> Result<(), String> {
     let mut line = String::new();
     let _ = std::io::stdin().read_line(&mut line);
     drop(region);
+    Ok(())
+}
+
+/// What byte `i` of the `fork_fill` file holds: its original data (round
+/// 0), then what the workers write (round 1).
+pub fn fork_byte(round: u8, i: usize) -> u8 {
+    let x = (i as u32).wrapping_mul(0x9E37_79B1) ^ (round as u32).wrapping_mul(0x85EB_CA77);
+    (x ^ (x >> 13) ^ (i / PAGE_SIZE) as u32) as u8
+}
+
+/// Offsets in `range` of `bytes` that do not hold round `round`'s data.
+fn not_round(bytes: &[u8], range: std::ops::Range<usize>, round: u8) -> Vec<usize> {
+    range.filter(|&i| bytes[i] != fork_byte(round, i)).collect()
+}
+
+/// `fork_fill FILE BUDGET`: the file mapped writable under BUDGET frames
+/// (joining the daemon), read whole (resident up to the budget): `ready
+/// FRAMES_IN_USE`; on `go` (stdin), four workers are forked, each filling
+/// a quarter with round 1's data; once they are reaped every byte is
+/// checked (no flush or invalidate), then, once the region is paged again
+/// (`resumes` 1, within 10 s), every byte again; unmapped. Prints `filled
+/// SHARES_AFTER_FORK RESUMES SHARED PAGED` (SHARED 0 or 1, at the end;
+/// PAGED the pages brought in since the fork: every page was read since the
+/// region was paged again, from no frame).
+fn fork_fill(args: &[String]) -> Result<(), String> {
+    const WORKERS: usize = 4;
+    let path: PathBuf = arg(args, 0, "file")?;
+    let budget: usize = arg(args, 1, "budget")?;
+    let opts = RegionOptions::new(
+        Backing::File {
+            path,
+            writable: true,
+        },
+        budget * PAGE_SIZE,
+        "lru",
+    );
+    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let len = region.len();
+    // SAFETY: the region is mapped for `len` bytes while `region` lives;
+    // the workers write disjoint quarters, the parent reads only once they
+    // are reaped.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), len) };
+    let bad = not_round(bytes, 0..len, 0);
+    if !bad.is_empty() {
+        return Err(format!(
+            "{} bytes differ from the file's at the map, first at {}",
+            bad.len(),
+            bad[0]
+        ));
+    }
+    say(&format!("ready {}", region.stats().frames_in_use));
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    if line.trim() != "go" {
+        return Err(format!("expected go, got {line:?}"));
+    }
+    let quarter = len / WORKERS;
+    let mut workers = Vec::new();
+    for w in 0..WORKERS {
+        // SAFETY: the child only stores to its quarter of the region (no
+        // lock, no allocation) and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err("fork failed".into());
+        }
+        if pid == 0 {
+            let range = w * quarter..(w + 1) * quarter;
+            for (i, b) in range.clone().zip(&mut bytes[range]) {
+                *b = fork_byte(1, i);
+            }
+            // SAFETY: ends the worker without the parent's exit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        workers.push(pid);
+    }
+    // No page is brought in while the region is shared.
+    let at_fork = region.stats();
+    for pid in workers {
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if reaped != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+            return Err(format!(
+                "worker {pid}: waitpid {reaped}, status {status:#x}"
+            ));
+        }
+    }
+    // The pages resident at the fork (the last `budget`, read last) first:
+    // reading the others would evict them.
+    let resident = len - budget * PAGE_SIZE;
+    for (range, which) in [(resident..len, "resident"), (0..resident, "other")] {
+        let bad = not_round(bytes, range, 1);
+        if !bad.is_empty() {
+            return Err(format!(
+                "{} bytes of the {which} pages differ after the workers (no flush), first at {}",
+                bad.len(),
+                bad[0]
+            ));
+        }
+    }
+    let start = Instant::now();
+    while region.stats().resumes == 0 {
+        if start.elapsed() > Duration::from_secs(10) {
+            return Err(format!("not paged again within 10 s: {:?}", region.stats()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let bad = not_round(bytes, 0..len, 1);
+    if !bad.is_empty() {
+        return Err(format!(
+            "{} bytes differ once paged again, first at {}",
+            bad.len(),
+            bad[0]
+        ));
+    }
+    let stats = region.stats();
+    region.unmap().map_err(|e| e.to_string())?;
+    say(&format!(
+        "filled {} {} {} {}",
+        at_fork.shares,
+        stats.resumes,
+        u8::from(stats.shared),
+        stats.missing_faults - at_fork.missing_faults
+    ));
     Ok(())
 }

@@ -40,6 +40,10 @@ pub const ALL: &[(&str, fn())] = &[
         a_forked_child_does_not_keep_its_killed_parent_alive_to_the_daemon,
     ),
     (
+        "forked_workers_of_a_daemon_client_fill_its_file_region_and_the_parent_sees_every_byte",
+        forked_workers_of_a_daemon_client_fill_its_file_region_and_the_parent_sees_every_byte,
+    ),
+    (
         "thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks",
         thirty_two_clients_come_and_go_for_a_minute_and_no_frame_leaks,
     ),
@@ -493,4 +497,58 @@ fn a_forked_child_does_not_keep_its_killed_parent_alive_to_the_daemon() {
     );
     // SAFETY: signal 0 only checks that the process exists.
     assert_eq!(unsafe { libc::kill(child, 0) }, 0, "the child still runs");
+}
+
+/// A client's writable file region, its frames from the daemon and read
+/// whole: four forked workers fill a quarter each, the parent sees every
+/// byte with no flush or invalidate, pages the region again once they are
+/// gone (still the daemon's client, the same region), and the file holds
+/// every byte; the daemon has every frame back at the end.
+fn forked_workers_of_a_daemon_client_fill_its_file_region_and_the_parent_sees_every_byte() {
+    use crate::roles::fork_byte;
+    let daemon = Daemon::start("fork-fill", "[machine]\nbudget_frames = 1000\n");
+    let pages = 1024;
+    let budget = 256;
+    let file = daemon.dir.join("data");
+    let original: Vec<u8> = (0..pages * 4096).map(|i| fork_byte(0, i)).collect();
+    std::fs::write(&file, &original).unwrap();
+    let mut p = Process::spawn(&daemon, "fork_fill", &args(&[&file.display(), &budget]));
+    let resident: u64 = p.expect("ready", WAIT).parse().unwrap();
+    assert_eq!(
+        resident, budget as u64,
+        "the region read whole holds its budget"
+    );
+    let client = daemon
+        .client_of(p.pid())
+        .expect("the client joined the daemon");
+    assert_eq!(client.regions.len(), 1);
+    assert_eq!(client.regions[0].held_frames, budget as u64);
+    p.say("go");
+    let filled: Vec<u64> = p
+        .expect("filled", WAIT)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let [shares, resumes, shared, paged] = filled[..] else {
+        panic!("filled {filled:?}");
+    };
+    assert_eq!(
+        (shares, resumes, shared),
+        (1, 1, 0),
+        "shared once, paged again once"
+    );
+    assert!(
+        paged >= pages as u64,
+        "{paged} pages brought in since the fork: the region was not paged again"
+    );
+    assert_eq!(p.wait(WAIT), Some(0));
+    let bytes = std::fs::read(&file).unwrap();
+    let bad = (0..bytes.len())
+        .filter(|&i| bytes[i] != fork_byte(1, i))
+        .count();
+    assert_eq!(bad, 0, "bytes of the file not the workers'");
+    eventually(WAIT, "every frame back", || {
+        let s = daemon.status();
+        s.clients.is_empty() && s.free_frames == s.total_frames
+    });
 }
