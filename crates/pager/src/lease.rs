@@ -75,10 +75,7 @@ impl Lease {
     pub fn held(&self) -> bool {
         self.pending().retain(|fd| {
             let mut mark = [0u8];
-            let claimed = self
-                .file
-                .read_exact_at(&mut mark, fd.as_raw_fd() as u64)
-                .is_ok()
+            let claimed = self.file.read_exact_at(&mut mark, fd.as_raw_fd() as u64).is_ok()
                 && mark[0] == CLAIMED;
             !claimed
         });
@@ -94,9 +91,7 @@ pub fn claim(path: &str) -> io::Result<OwnedFd> {
         .rsplit('/')
         .next()
         .and_then(|n| n.parse().ok())
-        .ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("not a lease: {path}"))
-        })?;
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("not a lease: {path}")))?;
     let fd = sys::open_path(path)?;
     sys::lock_shared(&fd)?;
     File::from(fd.try_clone()?).write_all_at(&[CLAIMED], n)?;

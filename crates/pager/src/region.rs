@@ -236,8 +236,7 @@ impl Region {
             s.budget_frames = self.budget_frames as u64;
         }
         s.pages = (self.shared.map_len / PAGE) as u64;
-        s.shared =
-            self.shared.forked() || self.shared.sharing.mode() != crate::sharing::Mode::Paging;
+        s.shared = self.shared.forked() || self.shared.sharing.mode() != crate::sharing::Mode::Paging;
         s.policy = self.policy_name.clone();
         s.direct_io = self.shared.store.direct();
         s.uffd_access = self.shared.uffd_access;

@@ -328,10 +328,7 @@ pub fn resume(sh: &Shared) -> bool {
         return false;
     };
     if let Err(e) = sys::set_len(memfd, 0) {
-        eprintln!(
-            "pagepilot: region at {:#x} stays shared: ftruncate: {e}",
-            sh.app
-        );
+        eprintln!("pagepilot: region at {:#x} stays shared: ftruncate: {e}", sh.app);
         sigbus::release(held);
         return false;
     }
@@ -355,8 +352,7 @@ pub fn resume(sh: &Shared) -> bool {
             false
         }
     };
-    sh.sharing
-        .set(if resumed { Mode::Paging } else { Mode::Shared });
+    sh.sharing.set(if resumed { Mode::Paging } else { Mode::Shared });
     if resumed {
         crate::stats::Counters::add(&sh.stats.resumes, 1);
     }

@@ -111,9 +111,7 @@ pub struct Held(usize);
 pub fn hold(start: usize, len: usize) -> Option<Held> {
     install().ok()?;
     for (i, (s, e)) in HELD.iter().enumerate() {
-        if s.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
+        if s.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             e.store(start + len, Ordering::SeqCst);
             return Some(Held(i));
         }

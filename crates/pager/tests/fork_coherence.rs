@@ -123,24 +123,14 @@ fn workers_fill_what_the_parent_reads(setup: Setup) {
         *s = pattern(i, 1);
     }
     let bad = differing(&region, &shadow);
-    assert!(
-        bad.is_empty(),
-        "{} bytes differ, first at {}",
-        bad.len(),
-        bad[0]
-    );
+    assert!(bad.is_empty(), "{} bytes differ, first at {}", bad.len(), bad[0]);
     assert_eq!(region.stats().shares, 1, "{:?}", region.stats());
-    eventually("the parent pages the region again", || {
-        region.stats().resumes == 1
-    });
+    eventually("the parent pages the region again", || region.stats().resumes == 1);
     assert!(!region.stats().shared);
     let faults = region.stats().missing_faults;
     let bad = differing(&region, &shadow);
     assert!(bad.is_empty(), "{} bytes differ after resuming", bad.len());
-    assert!(
-        region.stats().missing_faults > faults,
-        "not paged after resuming"
-    );
+    assert!(region.stats().missing_faults > faults, "not paged after resuming");
     region.unmap().unwrap();
     assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
 }
@@ -225,12 +215,7 @@ fn grandchild_writes_reach_the_parent(setup: Setup) {
         shadow[i] = pattern(i, 3);
     }
     let bad = differing(&region, &shadow);
-    assert!(
-        bad.is_empty(),
-        "{} bytes differ, first at {}",
-        bad.len(),
-        bad[0]
-    );
+    assert!(bad.is_empty(), "{} bytes differ, first at {}", bad.len(), bad[0]);
     region.unmap().unwrap();
     assert_eq!(diff(&std::fs::read(&path).unwrap(), &shadow), 0);
 }
@@ -254,11 +239,7 @@ fn handle_mapping_sees_the_region(setup: Setup) {
     // SAFETY: the other mapping is `other.len()` bytes while `other` lives.
     let theirs = unsafe { std::slice::from_raw_parts_mut(other.as_ptr(), other.len()) };
     let bad: Vec<usize> = (0..LEN).filter(|&i| theirs[i] != shadow[i]).collect();
-    assert!(
-        bad.is_empty(),
-        "{} bytes differ in the other mapping",
-        bad.len()
-    );
+    assert!(bad.is_empty(), "{} bytes differ in the other mapping", bad.len());
     for i in (LEN / 2..LEN).step_by(5) {
         theirs[i] = pattern(i, 5);
         shadow[i] = pattern(i, 5);

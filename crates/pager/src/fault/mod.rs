@@ -21,8 +21,8 @@ use std::time::Instant;
 use pagepilot_policy::{Fault, FaultKind};
 
 use crate::engine::{Inner, Shared};
-use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::sharing::{admit, Admit};
+use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 use crate::threads::Placement;
