@@ -36,9 +36,8 @@ impl Uffd {
     /// `fd` must be a descriptor of a fork event that nothing else owns or closes.
     pub unsafe fn from_forked(fd: RawFd) -> Uffd {
         // SAFETY: the caller passes a descriptor only this object owns.
-        Uffd {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Uffd { fd }
     }
 }
 
