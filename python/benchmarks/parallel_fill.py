@@ -165,9 +165,12 @@ def run_one(args, variant, seed, previous):
         if cg:
             cmd += ["--cgroup", cg]
         out = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=args.timeout_s)
+        if out.returncode == -9:
+            print(f"{variant}: killed (its cgroup's OOM killer): counted, not measured",
+                  file=sys.stderr)
+            return None
         if out.returncode != 0:
-            raise SystemExit(f"{variant} run failed ({out.returncode}); "
-                             "killed by its cgroup's OOM killer?")
+            raise SystemExit(f"{variant} run failed ({out.returncode})")
         return json.loads(out.stdout)
     finally:
         if cg:
@@ -215,8 +218,10 @@ def main():
             for k in range(len(variants)):
                 v = variants[(r + k) % len(variants)]
                 seed = 1 + r * len(variants) + k
-                runs[v].append(run_one(args, v, seed, previous))
-                previous = seed
+                run = run_one(args, v, seed, previous)
+                runs[v].append(run)
+                # A killed run left the array half filled: the next first read checks nothing.
+                previous = seed if run else -1
     finally:
         os.unlink(args.path)
     if args.json:
@@ -226,15 +231,20 @@ def main():
     print(f"parallel fill from Python: {args.workers} forked workers fill a {args.mb} MB float32 "
           f"file; {limit}; median of {args.runs}")
     print(f"{'variant':>10} {'wall s':>8} {'fill s':>8} {'check s':>8} {'read s':>8} "
-          f"{'wall/memmap':>12} {'peak MB':>8}")
+          f"{'wall/memmap':>12} {'check/memmap':>13} {'peak MB':>8} {'oom':>4}")
     ref = runs.get("memmap")
     for v in variants:
-        med = lambda key: statistics.median(x[key] for x in runs[v])
-        vs = "-"
-        if ref:
-            vs = f"{statistics.median(a['wall_s'] / b['wall_s'] for a, b in zip(runs[v], ref)):.2f}"
+        done = [x for x in runs[v] if x]
+        if not done:
+            print(f"{v:>10} every run killed")
+            continue
+        med = lambda key: statistics.median(x[key] for x in done)
+        def vs(key):
+            pairs = [a[key] / b[key] for a, b in zip(runs[v], ref or []) if a and b]
+            return f"{statistics.median(pairs):.2f}" if pairs else "-"
         print(f"{v:>10} {med('wall_s'):>8.2f} {med('fill_s'):>8.2f} {med('check_s'):>8.2f} "
-              f"{med('read_s'):>8.2f} {vs:>12} {med('peak_bytes') / 2**20:>8.1f}")
+              f"{med('read_s'):>8.2f} {vs('wall_s'):>12} {vs('check_s'):>13} "
+              f"{med('peak_bytes') / 2**20:>8.1f} {len(runs[v]) - len(done):>4}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 //! each variant's wall time (fill and check) over the kernel's.
 
 use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -173,7 +174,9 @@ pub struct VariantReport {
     pub fill_vs_kernel: Option<f64>,
     /// The same for the check.
     pub check_vs_kernel: Option<f64>,
-    /// Every run, in order.
+    /// Runs whose child the cgroup's OOM killer ended (not measured).
+    pub oom_kills: usize,
+    /// Every run measured, in order.
     pub runs: Vec<FillRun>,
 }
 
@@ -184,8 +187,11 @@ pub struct FillReport {
     pub bench: &'static str,
     /// Array size, MB.
     pub file_mb: usize,
-    /// Cgroup limit and budget, MB.
+    /// pagepilot's budget, MB; the cgroups' limit is this and `slack_mb` on top of what each
+    /// child held once mapped.
     pub budget_mb: usize,
+    /// `--slack-mb`.
+    pub slack_mb: usize,
     /// Workers.
     pub workers: usize,
     /// Runs per variant.
@@ -195,7 +201,12 @@ pub struct FillReport {
 }
 
 /// Runs one variant's child in a fresh cgroup, the page cache dropped first.
-fn run_child(mut job: Job, timeout: Duration) -> Result<FillRun, Box<dyn std::error::Error>> {
+/// `None`: the child was killed by its cgroup's OOM killer (an outcome of the variant, counted
+/// in `oom_kills`, not a failure of the benchmark).
+fn run_child(
+    mut job: Job,
+    timeout: Duration,
+) -> Result<Option<FillRun>, Box<dyn std::error::Error>> {
     let cg = MemCgroup::create(job.budget as usize)?;
     sys::drop_page_cache()?;
     job.cgroup = cg.dir().to_path_buf();
@@ -213,6 +224,14 @@ fn run_child(mut job: Job, timeout: Duration) -> Result<FillRun, Box<dyn std::er
     let Some(status) = super::kernel::wait_for(&mut child, Some(timeout))? else {
         return Err(FillError::TimedOut(job.variant, timeout).into());
     };
+    if status.signal() == Some(libc::SIGKILL) {
+        eprintln!(
+            "pagepilot: bench parallel-fill: the {:?} child was killed (its cgroup's OOM killer): \
+             counted in oom_kills",
+            job.variant
+        );
+        return Ok(None);
+    }
     if !status.success() {
         return Err(FillError::Child(job.variant, status).into());
     }
@@ -221,7 +240,7 @@ fn run_child(mut job: Job, timeout: Duration) -> Result<FillRun, Box<dyn std::er
         stdout.read_to_end(&mut out)?;
     }
     drop(cg);
-    Ok(serde_json::from_slice(&out)?)
+    Ok(Some(serde_json::from_slice(&out)?))
 }
 
 /// Runs `pagepilot bench parallel-fill`.
@@ -242,7 +261,7 @@ pub fn run(args: Args) -> BenchResult {
     let file = DataFile::create(&dir, "parallel-fill", args.file_mb * MB)?;
     let timeout = Duration::from_secs(args.timeout_s);
     let n = args.variants.len();
-    let mut runs: Vec<Vec<FillRun>> = vec![Vec::new(); n];
+    let mut runs: Vec<Vec<Option<FillRun>>> = vec![Vec::new(); n];
     let mut previous = None;
     for run in 0..args.runs {
         // Alternated: each run starts with the next variant.
@@ -259,8 +278,10 @@ pub fn run(args: Args) -> BenchResult {
                 seed,
                 previous,
             };
-            runs[v].push(run_child(job, timeout)?);
-            previous = Some(seed);
+            let out = run_child(job, timeout)?;
+            // A killed run left the array half filled: the next first read checks nothing.
+            previous = out.is_some().then_some(seed);
+            runs[v].push(out);
         }
     }
     let report = report(&args, runs);
@@ -272,23 +293,25 @@ pub fn run(args: Args) -> BenchResult {
     Ok(())
 }
 
-fn report(args: &Args, runs: Vec<Vec<FillRun>>) -> FillReport {
+fn report(args: &Args, runs: Vec<Vec<Option<FillRun>>>) -> FillReport {
     let kernel = args.variants.iter().position(|&v| v == Variant::Kernel);
     let kernel_runs = kernel.map(|k| runs[k].clone());
-    let vs = |mine: &[FillRun], f: fn(&FillRun) -> u64| {
+    // Per run, where both ran to the end.
+    let vs = |mine: &[Option<FillRun>], f: fn(&FillRun) -> u64| {
         let theirs = kernel_runs.as_ref()?;
-        let per_run = mine
+        let per_run: Vec<f64> = mine
             .iter()
             .zip(theirs)
-            .map(|(m, k)| ratio(f(m) as f64, f(k) as f64))
+            .filter_map(|(m, k)| Some(ratio(f(m.as_ref()?) as f64, f(k.as_ref()?) as f64)))
             .collect();
-        Some(median(per_run))
+        (!per_run.is_empty()).then(|| median(per_run))
     };
     let variants = args
         .variants
         .iter()
         .zip(runs)
-        .map(|(&variant, runs)| {
+        .map(|(&variant, all)| {
+            let runs: Vec<FillRun> = all.iter().flatten().cloned().collect();
             let m = |f: fn(&FillRun) -> u64| median(runs.iter().map(f).collect());
             VariantReport {
                 variant,
@@ -296,9 +319,10 @@ fn report(args: &Args, runs: Vec<Vec<FillRun>>) -> FillReport {
                 fill_ns: m(|r| r.fill_ns),
                 check_ns: m(|r| r.check_ns),
                 read_ns: m(|r| r.read_ns),
-                wall_vs_kernel: vs(&runs, |r| r.wall_ns),
-                fill_vs_kernel: vs(&runs, |r| r.fill_ns),
-                check_vs_kernel: vs(&runs, |r| r.check_ns),
+                wall_vs_kernel: vs(&all, |r| r.wall_ns),
+                fill_vs_kernel: vs(&all, |r| r.fill_ns),
+                check_vs_kernel: vs(&all, |r| r.check_ns),
+                oom_kills: all.iter().filter(|r| r.is_none()).count(),
                 runs,
             }
         })
@@ -307,6 +331,7 @@ fn report(args: &Args, runs: Vec<Vec<FillRun>>) -> FillReport {
         bench: "parallel-fill",
         file_mb: args.file_mb,
         budget_mb: args.budget_mb,
+        slack_mb: args.slack_mb,
         workers: args.workers,
         runs: args.runs,
         variants,
@@ -316,13 +341,13 @@ fn report(args: &Args, runs: Vec<Vec<FillRun>>) -> FillReport {
 fn print_text(r: &FillReport, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "parallel fill: {} forked workers fill a {} MB file, each a slice; {} MB memory cgroup \
-         (and budget); median of {}",
-        r.workers, r.file_mb, r.budget_mb, r.runs
+        "parallel fill: {} forked workers fill a {} MB file, each a slice; budget {} MB, \
+         memory cgroups of the budget + {} MB; median of {}",
+        r.workers, r.file_mb, r.budget_mb, r.slack_mb, r.runs
     )?;
     writeln!(
         out,
-        "{:>9} {:>9} {:>9} {:>9} {:>9} | {:>8} {:>8} {:>8} | {:>7} {:>7}",
+        "{:>9} {:>9} {:>9} {:>9} {:>9} | {:>8} {:>8} {:>8} | {:>7} {:>8} {:>4}",
         "variant",
         "wall ms",
         "fill ms",
@@ -332,7 +357,8 @@ fn print_text(r: &FillReport, out: &mut impl Write) -> std::io::Result<()> {
         "fill/k",
         "check/k",
         "resumed",
-        "page-ins"
+        "page-ins",
+        "oom"
     )?;
     let ms = |ns: u64| ns as f64 / 1e6;
     let x = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
@@ -345,7 +371,7 @@ fn print_text(r: &FillReport, out: &mut impl Write) -> std::io::Result<()> {
         let page_ins = median(v.runs.iter().map(|r| r.check_page_ins).collect());
         writeln!(
             out,
-            "{:>9} {:>9.1} {:>9.1} {:>9.1} {:>9.1} | {:>8} {:>8} {:>8} | {:>7} {:>7}",
+            "{:>9} {:>9.1} {:>9.1} {:>9.1} {:>9.1} | {:>8} {:>8} {:>8} | {:>7} {:>8} {:>4}",
             format!("{:?}", v.variant).to_lowercase(),
             ms(v.wall_ns),
             ms(v.fill_ns),
@@ -355,13 +381,15 @@ fn print_text(r: &FillReport, out: &mut impl Write) -> std::io::Result<()> {
             x(v.fill_vs_kernel),
             x(v.check_vs_kernel),
             format!("{resumed}/{}", v.runs.len()),
-            page_ins
+            page_ins,
+            v.oom_kills
         )?;
     }
     writeln!(
         out,
         "wall = fill + check (the parent's check of every byte after the join); x/k: median over \
          runs of the variant's time / the kernel's in the same run; resumed: runs in which the \
-         region was paged again before or during the check; page-ins: during the check"
+         region was paged again before or during the check; page-ins: during the check; oom: \
+         runs the cgroup's OOM killer ended (not measured)"
     )
 }

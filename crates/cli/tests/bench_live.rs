@@ -557,7 +557,7 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         ),
         (&["bench", "faults", "--pages", "0"], "--pages"),
         (&["bench", "fork", "--dirty-mb", "32"], "--dirty-mb"),
-        (&["bench", "fork", "--working-mb", "32"], "--working-mb"),
+        (&["bench", "fork", "--working-mb", "64"], "--working-mb"),
         (&["bench", "parallel-fill", "--workers", "0"], "--workers"),
         (&["bench", "fork-ways", "--mb", "0"], "--mb"),
         (&["bench", "share", "--loops", "0"], "--loops"),

@@ -47,11 +47,12 @@ const CHILD_FLAG: &str = "--internal-fork-child";
 #[derive(clap::Args)]
 pub struct Args {
     /// Budget of the region in MB; the file is four times larger.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 32)]
     budget_mb: usize,
     /// The parent's working set in MB, at the start of the file, touched
     /// before each fork and again after it (at most the budget; default:
-    /// the budget).
+    /// half the budget, so that the kernel's read-ahead past the working set
+    /// fits in its cgroup too: at the limit, its fork would pay for reclaim).
     #[arg(long)]
     working_mb: Option<usize>,
     /// Dirty megabytes at the fork, at the start of the working set.
@@ -214,7 +215,7 @@ pub fn run(args: Args) -> BenchResult {
     }
     check_range("--budget-mb", args.budget_mb, 1 << 14)?;
     check_range("--runs", args.runs, 1000)?;
-    let working_mb = args.working_mb.unwrap_or(args.budget_mb);
+    let working_mb = args.working_mb.unwrap_or(args.budget_mb.div_ceil(2));
     check_range("--working-mb", working_mb, args.budget_mb)?;
     for &d in &args.dirty_mb {
         if d > working_mb {
