@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use pagepilot_pager::sys::{self, Mapping, PAGE};
 use pagepilot_pager::{Backing, Region, RegionOptions};
+use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::{ForkBenchError, ForkRun};
@@ -15,6 +16,9 @@ use crate::BenchResult;
 /// Longest the parent waits for its region to be paged again after the
 /// child is gone (the watcher looks every 100 ms).
 const RESUME_LIMIT: Duration = Duration::from_secs(10);
+
+/// How often the pager's watcher looks for regions to resume, µs.
+const WATCH_PERIOD_US: u64 = 100_000;
 
 /// How often the parent asks whether the region was resumed.
 const RESUME_POLL: Duration = Duration::from_micros(200);
@@ -168,8 +172,9 @@ fn kernel_run(
 }
 
 /// The child side: joins its cgroup (the limit: the budget and the slack
-/// on top of what it holds once mapped), maps the file, pages its working set in, forks
-/// once to warm up and once measured; prints a [`ChildOut`].
+/// on top of what it holds once mapped), maps the file, pages its working
+/// set in, forks once to warm up and, after a random part of the watcher's
+/// period, once measured; prints a [`ChildOut`].
 pub(super) fn child_main(job: &str) -> BenchResult {
     let job: Job = serde_json::from_str(job)?;
     // SAFETY: mlockall changes no memory contents, only keeps the current pages resident.
@@ -211,6 +216,15 @@ pub(super) fn child_main(job: &str) -> BenchResult {
         }
     };
     run(job.tag.wrapping_add(2))?;
+    // The measured fork at a phase of the watcher's period drawn from the tag (the same for
+    // both sides of a run), as an application's fork falls anywhere in it: right after the
+    // warm-up's resume, the next look is a fixed time away. Spun, not slept: a fork right
+    // after an idle wait pays for the idle CPU's wake-up (milliseconds on these machines).
+    let phase = StdRng::seed_from_u64(job.tag.into()).gen_range(0..WATCH_PERIOD_US);
+    let until = Instant::now() + Duration::from_micros(phase);
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
     let (run, written_back) = run(job.tag)?;
     drop(kernel);
     if let Some(region) = region {

@@ -15,8 +15,10 @@
 //! re-executed with a hidden flag; the pager's fork handler is process-wide,
 //! so a kernel fork in a process holding a region would share that region
 //! too), in a fresh memory cgroup limited to the budget and `--slack-mb` on
-//! top of what the process holds once mapped. Per run, each side's child pages its working
-//! set in, forks once to warm up and once measured; the sides alternate.
+//! top of what the process holds once mapped. Per run, each side's child
+//! pages its working set in, forks once to warm up, waits a random part of
+//! the watcher's period (the same for both sides) and forks once measured;
+//! the sides alternate.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
