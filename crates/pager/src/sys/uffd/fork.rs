@@ -80,3 +80,40 @@ pub fn do_fork(addr: usize, len: usize) -> io::Result<()> {
     check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DOFORK) })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn test_a_fork_event_names_the_childs_descriptor_and_a_fault_does_not() {
+        let fork = UffdMsg {
+            event: EVENT_FORK,
+            flags: 42,
+            ..UffdMsg::default()
+        };
+        assert_eq!(fork.forked_uffd(), Some(42));
+        assert_eq!(fork.pagefault(), None);
+        let fault = UffdMsg {
+            event: 0x12,
+            flags: 42,
+            ..UffdMsg::default()
+        };
+        assert_eq!(fault.forked_uffd(), None);
+    }
+
+    #[test]
+    fn test_poll_marks_only_the_readable_descriptors() {
+        let (quiet, rung) = (
+            crate::sys::eventfd().unwrap(),
+            crate::sys::eventfd().unwrap(),
+        );
+        crate::sys::eventfd_signal(rung.as_raw_fd()).unwrap();
+        let mut ready = [true; 3];
+        poll_readable(&[quiet.as_raw_fd(), -1, rung.as_raw_fd()], &mut ready, 0).unwrap();
+        assert_eq!(ready, [false, false, true]);
+        let too_many = [-1; POLL_MAX + 1];
+        assert!(poll_readable(&too_many, &mut [false; POLL_MAX + 1], 0).is_err());
+    }
+}
