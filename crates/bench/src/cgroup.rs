@@ -70,7 +70,11 @@ impl MemCgroup {
 
 /// Memory charged to the cgroup at `dir` now.
 pub fn usage(dir: &Path) -> Result<u64, CgroupError> {
-    let path = dir.join("memory.usage_in_bytes");
+    read_number(&dir.join("memory.usage_in_bytes"))
+}
+
+fn read_number(path: &Path) -> Result<u64, CgroupError> {
+    let path = path.to_path_buf();
     let text = std::fs::read_to_string(&path).map_err(|source| CgroupError::Io {
         path: path.clone(),
         source,
@@ -82,6 +86,11 @@ pub fn usage(dir: &Path) -> Result<u64, CgroupError> {
             format!("not a number: {text:?}"),
         ),
     })
+}
+
+/// The most memory charged to the cgroup at `dir` since it was made.
+pub fn max_usage(dir: &Path) -> Result<u64, CgroupError> {
+    read_number(&dir.join("memory.max_usage_in_bytes"))
 }
 
 /// Sets the memory limit of the cgroup at `dir`.

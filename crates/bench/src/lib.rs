@@ -15,10 +15,12 @@ mod datafile;
 mod far;
 mod faults;
 mod fork;
+mod fork_ways;
 pub mod join;
 mod kernel;
 mod live;
 mod measure;
+mod parallel_fill;
 mod policy;
 mod probe;
 mod rapha;
@@ -46,6 +48,12 @@ pub enum Command {
     Scan(scan::Args),
     /// Cost of a fork with dirty pages in a file region against the kernel's mapping.
     Fork(fork::Args),
+    /// Forked workers filling one array (a file larger than the memory cgroup) that the parent
+    /// then checks: the kernel's mapping, pagepilot's defaults and tuned, side by side.
+    ParallelFill(parallel_fill::Args),
+    /// The price of serving a forked child's faults from the parent's handler
+    /// (`UFFD_FEATURE_EVENT_FORK`): `fork()` latency and a child's fault against the parent's.
+    ForkWays(fork_ways::Args),
     /// Regions from 1 GiB to 8 TiB under a fixed budget: memory, time per touch, map and
     /// unmap, against the kernel's mmap.
     Scale(scale::Args),
@@ -73,6 +81,8 @@ pub fn run(command: Command) -> BenchResult {
         Command::Faults(a) => faults::run(a),
         Command::Scan(a) => scan::run(a),
         Command::Fork(a) => fork::run(a),
+        Command::ParallelFill(a) => parallel_fill::run(a),
+        Command::ForkWays(a) => fork_ways::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Share(a) => share::run(a),
         Command::Rapha(a) => rapha::run(a),

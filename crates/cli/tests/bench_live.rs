@@ -1,5 +1,6 @@
-//! The live benchmarks as a user runs them: `pagepilot bench join|faults|scan|fork --format json`
-//! against real userfaultfd regions, real files and real memory cgroups, at small sizes.
+//! The live benchmarks as a user runs them: `pagepilot bench
+//! join|faults|scan|fork|parallel-fill|fork-ways --format json` against real
+//! userfaultfd regions, real files and real memory cgroups, at small sizes.
 
 mod bench;
 
@@ -405,7 +406,7 @@ fn test_scan_bench_writes_reach_the_file_in_every_run_of_every_side() {
 }
 
 #[test]
-fn test_fork_bench_writes_back_exactly_the_dirty_pages_at_each_fork() {
+fn test_fork_bench_writes_back_exactly_the_dirty_pages_and_waits_for_the_resume() {
     let r = json(&[
         "bench",
         "fork",
@@ -427,7 +428,79 @@ fn test_fork_bench_writes_back_exactly_the_dirty_pages_at_each_fork() {
             "{p}"
         );
         assert_eq!(p["pagepilot_runs"].as_array().unwrap().len(), 3, "{p}");
-        assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+        for key in ["fork_ratio", "after_ratio", "total_ratio"] {
+            assert!(p[key].as_f64().unwrap() > 0.0, "{key}: {p}");
+        }
+        // pagepilot waited for its region to be paged again, then paged its working set in;
+        // the kernel's stayed mapped.
+        let (pp, k) = (&p["pagepilot"], &p["kernel"]);
+        assert!(pp["resume_wait_ns"].as_u64().unwrap() > 0, "{p}");
+        assert!(pp["retouch_page_ins"].as_u64().unwrap() > 0, "{p}");
+        assert_eq!(k["resume_wait_ns"].as_u64(), Some(0), "{p}");
+    }
+}
+
+#[test]
+fn test_parallel_fill_bench_checks_every_variant_beside_the_kernel() {
+    let r = json(&[
+        "bench",
+        "parallel-fill",
+        "--file-mb",
+        "16",
+        "--budget-mb",
+        "4",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let variants = r["variants"].as_array().unwrap();
+    let names: Vec<_> = variants
+        .iter()
+        .map(|v| v["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["kernel", "defaults", "tuned"]);
+    for v in variants {
+        let run = &v["runs"][0];
+        assert!(run["fill_ns"].as_u64().unwrap() > 0, "{v}");
+        assert!(v["wall_vs_kernel"].as_f64().unwrap() > 0.0, "{v}");
+        // pagepilot shared the region with its workers once (the first fork).
+        let shares = if v["variant"] == "kernel" { 0 } else { 1 };
+        assert_eq!(run["shares"].as_u64(), Some(shares), "{v}");
+    }
+}
+
+#[test]
+fn test_fork_ways_probe_serves_the_childs_faults_through_its_own_userfaultfd() {
+    let r = json(&[
+        "bench",
+        "fork-ways",
+        "--mb",
+        "4",
+        "--forks",
+        "3",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let fork = r["fork"].as_array().unwrap();
+    let names: Vec<_> = fork
+        .iter()
+        .map(|f| f["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["dontfork", "inherit", "event-fork", "event-fork-empty"]
+    );
+    for f in fork {
+        assert_eq!(f["fork_ns"].as_array().unwrap().len(), 3, "{f}");
+    }
+    // The probe itself fails unless every fault of the child went through the child's
+    // userfaultfd and its stores reached the parent's memfd.
+    for f in r["faults"].as_array().unwrap() {
+        assert!(f["child_us"].as_f64().unwrap() > 0.0, "{f}");
+        assert!(f["parent_us"].as_f64().unwrap() > 0.0, "{f}");
     }
 }
 
@@ -484,6 +557,9 @@ fn test_benches_refuse_bad_input_with_a_named_error() {
         ),
         (&["bench", "faults", "--pages", "0"], "--pages"),
         (&["bench", "fork", "--dirty-mb", "32"], "--dirty-mb"),
+        (&["bench", "fork", "--working-mb", "64"], "--working-mb"),
+        (&["bench", "parallel-fill", "--workers", "0"], "--workers"),
+        (&["bench", "fork-ways", "--mb", "0"], "--mb"),
         (&["bench", "share", "--loops", "0"], "--loops"),
         (&["bench", "share", "--budget-mb", "1"], "--budget-mb"),
     ];

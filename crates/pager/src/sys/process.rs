@@ -159,6 +159,37 @@ pub fn fork_and_reap() -> io::Result<()> {
     Ok(())
 }
 
+/// Forks a child that runs `child` and ends with `_exit` of what it
+/// returns (no exit handler of the parent's runs in it; a panic ends it
+/// with 101); returns the child's id to the parent.
+///
+/// # Safety
+///
+/// In a process with other threads, `child` may do only what is
+/// async-signal-safe (loads and stores to memory, system calls that take
+/// no lock): another thread may have held any lock (the allocator's) at
+/// the fork.
+pub unsafe fn fork_child(child: impl FnOnce() -> i32) -> io::Result<libc::pid_t> {
+    // SAFETY: the child runs `child`, which the caller vouches for, and
+    // leaves with `_exit`.
+    let pid = check(unsafe { libc::fork() })?;
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(101);
+        // SAFETY: ends the child at once, without the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    Ok(pid)
+}
+
+/// Waits for child `pid` to end; its exit status.
+pub fn wait_child(pid: libc::pid_t) -> io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: waits for a child of this process into a live integer.
+    restarting(|| unsafe { libc::waitpid(pid, &mut status, 0) })?;
+    Ok(std::process::ExitStatus::from_raw(status))
+}
+
 /// Makes descriptor `fd` name `/dev/null` (close-on-exec), dropping what it
 /// named: for a child after fork, in which `fd` is a copy of a parent's
 /// connection. Async-signal-safe (open, dup3, close); failures leave `fd`

@@ -8,6 +8,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::{check, PAGE};
 
+mod fork;
+pub use fork::*;
+
 const UFFD_API: u64 = 0xAA;
 
 const UFFDIO: u64 = 0xAA;
