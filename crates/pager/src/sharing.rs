@@ -387,6 +387,10 @@ pub fn resume(sh: &Shared) -> bool {
         let _ = lease.set_state(lease::State::Shared);
         return false;
     }
+    // The file's pages the kernel cached while shared would sit beside the
+    // frames paged in again, in one memory cgroup: written now (the view is
+    // still the file's mapping), dropped once it is not.
+    let _ = sys::msync(sh.app, sh.map_len);
     let memfd = sh.memfd.as_raw_fd();
     let g = sh.lock();
     if g.table.held != 0 {
@@ -438,6 +442,9 @@ pub fn resume(sh: &Shared) -> bool {
     drop(g);
     sh.cv.notify_all();
     if resumed {
+        if let Some(file) = sh.store.file() {
+            let _ = sys::drop_cached(file);
+        }
         let pins = std::mem::take(&mut sw.pins);
         drop(sw);
         repin(sh, &pins);

@@ -24,8 +24,14 @@ pub fn drop_page_cache() -> io::Result<()> {
 
 /// Asks the kernel to drop the cached pages of `file` (`POSIX_FADV_DONTNEED`).
 pub fn fadvise_dontneed(file: &std::fs::File) -> io::Result<()> {
-    // SAFETY: fadvise on a valid descriptor only affects the page cache.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    drop_cached(file.as_raw_fd())
+}
+
+/// Asks the kernel to drop the clean, unmapped cached pages of the file
+/// `fd` names (`POSIX_FADV_DONTNEED`).
+pub fn drop_cached(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: fadvise on a descriptor the caller holds only affects the page cache.
+    let rc = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
