@@ -45,6 +45,11 @@ const EXIT_WRITE_BACK_LIMIT: Duration = Duration::from_secs(60);
 /// How often the watcher looks for the application's threads.
 const WATCH_PERIOD: Duration = Duration::from_millis(100);
 
+/// How often, while a region is shared, the watcher asks whether its
+/// children are gone (one `fcntl` per shared region): the most a parent
+/// waits to page the region again.
+const RESUME_PERIOD: Duration = Duration::from_millis(10);
+
 /// The ids of the pager's own threads, which do not keep a process alive
 /// (registered by [`spawn_service`]). By id, not by name: an application
 /// may name its threads, or itself, anything.
@@ -141,12 +146,24 @@ pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
 /// thread's `pthread_exit` would have made it (status 0, exit handlers run).
 fn watch_for_last_thread() {
     sys::block_async_signals();
+    *watcher_thread() = Some(std::thread::current());
+    let mut since_check = Duration::ZERO;
+    let mut period = WATCH_PERIOD;
     loop {
-        std::thread::sleep(WATCH_PERIOD);
-        if application_has_ended() {
-            std::process::exit(0);
+        // Woken early when a region is shared (`watch_closely`).
+        std::thread::park_timeout(period);
+        since_check += period;
+        if since_check >= WATCH_PERIOD {
+            since_check = Duration::ZERO;
+            if application_has_ended() {
+                std::process::exit(0);
+            }
         }
-        resume_unshared();
+        period = if resume_unshared() {
+            RESUME_PERIOD
+        } else {
+            WATCH_PERIOD
+        };
     }
 }
 
@@ -324,11 +341,29 @@ unsafe extern "C" fn after_fork_in_child() {
 
 /// Pages again, under their policies, the shared regions whose leases no
 /// other process holds (the children are gone).
-fn resume_unshared() {
+/// The watcher thread of this process, once it runs.
+static WATCHER_THREAD: Mutex<Option<std::thread::Thread>> = Mutex::new(None);
+
+fn watcher_thread() -> MutexGuard<'static, Option<std::thread::Thread>> {
+    WATCHER_THREAD.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A region was shared: the watcher asks at `RESUME_PERIOD` from now on
+/// whether its children are gone.
+pub fn watch_closely() {
+    if let Some(t) = watcher_thread().as_ref() {
+        t.unpark();
+    }
+}
+
+/// Returns whether a region is still shared.
+fn resume_unshared() -> bool {
     sharing::forget_claimed_orphans();
+    let mut still = false;
     for sh in owned() {
         if sh.sharing.mode() == sharing::Mode::Shared {
-            sharing::resume(&sh);
+            still |= !sharing::resume(&sh);
         }
     }
+    still
 }

@@ -246,6 +246,7 @@ pub fn share(sh: &Shared) -> Result<OwnedFd, ShareError> {
     }
     if sh.sharing.mode() != Mode::Shared {
         enter(sh, &mut sw)?;
+        crate::lifecycle::watch_closely();
     }
     let lease = sw.lease.as_ref().expect("made above");
     lease
@@ -264,6 +265,7 @@ pub fn share_pending(sh: &Shared) -> Result<Ticket, ShareError> {
     }
     if sh.sharing.mode() != Mode::Shared {
         enter(sh, &mut sw)?;
+        crate::lifecycle::watch_closely();
     }
     let lease = sw.lease.as_ref().expect("made above");
     lease
