@@ -437,9 +437,6 @@ pub fn resume(sh: &Shared) -> bool {
     };
     sh.sharing
         .set(if resumed { Mode::Paging } else { Mode::Shared });
-    if resumed {
-        crate::stats::Counters::add(&sh.stats.resumes, 1);
-    }
     sigbus::release(held);
     drop(g);
     sh.cv.notify_all();
@@ -450,6 +447,8 @@ pub fn resume(sh: &Shared) -> bool {
         let pins = std::mem::take(&mut sw.pins);
         drop(sw);
         repin(sh, &pins);
+        // Counted once the region is whole again, its pins made.
+        crate::stats::Counters::add(&sh.stats.resumes, 1);
     }
     resumed
 }

@@ -104,6 +104,8 @@ static HELD: [(AtomicUsize, AtomicUsize); HOLDS] = [FREE_HOLD; HOLDS];
 /// reach its handler only after the release (the thread was preempted in
 /// between), and is retried too, a few times in a row at most.
 static RELEASED: [(AtomicUsize, AtomicUsize); HOLDS] = [FREE_HOLD; HOLDS];
+/// Releases so far: a thread's retries are counted per release.
+static RELEASES: AtomicUsize = AtomicUsize::new(0);
 
 /// A range held by [`hold`].
 #[derive(Debug)]
@@ -132,6 +134,7 @@ pub fn release(held: Held) {
     re.store(0, Ordering::SeqCst);
     rs.store(s.load(Ordering::SeqCst), Ordering::SeqCst);
     re.store(e.load(Ordering::SeqCst), Ordering::SeqCst);
+    RELEASES.fetch_add(1, Ordering::SeqCst);
     e.store(0, Ordering::SeqCst);
     s.store(0, Ordering::SeqCst);
 }
@@ -156,20 +159,27 @@ fn wait_if_held(addr: usize) -> bool {
 }
 
 thread_local! {
-    /// The page of this thread's last fault retried in a released range,
-    /// and how many times in a row.
-    static RELEASED_RETRIES: std::cell::Cell<(usize, u8)> = const { std::cell::Cell::new((0, 0)) };
+    /// The release and page of this thread's last fault retried in a
+    /// released range, and how many times in a row.
+    static RELEASED_RETRIES: std::cell::Cell<(usize, usize, u8)> =
+        const { std::cell::Cell::new((0, 0, 0)) };
 }
 
 /// Whether a fault at `addr` in a released range may be retried: a few
-/// times in a row on the same page at most (a SIGBUS that is the
-/// application's own, beyond the file's end, then reaches it).
+/// times in a row on the same page since the last release at most (a
+/// SIGBUS that is the application's own, beyond the file's end, then
+/// reaches it).
 fn retry_page_again(addr: usize) -> bool {
     let page = addr & !(crate::sys::PAGE - 1);
+    let release = RELEASES.load(Ordering::SeqCst);
     RELEASED_RETRIES.with(|r| {
-        let (last, n) = r.get();
-        let n = if last == page { n.saturating_add(1) } else { 1 };
-        r.set((page, n));
+        let (last_release, last_page, n) = r.get();
+        let n = if (last_release, last_page) == (release, page) {
+            n.saturating_add(1)
+        } else {
+            1
+        };
+        r.set((release, page, n));
         n <= 3
     })
 }
