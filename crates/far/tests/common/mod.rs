@@ -50,34 +50,47 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Three primaries, with a replica each if `replicas`.
+    /// Three primaries, with a replica each if `replicas`. The ports are
+    /// free when chosen but not reserved: a connection of another process
+    /// may take one before a node binds it (they lie in the ephemeral
+    /// range), so a start that fails is stopped and tried again on others.
     pub fn start(replicas: bool) -> Cluster {
+        const ATTEMPTS: usize = 3;
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = if replicas { 6 } else { 3 };
-        let base = free_ports(n);
-        let dir = std::env::temp_dir().join(format!(
-            "pagepilot-far-cluster-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let mut cmd = Command::new(script());
-        cmd.arg("start").args(["--port", &base.to_string()]);
-        if !replicas {
-            cmd.arg("--no-replicas");
+        for _ in 0..ATTEMPTS {
+            let base = free_ports(n);
+            let dir = std::env::temp_dir().join(format!(
+                "pagepilot-far-cluster-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let mut cmd = Command::new(script());
+            cmd.arg("start").args(["--port", &base.to_string()]);
+            if !replicas {
+                cmd.arg("--no-replicas");
+            }
+            let out = cmd
+                .arg(&dir)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("run scripts/redis-cluster");
+            if !out.status.success() {
+                let _ = Command::new(script()).arg("stop").arg(&dir).status();
+                continue;
+            }
+            let seeds = String::from_utf8(out.stdout)
+                .unwrap()
+                .trim()
+                .split(',')
+                .map(String::from)
+                .collect();
+            return Cluster { dir, seeds, base };
         }
-        let out = cmd
-            .arg(&dir)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run scripts/redis-cluster");
-        assert!(out.status.success(), "scripts/redis-cluster start failed (is redis-server installed? scripts/setup installs it)");
-        let seeds = String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .split(',')
-            .map(String::from)
-            .collect();
-        Cluster { dir, seeds, base }
+        panic!(
+            "scripts/redis-cluster start failed {ATTEMPTS} times (is redis-server installed? \
+             scripts/setup installs it)"
+        );
     }
 
     /// The pid of the node on `port`.
