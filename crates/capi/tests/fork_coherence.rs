@@ -28,7 +28,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{c_program, compile, lib_dir, repo_root};
+use common::{c_program, compile_for_this_run, lib_dir, repo_root};
 
 const PAGE: usize = 4096;
 /// Pages of `data.dat`: 8 MiB (`N` in fork_share.c).
@@ -210,27 +210,10 @@ fn orphan_wrote() -> Vec<u8> {
 // ------------------------------------------------------------- the program
 
 /// fork_share.c, compiled once per run of this test binary (into
-/// target/tmp/fork-share-bin-PID; those of runs that have ended are removed).
+/// target/tmp/fork_share-bin-PID, `compile_for_this_run`).
 fn program() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        for entry in fs::read_dir(tmp).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix("fork-share-bin-") {
-                if !Path::new("/proc").join(pid).exists() {
-                    let _ = fs::remove_dir_all(entry.path());
-                }
-            }
-        }
-        let dir = tmp.join(format!("fork-share-bin-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("bin dir");
-        compile(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/fork_share.c"),
-            &dir,
-        )
-    })
+    EXE.get_or_init(|| compile_for_this_run("fork_share"))
 }
 
 /// A scratch directory on the disk (target/tmp) with `data.dat`, 8 MiB of

@@ -18,7 +18,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::compile;
+use common::compile_for_this_run;
 
 const PAGE: usize = 4096;
 /// Pages of `data.dat`: 16 MiB, four times the 4 MiB budget.
@@ -106,27 +106,10 @@ fn check_file(path: &Path, pages: usize, want: impl Fn(usize) -> Tag) -> Result<
 }
 
 /// lifecycle.c, compiled once per run of this test binary (into
-/// target/tmp/lifecycle-bin-PID; those of runs that have ended are removed).
+/// target/tmp/lifecycle-bin-PID, `compile_for_this_run`).
 fn program() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        for entry in fs::read_dir(tmp).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix("lifecycle-bin-") {
-                if !Path::new("/proc").join(pid).exists() {
-                    let _ = fs::remove_dir_all(entry.path());
-                }
-            }
-        }
-        let dir = tmp.join(format!("lifecycle-bin-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("bin dir");
-        compile(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/lifecycle.c"),
-            &dir,
-        )
-    })
+    EXE.get_or_init(|| compile_for_this_run("lifecycle"))
 }
 
 /// A scratch directory on the disk (target/tmp) with `data.dat`, 16 MiB of

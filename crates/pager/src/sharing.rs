@@ -239,25 +239,20 @@ fn quiesce(sh: &Shared) -> MutexGuard<'_, Inner> {
 /// grants a lease: the descriptor returned, for a child to inherit.
 /// Already shared: only the lease. On error the region is paged as before.
 pub fn share(sh: &Shared) -> Result<OwnedFd, ShareError> {
-    let sys_err = |call| move |source| ShareError::Sys { call, source };
-    let mut sw = switch_open(sh)?;
-    if sw.lease.is_none() {
-        sw.lease = Some(Lease::new().map_err(sys_err("lease memfd"))?);
-    }
-    if sh.sharing.mode() != Mode::Shared {
-        enter(sh, &mut sw)?;
-        crate::lifecycle::watch_closely();
-    }
-    let lease = sw.lease.as_ref().expect("made above");
-    lease
-        .set_state(lease::State::Shared)
-        .map_err(sys_err("lease"))?;
-    lease.grant().map_err(sys_err("lease"))
+    share_with(sh, Lease::grant)
 }
 
 /// Grants a lease to a handle another process will claim (a pickled
 /// region), sharing the region first: the ticket that process claims.
 pub fn share_pending(sh: &Shared) -> Result<Ticket, ShareError> {
+    share_with(sh, Lease::grant_pending)
+}
+
+/// Shares the region if it is not yet, then grants a lease with `grant`.
+fn share_with<T>(
+    sh: &Shared,
+    grant: impl FnOnce(&Lease) -> std::io::Result<T>,
+) -> Result<T, ShareError> {
     let sys_err = |call| move |source| ShareError::Sys { call, source };
     let mut sw = switch_open(sh)?;
     if sw.lease.is_none() {
@@ -271,7 +266,7 @@ pub fn share_pending(sh: &Shared) -> Result<Ticket, ShareError> {
     lease
         .set_state(lease::State::Shared)
         .map_err(sys_err("lease"))?;
-    lease.grant_pending().map_err(sys_err("lease"))
+    grant(lease).map_err(sys_err("lease"))
 }
 
 /// The switch, unless the region is being unmapped.

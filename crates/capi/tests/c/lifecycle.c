@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "pagepilot.h"
+#include "check.h"
 
 #define PAGE 4096u
 #define N 4096u /* pages of data.dat: 16 MiB */
@@ -53,48 +54,6 @@ static const char *tag_name(unsigned tag) {
     return tag < 5 ? names[tag] : "?";
 }
 
-static unsigned char page_byte(unsigned tag, unsigned page, unsigned off) {
-    uint32_t x = (uint32_t)page * 0x9E3779B1u ^ (uint32_t)off * 0x85EBCA77u ^
-                 (uint32_t)tag * 0xC2B2AE3Du;
-    return (unsigned char)(x ^ (x >> 15));
-}
-
-/* "child: " in a forked child, so that its messages are told apart. */
-static const char *who = "";
-/* Set in a child that outlives its parent: a failure also lands there. */
-static const char *fail_marker = NULL;
-
-static void write_marker(const char *path, const char *text) {
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) return;
-    fputs(text, f);
-    fclose(f);
-    rename(tmp, path);
-}
-
-static void fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
-static void fail(const char *file, int line, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    char full[1200];
-    snprintf(full, sizeof full, "FAIL %s%s:%d: %s\n", who, file, line, msg);
-    fputs(full, stdout);
-    fflush(stdout);
-    if (fail_marker != NULL) write_marker(fail_marker, full);
-    exit(1);
-}
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) fail(__FILE__, __LINE__, __VA_ARGS__);     \
-    } while (0)
 
 /* What a page holds: one of the tags, zeros, or something else. */
 static const char *what_is(const volatile unsigned char *pg, unsigned page) {

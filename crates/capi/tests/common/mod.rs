@@ -64,3 +64,26 @@ pub fn c_program(exe: &Path) -> Command {
     cmd.env_remove("LD_LIBRARY_PATH");
     cmd
 }
+
+/// `tests/c/<name>.c`, compiled into `target/tmp/<name>-bin-PID` for this
+/// run of the test binary (directories of runs that have ended are
+/// removed): call once per run (from a `OnceLock`).
+pub fn compile_for_this_run(name: &str) -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let prefix = format!("{name}-bin-");
+    for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let entry_name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = entry_name.strip_prefix(&prefix) {
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let dir = tmp.join(format!("{prefix}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("bin dir");
+    compile(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c")),
+        &dir,
+    )
+}

@@ -15,7 +15,7 @@ mod windows;
 
 pub use windows::{run_reader, settle};
 
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use pagepilot_policy::{Fault, FaultKind};
@@ -186,21 +186,33 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
     outcome
 }
 
+/// The lock, once page `s` is in no transition, while the pager pages the
+/// region: checked under the same hold of the lock as the page's state
+/// (the waits let a switch through, `sharing`). `None`: the region is the
+/// file's mapping now, and the thread retries there. With `stall`, a page
+/// still being read ahead first moves the windows on (`windows::stall`).
+fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<MutexGuard<'_, Inner>> {
+    let mut g = sh.lock();
+    loop {
+        g = match admit(sh, g, sh.app_addr(s)) {
+            Admit::Serve(g) => g,
+            Admit::Retry => return None,
+        };
+        if stall_loading && g.table.state(s) == State::Loading {
+            stall(sh, &mut g, s);
+        }
+        g = sh.wait_stable(ring_wait(sh, g, s), s);
+        if sh.sharing.mode() == Mode::Paging {
+            return Some(g);
+        }
+    }
+}
+
 pub(super) fn serve_wp(sh: &Shared, s: u32) {
     Counters::add(&sh.stats.wp_faults, 1);
     let addr = sh.app_addr(s);
-    let mut g = sh.lock();
-    // Served only while the pager pages the region, checked under the same
-    // hold of the lock as the page's state: the waits let a switch through.
-    let mut g = loop {
-        g = match admit(sh, g, addr) {
-            Admit::Serve(g) => g,
-            Admit::Retry => return,
-        };
-        g = sh.wait_stable(ring_wait(sh, g, s), s);
-        if sh.sharing.mode() == Mode::Paging {
-            break g;
-        }
+    let Some(mut g) = stable_while_paged(sh, s, false) else {
+        return;
     };
     match g.table.state(s) {
         State::Resident | State::Unwritten | State::Locked => {
@@ -222,20 +234,8 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
 
 pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: bool) -> Outcome {
     let write = flags & FLAG_WRITE != 0;
-    let mut g = sh.lock();
-    // As in `serve_wp`: the mode checked after the last wait.
-    let mut g = loop {
-        g = match admit(sh, g, sh.app_addr(s)) {
-            Admit::Serve(g) => g,
-            Admit::Retry => return Outcome::Served,
-        };
-        if g.table.state(s) == State::Loading {
-            stall(sh, &mut g, s);
-        }
-        g = sh.wait_stable(ring_wait(sh, g, s), s);
-        if sh.sharing.mode() == Mode::Paging {
-            break g;
-        }
+    let Some(mut g) = stable_while_paged(sh, s, true) else {
+        return Outcome::Served;
     };
     match g.table.state(s) {
         State::Resident => {
