@@ -34,6 +34,15 @@ pub fn run(role: &str, args: &[String]) -> i32 {
     }
 }
 
+/// `path` mapped writable under LRU with a budget of `budget` frames.
+fn map_file_lru(path: PathBuf, budget: usize) -> Result<Region, String> {
+    let backing = Backing::File {
+        path,
+        writable: true,
+    };
+    Region::map(RegionOptions::new(backing, budget * PAGE_SIZE, "lru")).map_err(|e| e.to_string())
+}
+
 fn arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str) -> Result<T, String> {
     args.get(i)
         .and_then(|a| a.parse().ok())
@@ -133,15 +142,7 @@ fn writer(args: &[String]) -> Result<(), String> {
     let pages: usize = arg(args, 1, "pages")?;
     let budget: usize = arg(args, 2, "budget")?;
     let seed: u64 = arg(args, 3, "seed")?;
-    let opts = RegionOptions::new(
-        Backing::File {
-            path,
-            writable: true,
-        },
-        budget * PAGE_SIZE,
-        "lru",
-    );
-    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let region = map_file_lru(path, budget)?;
     let mut slots: Vec<usize> = (0..pages * 4)
         .map(|i| (i / 4) * PAGE_SIZE + (i % 4) * 1000)
         .collect();
@@ -377,15 +378,7 @@ fn fork_fill(args: &[String]) -> Result<(), String> {
     const WORKERS: usize = 4;
     let path: PathBuf = arg(args, 0, "file")?;
     let budget: usize = arg(args, 1, "budget")?;
-    let opts = RegionOptions::new(
-        Backing::File {
-            path,
-            writable: true,
-        },
-        budget * PAGE_SIZE,
-        "lru",
-    );
-    let region = Region::map(opts).map_err(|e| e.to_string())?;
+    let region = map_file_lru(path, budget)?;
     let len = region.len();
     // SAFETY: the region is mapped for `len` bytes while `region` lives;
     // the workers write disjoint quarters, the parent reads only once they
