@@ -4,7 +4,7 @@
 //! a client that died (SIGKILL runs no exit handler).
 //!
 //! The frame table mirrors its flags into it under the region's lock
-//! ([`crate::resident::Table::set`], [`crate::resident::Table::set_flags`]):
+//! ([`crate::frame_table::Table::set`], [`crate::frame_table::Table::set_flags`]):
 //! a page's bit is set while the page holds a frame and is MODIFIED or
 //! FLUSHING, and it is set before the ioctl that lets the application write
 //! the page (every path sets MODIFIED first, then maps or un-protects). It
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use pagepilot_protocol::DirtyMap;
 
 use crate::engine::Shared;
-use crate::resident::{FLUSHING, MODIFIED};
+use crate::frame_table::{FLUSHING, MODIFIED};
 use crate::sys::{self, PAGE};
 
 /// Words before the bitmap (the layout of `pagepilot_protocol::DirtyMap`:
@@ -95,7 +95,7 @@ impl DirtyMirror {
     }
 
     /// Mirrors page `page`'s change from table bits `old` to `new` (state
-    /// and flags, [`crate::resident::Table`]'s byte): one atomic operation
+    /// and flags, [`crate::frame_table::Table`]'s byte): one atomic operation
     /// when its bit changes, nothing otherwise.
     #[inline]
     pub fn mirror(&self, page: u32, old: bool, new: bool) {
@@ -168,7 +168,7 @@ impl Shared {
         }
         let dirty = self.dirty_memfd.as_ref().map(|fd| fd.as_fd());
         Some(DaemonFiles {
-            memory: self.memfd.as_fd(),
+            memory: self.views.memfd(),
             backing: dirty.and(self.store.writable_file()),
             dirty,
         })

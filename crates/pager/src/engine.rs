@@ -11,13 +11,15 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::Mutex;
 
-use pagepilot_policy::Policy;
+use pagepilot_policy::FaultKind;
 
-use crate::resident::{State, Table};
+use crate::frame_table::{FrameTable, State};
+use crate::lock::{Locked, RegionLock};
+use crate::policy_port::PolicyPort;
 use crate::stats::Counters;
-use crate::sys::{self, Uffd, PAGE};
+use crate::sys;
 use pagepilot_dataspace::PageStore;
 
 /// Read-ahead tuning.
@@ -119,11 +121,9 @@ pub const RECENT_FAULTS: usize = 8;
 /// What the lock guards.
 pub struct Inner {
     /// The frame table (the policy's [`pagepilot_policy::Memory`]).
-    pub table: Table,
+    pub table: FrameTable,
     /// The region's policy.
-    pub policy: Box<dyn Policy>,
-    /// Fault counter: the policy's clock.
-    pub time: u64,
+    pub policy: PolicyPort,
     /// The page after the last clustered read: a fault there continues a sequence.
     pub next_expected: u32,
     /// The current read-ahead window.
@@ -162,14 +162,18 @@ pub struct Inner {
 }
 
 impl Inner {
-    /// Tells the policy of the pages the table stopped remembering, whose
-    /// slots may name other pages now: before every other call of the
-    /// policy.
-    pub fn settle_forgotten(&mut self) {
-        let Inner { table, policy, .. } = self;
-        for page in table.forgotten.drain(..) {
-            policy.on_forget(page);
-        }
+    /// Tells the policy of a fault on page `s`.
+    pub fn tell_fault(&mut self, s: u32, kind: FaultKind, write: bool) {
+        self.policy.fault(&mut self.table, s, kind, write);
+    }
+
+    /// Takes resident page `s` from the policy to be evicted: it becomes
+    /// `Evicting` and the policy forgets it. Returns the victim and whether
+    /// it must be written back.
+    pub fn give_up(&mut self, s: u32) -> (u32, bool) {
+        let dirty = self.table.begin_eviction(s);
+        self.policy.forget_page(&mut self.table, s);
+        (s, dirty)
     }
 }
 
@@ -177,40 +181,24 @@ impl Inner {
 pub struct Shared {
     /// The region's fault limit (RAPHA), if it has one.
     pub fault_limit: Option<crate::limit::FaultLimit>,
-    /// The userfaultfd registered over the application's view.
-    pub uffd: Uffd,
-    /// The region's frames.
-    pub memfd: OwnedFd,
+    /// The application's and the pager's views of the region's memfd.
+    pub views: crate::views::Views,
     /// The memfd of the dirty map shared with the daemon (writable file
     /// regions; the table keeps the map, `dirty`).
     pub dirty_memfd: Option<OwnedFd>,
     /// Serialises pin and unpin calls (`pins`): their check of the limit
     /// and their pages' pinning are one step.
     pub pins: Mutex<()>,
-    /// The application's view.
-    pub app: usize,
-    /// The pager's view of the same memfd.
-    pub pager: usize,
-    /// Both views' length (whole pages).
-    pub map_len: usize,
-    /// The length the application asked for.
-    pub len: usize,
-    /// Whether the application may write (dirty tracking is on).
-    pub writable: bool,
     /// The backing store.
     pub store: Box<dyn PageStore>,
     /// The dataspaces attached, by offset in the region.
     pub attached: Vec<crate::backing::Mapped>,
-    /// Frame table and policy.
-    pub inner: Mutex<Inner>,
-    /// Signalled when a page leaves a transition state.
-    pub cv: Condvar,
+    /// Frame table and policy, under the region's lock.
+    pub frames: RegionLock,
     /// Statistics.
     pub stats: Counters,
     /// Read-ahead tuning.
     pub tuning: Tuning,
-    /// Whether UFFDIO_POISON is available.
-    pub poison: bool,
     /// How the userfaultfd was opened (user-mode-only: the kernel's own
     /// accesses to an unmapped page fail with EFAULT).
     pub uffd_access: crate::sys::UffdAccess,
@@ -220,9 +208,6 @@ pub struct Shared {
     pub evict_seq: std::sync::atomic::AtomicU64,
     /// The ring prefetched windows are read on, if any (else reader threads).
     pub ring: Option<Mutex<crate::ring::Ring>>,
-    /// Threads waiting on `cv` (changed under the lock): a notification is a
-    /// system call, made only when someone waits.
-    pub waiting: std::sync::atomic::AtomicUsize,
     /// The process that mapped the region: in another (a child after
     /// `fork`) nothing serves its faults and this state is a stale copy.
     pub owner: u32,
@@ -240,67 +225,47 @@ impl Drop for Shared {
             if self.child_view.load(SeqCst) {
                 // SAFETY: the child's mapping of the file, made in its place
                 // by `lifecycle` and used by nothing once the region is gone.
-                unsafe { sys::unmap(self.app, self.map_len) };
+                unsafe { sys::unmap(self.views.app(), self.views.map_len()) };
             }
             return;
         }
         // SAFETY: both views were mapped by this region and nothing uses them
         // once the last reference to the shared state is gone.
         unsafe {
-            sys::unmap(self.app, self.map_len);
-            sys::unmap(self.pager, self.map_len);
+            sys::unmap(self.views.app(), self.views.map_len());
+            sys::unmap(self.views.pager(), self.views.map_len());
         }
     }
 }
 
 impl Shared {
-    /// Locks the table and policy, surviving a poisoned lock (a panicking
-    /// policy must not take the region's data down with it).
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// Locks the table and policy (`crate::lock`).
+    pub fn lock(&self) -> Locked<'_> {
+        self.frames.lock()
     }
 
     /// Waits until page `s` is in no transition state.
-    pub fn wait_stable<'a>(
-        &'a self,
-        mut g: MutexGuard<'a, Inner>,
-        s: u32,
-    ) -> MutexGuard<'a, Inner> {
+    pub fn wait_stable<'a>(&'a self, mut g: Locked<'a>, s: u32) -> Locked<'a> {
         while matches!(g.table.state(s), State::Loading | State::Evicting) {
             g = self.wait(g);
         }
         g
     }
 
-    /// Waits for the next notification (see [`Shared::notify`]).
-    pub fn wait<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
-        self.waiting.fetch_add(1, SeqCst);
-        let g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        self.waiting.fetch_sub(1, SeqCst);
-        g
+    /// Lets the lock go and waits for the next notification.
+    pub fn wait<'a>(&'a self, g: Locked<'a>) -> Locked<'a> {
+        self.frames.wait(g)
     }
 
-    /// Wakes the threads waiting for a page to leave a transition state
-    /// (call after the state changed under the lock).
+    /// Wakes the threads waiting for a change not made through the frame
+    /// table (whose transitions wake them when the lock is let go).
     pub fn notify(&self) {
-        if self.waiting.load(SeqCst) > 0 {
-            self.cv.notify_all();
-        }
+        self.frames.notify();
     }
 
     /// Whether this process is not the one that mapped the region (a child
     /// after `fork`): its faults are not served here.
     pub fn forked(&self) -> bool {
         std::process::id() != self.owner
-    }
-
-    /// Address of page `s` in the application's view.
-    pub fn app_addr(&self, s: u32) -> usize {
-        self.app + s as usize * PAGE
-    }
-
-    /// Address of page `s` in the pager's view.
-    pub fn pager_addr(&self, s: u32) -> *mut u8 {
-        (self.pager + s as usize * PAGE) as *mut u8
     }
 }

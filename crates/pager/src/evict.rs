@@ -5,29 +5,14 @@
 //! flushes, and the failures of all of these (a page whose write-back
 //! fails stays in memory, dirty).
 
-use std::os::fd::AsRawFd;
-
 use crate::engine::{Inner, Shared, RECENT_FAULTS};
 use crate::error::FailedPage;
-use crate::resident::{State, FLUSHING, MODIFIED, PENDING};
+use crate::frame_table::{State, FLUSHING, PENDING};
 use crate::stats::Counters;
-use crate::sys::{self, PAGE};
+use crate::sys::PAGE;
 
 fn errno(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
-}
-
-/// Takes resident page `s` from the policy to be evicted: it becomes
-/// `Evicting` and the policy forgets it. Returns the victim and whether it
-/// must be written back.
-pub(crate) fn give_up(g: &mut Inner, s: u32) -> (u32, bool) {
-    let flags = g.table.flags(s);
-    g.table.set(s, State::Evicting, flags);
-    g.settle_forgotten();
-    let Inner { table, policy, .. } = g;
-    policy.on_evict(table.page_view(s), table);
-    table.zap_cleared();
-    (s, flags & MODIFIED != 0)
 }
 
 /// Pages a policy asked to flush (HiPEC's Flush), and the pool of the
@@ -61,10 +46,8 @@ impl Shared {
     /// victim is marked `Evicting` and the policy told it is gone. Returns the
     /// victim and whether it must be written back.
     pub fn take_victim(&self, g: &mut Inner, incoming: u32) -> Option<(u32, bool)> {
-        g.settle_forgotten();
-        let Inner { table, policy, .. } = g;
-        let named = policy.victim(table.page_view(incoming), table);
-        table.zap_cleared();
+        let Inner { table, policy, .. } = &mut *g;
+        let named = policy.victim(table, incoming);
         let v = match named.and_then(|p| table.page_named(p)) {
             Some(p)
                 if p != incoming
@@ -79,7 +62,7 @@ impl Shared {
             }
         };
         let v = self.guard_refault(g, incoming, v);
-        Some(give_up(g, v))
+        Some(g.give_up(v))
     }
 
     /// The victim `named` for `incoming`, unless the two would evict each
@@ -116,11 +99,8 @@ impl Shared {
     /// policy, like [`Shared::take_victim`]'s.
     pub fn take_reclaimed(&self, g: &mut Inner, count: usize) -> Vec<(u32, bool)> {
         let chosen = {
-            g.settle_forgotten();
             let Inner { table, policy, .. } = &mut *g;
-            let c = policy.reclaim(count, table);
-            table.zap_cleared();
-            c
+            policy.reclaim(table, count)
         };
         let mut victims = Vec::new();
         for p in chosen.into_iter().take(count) {
@@ -131,7 +111,7 @@ impl Shared {
                 Counters::add(&self.stats.overruled, 1);
                 continue;
             };
-            victims.push(give_up(g, page));
+            victims.push(g.give_up(page));
         }
         victims
     }
@@ -162,7 +142,10 @@ impl Shared {
     ) {
         for (first, n) in runs(pages.iter().copied()) {
             // SAFETY: the caller guarantees the frames are stable and allocated.
-            let r = unsafe { self.store.write(first as usize, n, self.pager_addr(first)) };
+            let r = unsafe {
+                self.store
+                    .write(first as usize, n, self.views.pager_addr(first))
+            };
             match r {
                 Ok(()) => {
                     Counters::add(&self.stats.writebacks, n as u64);
@@ -193,7 +176,7 @@ impl Shared {
         // below unmaps them from every view (one TLB shoot-down, not two),
         // and until then the application reads the data the store holds.
         for (first, n) in runs(dirty.iter().copied()) {
-            let _ = sys::zap(self.app_addr(first), n * PAGE);
+            self.views.zap(first, n);
         }
         // SAFETY: the pages are Evicting: no handler maps them and the
         // application's PTEs are zapped, so the frames are stable.
@@ -203,7 +186,7 @@ impl Shared {
             .map(|v| v.0)
             .filter(|s| !failed.iter().any(|f| f.page == *s));
         for (first, n) in runs(freed) {
-            let _ = sys::punch_hole(self.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
+            self.views.punch(first, n);
         }
         failed
     }
@@ -223,11 +206,9 @@ impl Shared {
     /// Unwritten and stay dirty.
     pub fn finish_evictions(&self, g: &mut Inner, victims: &[(u32, bool)], failed: &[FailedPage]) {
         for &(v, dirty) in victims {
-            if failed.iter().any(|f| f.page == v) {
-                g.table.set(v, State::Unwritten, MODIFIED);
-            } else {
-                let flags = g.table.flags(v);
-                g.table.set(v, State::Absent, 0);
+            let written = !failed.iter().any(|f| f.page == v);
+            let flags = g.table.finish_eviction(v, written);
+            if written {
                 self.evicted(g, v, flags, dirty);
             }
         }
@@ -252,7 +233,7 @@ impl Shared {
     pub fn give_back(&self, frames: usize) -> usize {
         let mut g = self.lock();
         // Pinned pages are never given back: the region keeps them and a frame.
-        let frames = frames.min(g.table.capacity.saturating_sub(g.table.min_capacity()));
+        let frames = frames.min(g.table.spare_budget());
         let free = frames.min(g.table.room());
         let count = frames - free;
         let mut victims = if count > 0 {
@@ -266,7 +247,7 @@ impl Shared {
                 None => break,
             }
         }
-        g.table.capacity -= free + victims.len();
+        g.table.shrink_budget(free + victims.len());
         drop(g);
         self.settle_given(free, &mut victims)
     }
@@ -280,13 +261,12 @@ impl Shared {
     pub fn take_back(&self, frames: usize) {
         let mut g = self.lock();
         // Not even by force: the region keeps its pinned pages and a frame.
-        let frames = frames.min(g.table.capacity.saturating_sub(g.table.min_capacity()));
-        g.table.capacity -= frames;
+        g.table.shrink_budget(frames);
         let count = g.table.excess();
         let mut victims = Vec::new();
         while victims.len() < count {
             match g.table.fallback_victim(&[]) {
-                Some(v) => victims.push(give_up(&mut g, v)),
+                Some(v) => victims.push(g.give_up(v)),
                 None => break,
             }
         }
@@ -300,7 +280,7 @@ impl Shared {
     fn settle_given(&self, free: usize, victims: &mut [(u32, bool)]) -> usize {
         let failed = self.evict(victims);
         if !failed.is_empty() {
-            self.lock().table.capacity += failed.len();
+            self.lock().table.grow_budget_by(failed.len());
         }
         free + victims.len() - failed.len()
     }
@@ -308,12 +288,7 @@ impl Shared {
     /// A pool gave the region frames: its budget grows to `frames` (never
     /// shrinks here).
     pub fn grow_budget_to(&self, frames: usize) {
-        let mut g = self.lock();
-        if frames > g.table.capacity {
-            g.table.capacity = frames;
-            drop(g);
-            self.notify();
-        }
+        self.lock().table.grow_budget_to(frames);
     }
 
     /// Sets the budget to `to(old)`, evicting what no longer fits. Returns
@@ -321,13 +296,11 @@ impl Shared {
     fn change_budget(&self, to: impl FnOnce(usize) -> usize) -> (usize, Vec<FailedPage>) {
         let mut g = self.lock();
         // Never below the pinned pages and a frame to serve a fault in.
-        let frames = to(g.table.capacity)
-            .min(g.table.pages().max(1))
-            .max(g.table.min_capacity());
-        let old = g.table.capacity;
-        g.table.capacity = frames;
+        // No more frames than pages.
+        let frames = to(g.table.budget()).min(g.table.pages().max(1));
+        let old = g.table.set_budget(frames);
         let count = g.table.excess();
-        if frames >= old || count == 0 {
+        if g.table.budget() >= old || count == 0 {
             return (old, Vec::new());
         }
         let mut victims = self.take_reclaimed(&mut g, count);

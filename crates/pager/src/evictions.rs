@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 
 use crate::engine::{Inner, Shared};
-use crate::resident::REFERENCED;
+use crate::frame_table::REFERENCED;
 use crate::stats::Counters;
 use crate::sys::PAGE;
 use crate::Region;

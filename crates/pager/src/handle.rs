@@ -64,15 +64,15 @@ impl Region {
     pub fn share_handle(&self) -> Result<ShareHandle, ShareError> {
         let sh = &self.shared;
         let path = sh.sharing.path().ok_or(ShareError::NotAFile)?.to_path_buf();
-        let lease = if sh.writable && !sh.forked() {
+        let lease = if sh.views.writable() && !sh.forked() {
             Some(sharing::share_pending(sh)?)
         } else {
             None
         };
         Ok(ShareHandle {
             path,
-            len: sh.len,
-            writable: sh.writable,
+            len: sh.views.len(),
+            writable: sh.views.writable(),
             lease,
         })
     }

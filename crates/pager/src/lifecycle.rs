@@ -111,8 +111,10 @@ pub fn regions() -> Vec<Weak<Shared>> {
 /// a child as its file at fork. Leaves both views out of children.
 pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
     let sys_err = |call| move |source| MapError::Sys { call, source };
-    sys::dont_fork(shared.app, shared.map_len).map_err(sys_err("madvise(MADV_DONTFORK)"))?;
-    sys::dont_fork(shared.pager, shared.map_len).map_err(sys_err("madvise(MADV_DONTFORK)"))?;
+    sys::dont_fork(shared.views.app(), shared.views.map_len())
+        .map_err(sys_err("madvise(MADV_DONTFORK)"))?;
+    sys::dont_fork(shared.views.pager(), shared.views.map_len())
+        .map_err(sys_err("madvise(MADV_DONTFORK)"))?;
     let mut failed = None;
     INSTALL.call_once(|| {
         let installed = sys::at_exit(at_exit)
@@ -220,7 +222,7 @@ fn owned() -> Vec<Arc<Shared>> {
 }
 
 fn describe(sh: &Shared) -> String {
-    format!("region at {:#x} ({} bytes)", sh.app, sh.len)
+    format!("region at {:#x} ({} bytes)", sh.views.app(), sh.views.len())
 }
 
 /// Writes back every region's dirty pages, reporting each failure.
@@ -272,7 +274,7 @@ unsafe extern "C" fn before_fork() {
         let g = live();
         let mut leases = Vec::new();
         for sh in g.iter().filter_map(Weak::upgrade) {
-            if sh.forked() || !sh.writable || sh.store.file().is_none() {
+            if sh.forked() || !sh.views.writable() || sh.store.file().is_none() {
                 continue;
             }
             match sharing::share(&sh) {
@@ -329,7 +331,11 @@ unsafe extern "C" fn after_fork_in_child() {
         // SAFETY: the region's range is unmapped in the child (both views
         // are MADV_DONTFORK) and nothing else can have been mapped there
         // before this handler, the first code the child runs.
-        if unsafe { sys::map_shared_at(sh.app, fd, sh.map_len, sh.writable) }.is_ok() {
+        if unsafe {
+            sys::map_shared_at(sh.views.app(), fd, sh.views.map_len(), sh.views.writable())
+        }
+        .is_ok()
+        {
             sh.child_view.store(true, SeqCst);
         }
         // The child's copy of the state must outlive every handle to it:

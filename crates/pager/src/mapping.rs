@@ -2,7 +2,7 @@
 //! the memfd mapped and registered with userfaultfd, the budget drawn from
 //! a pool or the daemon, the dirty map made, the fault service started.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use pagepilot_policy::registry::{self, Setup};
 use pagepilot_policy::Policy;
@@ -12,11 +12,14 @@ use crate::around::ReadAround;
 use crate::backing::Backing;
 use crate::engine::{FaultReads, Inner, Shared, Tuning};
 use crate::error::MapError;
+use crate::frame_table::FrameTable;
 use crate::guard::Guarded;
+use crate::lock::RegionLock;
 use crate::options::{FaultService, RegionOptions};
-use crate::resident::Table;
+use crate::policy_port::PolicyPort;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
+use crate::views::Views;
 use crate::{auto, lifecycle, sigbus, threads};
 
 const MAX_PAGES: usize = u32::MAX as usize - 1;
@@ -74,7 +77,7 @@ impl Region {
             None => registry::build_live(
                 &opts.policy,
                 &Setup {
-                    slots: budget_frames * (1 + crate::resident::HISTORY_PER_FRAME),
+                    slots: budget_frames * (1 + crate::frame_table::HISTORY_PER_FRAME),
                     frames: budget_frames,
                     future: None,
                 },
@@ -140,7 +143,7 @@ impl Region {
                 });
             }
         };
-        let guard = Views {
+        let guard = UnmapOnError {
             app,
             pager,
             map_len,
@@ -214,46 +217,48 @@ impl Region {
             None => None,
         };
         let pool_link = membership.as_ref().map(|m| (m.pool().clone(), m.holder));
-        let mut table = Table::new(pages, capacity, app);
-        table.source = membership.map(crate::source::Source::Pool);
-        table.dirty = dirty;
+        let mut table = FrameTable::new(pages, capacity);
+        table.set_source(membership.map(crate::source::Source::Pool));
+        table.set_dirty_map(dirty);
         let shared = Arc::new(Shared {
             fault_limit,
-            uffd,
-            memfd,
+            views: Views::new(
+                uffd,
+                memfd,
+                (app, pager),
+                (map_len, len),
+                writable,
+                got & sys::FEATURE_POISON != 0,
+            ),
             dirty_memfd,
             pins: Mutex::new(()),
-            app,
-            pager,
-            map_len,
-            len,
-            writable,
             store,
             attached,
-            inner: Mutex::new(Inner {
-                table,
-                policy,
-                time: 0,
-                next_expected: u32::MAX,
-                window: 1,
-                recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
-                around: ReadAround::for_region(
-                    budget_frames,
-                    readahead_max,
-                    device_readaround,
-                    auto::mru_like(&policy_name),
-                ),
-                confirmed: false,
-                streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
-                pending: Default::default(),
-                inflight: Default::default(),
-                queued: Vec::new(),
-                readers: None,
-                prefetch_issued: 0,
-                prefetch_done: 0,
-                evictions: None,
-            }),
-            cv: Condvar::new(),
+            frames: RegionLock::new(
+                Inner {
+                    table,
+                    policy: PolicyPort::new(policy),
+                    next_expected: u32::MAX,
+                    window: 1,
+                    recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
+                    around: ReadAround::for_region(
+                        budget_frames,
+                        readahead_max,
+                        device_readaround,
+                        auto::mru_like(&policy_name),
+                    ),
+                    confirmed: false,
+                    streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
+                    pending: Default::default(),
+                    inflight: Default::default(),
+                    queued: Vec::new(),
+                    readers: None,
+                    prefetch_issued: 0,
+                    prefetch_done: 0,
+                    evictions: None,
+                },
+                app,
+            ),
             stats: Counters::default(),
             tuning: Tuning {
                 fault_around: opts.fault_around_pages,
@@ -266,11 +271,9 @@ impl Region {
                 reclaim_event_only: program && !given_policy,
             },
             ring,
-            poison: got & sys::FEATURE_POISON != 0,
             uffd_access,
             stop,
             evict_seq: std::sync::atomic::AtomicU64::new(0),
-            waiting: std::sync::atomic::AtomicUsize::new(0),
             owner: std::process::id(),
             child_view: std::sync::atomic::AtomicBool::new(false),
             sharing: crate::sharing::Sharing::new(mode, file_path),
@@ -343,13 +346,13 @@ fn check_len(len: usize) -> Result<(), MapError> {
 }
 
 /// Unmaps both views if mapping fails half way.
-struct Views {
+struct UnmapOnError {
     app: usize,
     pager: usize,
     map_len: usize,
 }
 
-impl Drop for Views {
+impl Drop for UnmapOnError {
     fn drop(&mut self) {
         // SAFETY: both views were mapped by `Region::map` and were never handed out.
         unsafe {

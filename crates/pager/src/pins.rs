@@ -15,7 +15,7 @@ use pagepilot_policy::FaultKind;
 use crate::engine::{Inner, Shared};
 use crate::error::PinError;
 use crate::fault::{self, Outcome};
-use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
+use crate::frame_table::{State, MODIFIED, PENDING, REFERENCED};
 use crate::sys::PAGE;
 use crate::Region;
 
@@ -32,7 +32,7 @@ impl Shared {
             let new = (first..end)
                 .filter(|&p| g.table.state(p) != State::Locked)
                 .count();
-            let (pinned, budget_frames) = (g.table.locked, g.table.capacity);
+            let (pinned, budget_frames) = (g.table.pinned(), g.table.budget());
             if pinned + new > budget_frames.saturating_sub(1) {
                 return Err(PinError::OverBudget {
                     new,
@@ -68,7 +68,7 @@ impl Shared {
                 State::Resident | State::Unwritten => {
                     // The budget may have shrunk since the check (a pool
                     // reclaimed frames): still one frame left for faults.
-                    let (pinned, budget_frames) = (g.table.locked, g.table.capacity);
+                    let (pinned, budget_frames) = (g.table.pinned(), g.table.budget());
                     if pinned + 1 > budget_frames.saturating_sub(1) {
                         return Err(PinError::OverBudget {
                             new: 1,
@@ -89,7 +89,7 @@ impl Shared {
                     // Served as the faulting thread would serve a read of
                     // it (waiting for a transition, reading it in); it may
                     // be evicted again before the lock is taken: retried.
-                    let addr = self.app_addr(p);
+                    let addr = self.views.app_addr(p);
                     if fault::serve(self, addr, 0, u64::MAX, false) == Outcome::Signal {
                         return Err(PinError::Unreadable { page: p as usize });
                     }
@@ -101,27 +101,21 @@ impl Shared {
     /// Takes page `p` (Resident or Unwritten) from the policy and pins it,
     /// mapped: a pinned page takes no fault but its first write's.
     fn lock_page(&self, g: &mut Inner, p: u32) {
-        let f = g.table.flags(p);
-        if g.table.state(p) == State::Resident && f & PENDING == 0 {
+        let told = g.table.state(p) == State::Resident && g.table.flags(p) & PENDING == 0;
+        // Its MODIFIED and FLUSHING flags stay (so does its dirty bit).
+        let f = g.table.pin(p);
+        if told {
             // The policy forgets it as it forgets a victim: it is no longer
             // the policy's to choose. (A page read ahead and not entered
             // yet, PENDING, was never told to it.)
-            g.settle_forgotten();
             let Inner { table, policy, .. } = g;
-            policy.on_evict(table.page_view(p), table);
-            table.zap_cleared();
+            policy.forget_page(table, p);
         }
-        // Its MODIFIED and FLUSHING flags stay (so does its dirty bit).
-        g.table
-            .set(p, State::Locked, (f & !(PENDING | PROBE)) | REFERENCED);
         if f & REFERENCED == 0 {
             // Not mapped (its referenced bit was cleared, or it is a
             // probe or a window's marker): map it, writable only if dirty.
-            let addr = self.app_addr(p);
-            let wp = self.writable && f & MODIFIED == 0;
-            if self.uffd.continue_range(addr, PAGE, wp).is_err() {
-                let _ = self.uffd.wake(addr, PAGE);
-            }
+            let wp = self.views.writable() && f & MODIFIED == 0;
+            self.views.map(p, 1, wp);
         }
     }
 
@@ -142,10 +136,8 @@ impl Shared {
 
 /// Gives pinned page `p` back to the policy, as a page brought in now.
 fn unlock_page(g: &mut Inner, p: u32) {
-    let f = g.table.flags(p);
-    g.table.set(p, State::Resident, f);
-    fault::tell_policy(g, p, FaultKind::Missing, false);
-    g.table.zap_cleared();
+    g.table.unpin(p);
+    g.tell_fault(p, FaultKind::Missing, false);
 }
 
 impl Region {
@@ -211,7 +203,7 @@ impl Region {
 
     fn daemon_region(&self) -> Option<crate::daemon::DaemonRegion> {
         let g = self.shared.lock();
-        g.table.source.as_ref().and_then(|s| s.daemon())
+        g.table.source().and_then(|s| s.daemon())
     }
 
     /// Unpins every page `[offset, offset + len)` touches: they go back to

@@ -220,7 +220,7 @@ impl PoolShared {
         if let Ok(s) = m.stats(id) {
             // No fault has reached the region yet: nobody else holds its
             // lock, so taking it under the manager's cannot deadlock.
-            region.lock().table.capacity = s.held.max(1);
+            region.lock().table.set_budget(s.held.max(1));
         }
         let mut regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
         regions.push((id, Arc::downgrade(region)));

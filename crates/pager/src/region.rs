@@ -89,17 +89,17 @@ impl Region {
 
     /// The region's first byte.
     pub fn as_ptr(&self) -> *mut u8 {
-        self.shared.app as *mut u8
+        self.shared.views.app() as *mut u8
     }
 
     /// The region's length in bytes.
     pub fn len(&self) -> usize {
-        self.shared.len
+        self.shared.views.len()
     }
 
     /// Whether the region is empty (never: mapping an empty region is refused).
     pub fn is_empty(&self) -> bool {
-        self.shared.len == 0
+        self.shared.views.len() == 0
     }
 
     /// Maps `[offset, offset + len)` now by touching each page from this
@@ -157,18 +157,18 @@ impl Region {
         let frames = (budget_bytes / PAGE).max(1);
         let old = {
             let mut g = self.shared.lock();
-            let old = g.table.capacity;
-            if frames > old && g.table.source.is_some() {
+            let old = g.table.budget();
+            if frames > old && g.table.source().is_some() {
                 pagepilot_policy::Memory::request_frames(&mut g.table, frames - old);
-                self.budget_frames = g.table.capacity;
+                self.budget_frames = g.table.budget();
                 return Ok(());
             }
             old
         };
         let failed = self.shared.set_budget(frames);
         let g = self.shared.lock();
-        let now = g.table.capacity;
-        if let Some(source) = g.table.source.as_ref().filter(|_| now < old) {
+        let now = g.table.budget();
+        if let Some(source) = g.table.source().filter(|_| now < old) {
             source.release(old - now);
         }
         self.budget_frames = now;
@@ -214,7 +214,7 @@ impl Region {
         if !self.shared.child_view.load(SeqCst) {
             return Ok(());
         }
-        sys::msync(self.shared.app, self.shared.map_len).map_err(FlushError::Sync)
+        sys::msync(self.shared.views.app(), self.shared.views.map_len()).map_err(FlushError::Sync)
     }
 
     /// A snapshot of the region's statistics.
@@ -223,12 +223,12 @@ impl Region {
         // A child after fork must not wait for a lock a parent's thread held.
         if !self.shared.forked() {
             let g = self.shared.lock();
-            s.frames_in_use = (g.table.held - g.table.evicting) as u64;
-            s.pinned_pages = g.table.locked as u64;
-            s.unwritten_pages = g.table.unwritten as u64;
+            s.frames_in_use = g.table.frames_in_use() as u64;
+            s.pinned_pages = g.table.pinned() as u64;
+            s.unwritten_pages = g.table.unwritten() as u64;
             s.incidents = g.policy.incidents();
-            s.budget_frames = g.table.capacity as u64;
-            if let Some(h) = g.table.source.as_ref().and_then(|m| m.holder_stats()) {
+            s.budget_frames = g.table.budget() as u64;
+            if let Some(h) = g.table.source().and_then(|m| m.holder_stats()) {
                 s.pool_reclaimed_frames = h.reclaimed;
                 s.forced_reclaim_frames = h.forced;
                 s.forced_reclaims = h.forced_incidents;
@@ -239,7 +239,7 @@ impl Region {
         if self.shared.forked() {
             s.budget_frames = self.budget_frames as u64;
         }
-        s.pages = (self.shared.map_len / PAGE) as u64;
+        s.pages = (self.shared.views.map_len() / PAGE) as u64;
         s.shared =
             self.shared.forked() || self.shared.sharing.mode() != crate::sharing::Mode::Paging;
         s.policy = self.policy_name.clone();
@@ -267,7 +267,7 @@ impl Region {
     /// Bytes of memory the region's frames occupy now, as the kernel counts
     /// them (the memfd's allocated blocks): the budget check from outside.
     pub fn allocated_bytes(&self) -> u64 {
-        sys::allocated_bytes(std::os::fd::AsRawFd::as_raw_fd(&self.shared.memfd)).unwrap_or(0)
+        self.shared.views.allocated_bytes()
     }
 
     /// Writes back every dirty page and unmaps the region. If a write-back
@@ -304,7 +304,7 @@ impl Region {
             if self.shared.child_view.swap(false, SeqCst) {
                 // SAFETY: the file mapping `lifecycle` made in the region's
                 // place in this child; the handle is being closed.
-                unsafe { sys::unmap(self.shared.app, self.shared.map_len) };
+                unsafe { sys::unmap(self.shared.views.app(), self.shared.views.map_len()) };
             }
             self.shared.sharing.release_in_child();
             return;
@@ -314,7 +314,7 @@ impl Region {
         // From here on an access faults as on unmapped memory (SIGSEGV),
         // whichever thread makes it and whatever fault it was waiting for:
         // not SIGBUS once the faulting-thread handler stops serving.
-        let _ = sys::protect_none(self.shared.app, self.shared.map_len);
+        let _ = sys::protect_none(self.shared.views.app(), self.shared.views.map_len());
         // Closing the channel stops the reader threads.
         self.shared.lock().readers = None;
         if self.in_thread {
@@ -335,7 +335,7 @@ impl Region {
         // Dependency order: written back (by the caller), then the frames
         // return to their pool or the daemon, then the views go (when the
         // last reference drops).
-        let source = self.shared.lock().table.source.take();
+        let source = self.shared.lock().table.take_source();
         drop(source);
     }
 }

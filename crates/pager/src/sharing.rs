@@ -33,10 +33,10 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::engine::{Inner, Shared};
+use crate::engine::Shared;
 use crate::error::FlushError;
+use crate::frame_table::{State, FLUSHING};
 use crate::lease::{self, Lease, Ticket};
-use crate::resident::{State, FLUSHING};
 use crate::sys::{self, PAGE};
 use crate::{fault, sigbus};
 
@@ -191,21 +191,21 @@ pub fn forget_claimed_orphans() {
 /// What a fault finds when it takes the region's lock.
 pub enum Admit<'a> {
     /// The pager serves it.
-    Serve(MutexGuard<'a, Inner>),
+    Serve(crate::lock::Locked<'a>),
     /// The region is the file's mapping now: the thread retries there.
     Retry,
 }
 
 /// Lets a fault be served only while the pager pages the region; during a
 /// switch it waits for the switch's end.
-pub fn admit<'a>(sh: &'a Shared, mut g: MutexGuard<'a, Inner>, addr: usize) -> Admit<'a> {
+pub fn admit<'a>(sh: &'a Shared, mut g: crate::lock::Locked<'a>, addr: usize) -> Admit<'a> {
     loop {
         match sh.sharing.mode() {
             Mode::Paging => return Admit::Serve(g),
             Mode::Shared => {
                 // Raised before the file was mapped: woken by `share`
                 // already, or about to be (an event read late).
-                let _ = sh.uffd.wake(addr & !(PAGE - 1), PAGE);
+                let _ = sh.views.uffd().wake(addr & !(PAGE - 1), PAGE);
                 return Admit::Retry;
             }
             Mode::Entering | Mode::Resuming => g = sh.wait(g),
@@ -220,7 +220,7 @@ const QUIESCE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// Waits until no page is being read in, evicted or written back; returns
 /// the lock. Windows read ahead on the ring are completed here: the
 /// threads that would reap them wait for the switch (`admit`).
-fn quiesce(sh: &Shared) -> MutexGuard<'_, Inner> {
+fn quiesce(sh: &Shared) -> crate::lock::Locked<'_> {
     loop {
         fault::drain_windows(sh);
         let g = sh.lock();
@@ -231,7 +231,7 @@ fn quiesce(sh: &Shared) -> MutexGuard<'_, Inner> {
         if !busy {
             return g;
         }
-        let _ = sh.cv.wait_timeout(g, QUIESCE_POLL);
+        drop(sh.frames.wait_timeout(g, QUIESCE_POLL));
     }
 }
 
@@ -312,14 +312,21 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
         fault::settle(sh);
         sh.drop_clean();
         let g = quiesce(sh);
-        left = g.table.held;
+        left = g.table.held();
         if left != 0 {
             continue;
         }
         // SAFETY: the application's view of this region, replaced in one
         // call by the file it pages, with every page of it in the file
         // (written back above; stores wait on write-protection meanwhile).
-        let mapped = unsafe { sys::map_shared_at(sh.app, file, sh.map_len, sh.writable) };
+        let mapped = unsafe {
+            sys::map_shared_at(
+                sh.views.app(),
+                file,
+                sh.views.map_len(),
+                sh.views.writable(),
+            )
+        };
         if let Err(source) = mapped {
             drop(g);
             abort(sh, &pinned);
@@ -334,8 +341,8 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
         drop(g);
         // Every thread waiting for a fault of the old view retries on the
         // file's (the range is no longer registered: nothing else wakes them).
-        let _ = sh.uffd.wake(sh.app, sh.map_len);
-        sh.cv.notify_all();
+        sh.views.wake_all();
+        sh.frames.notify_all();
         return Ok(());
     }
     abort(sh, &pinned);
@@ -348,8 +355,8 @@ fn abort(sh: &Shared, pinned: &[u32]) {
         let _g = sh.lock();
         sh.sharing.set(Mode::Paging);
     }
-    let _ = sh.uffd.wake(sh.app, sh.map_len);
-    sh.cv.notify_all();
+    sh.views.wake_all();
+    sh.frames.notify_all();
     repin(sh, pinned);
 }
 
@@ -358,7 +365,7 @@ fn repin(sh: &Shared, pinned: &[u32]) {
         if let Err(e) = sh.pin(first, first + n as u32) {
             eprintln!(
                 "pagepilot: region at {:#x}: pages {first}..{} could not be pinned again: {e}",
-                sh.app,
+                sh.views.app(),
                 first + n as u32
             );
         }
@@ -387,25 +394,26 @@ pub fn resume(sh: &Shared) -> bool {
     // The file's pages the kernel cached while shared would sit beside the
     // frames paged in again, in one memory cgroup: written now (the view is
     // still the file's mapping), dropped once it is not.
-    let _ = sys::msync(sh.app, sh.map_len);
-    let memfd = sh.memfd.as_raw_fd();
+    let _ = sys::msync(sh.views.app(), sh.views.map_len());
+    let memfd = sh.views.memfd().as_raw_fd();
     let g = sh.lock();
-    if g.table.held != 0 {
+    if g.table.held() != 0 {
         // Frames a shared region should not have: cutting the memfd would
         // lose them. Never seen; stays shared, which is safe.
         eprintln!(
             "pagepilot: region at {:#x} stays shared: {} page(s) held while shared",
-            sh.app, g.table.held
+            sh.views.app(),
+            g.table.held()
         );
         return false;
     }
-    let Some(held) = sigbus::hold(sh.app, sh.map_len) else {
+    let Some(held) = sigbus::hold(sh.views.app(), sh.views.map_len()) else {
         return false;
     };
     if let Err(e) = sys::set_len(memfd, 0) {
         eprintln!(
             "pagepilot: region at {:#x} stays shared: ftruncate: {e}",
-            sh.app
+            sh.views.app()
         );
         sigbus::release(held);
         return false;
@@ -414,18 +422,42 @@ pub fn resume(sh: &Shared) -> bool {
     // SAFETY: the application's view, replaced in one call by the region's
     // memfd; an access before its registration finds the memfd empty and
     // raises SIGBUS, which `sigbus::hold` makes wait.
-    let resumed = unsafe { sys::map_shared_at(sh.app, memfd, sh.map_len, sh.writable) }
-        .and_then(|()| sys::dont_fork(sh.app, sh.map_len))
-        .and_then(|()| sh.uffd.register(sh.app, sh.map_len, sh.sharing.uffd_mode))
-        .and_then(|_| sys::set_len(memfd, sh.map_len));
+    let resumed = unsafe {
+        sys::map_shared_at(
+            sh.views.app(),
+            memfd,
+            sh.views.map_len(),
+            sh.views.writable(),
+        )
+    }
+    .and_then(|()| sys::dont_fork(sh.views.app(), sh.views.map_len()))
+    .and_then(|()| {
+        sh.views
+            .uffd()
+            .register(sh.views.app(), sh.views.map_len(), sh.sharing.uffd_mode)
+    })
+    .and_then(|_| sys::set_len(memfd, sh.views.map_len()));
     let resumed = match resumed {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("pagepilot: region at {:#x} stays shared: {e}", sh.app);
+            eprintln!(
+                "pagepilot: region at {:#x} stays shared: {e}",
+                sh.views.app()
+            );
             let file = sh.store.file().unwrap_or(-1);
             // SAFETY: as above, the file mapped back in the view's place.
-            if let Err(e) = unsafe { sys::map_shared_at(sh.app, file, sh.map_len, sh.writable) } {
-                eprintln!("pagepilot: region at {:#x} is lost: mmap: {e}", sh.app);
+            if let Err(e) = unsafe {
+                sys::map_shared_at(
+                    sh.views.app(),
+                    file,
+                    sh.views.map_len(),
+                    sh.views.writable(),
+                )
+            } {
+                eprintln!(
+                    "pagepilot: region at {:#x} is lost: mmap: {e}",
+                    sh.views.app()
+                );
             }
             false
         }
@@ -434,7 +466,7 @@ pub fn resume(sh: &Shared) -> bool {
         .set(if resumed { Mode::Paging } else { Mode::Shared });
     sigbus::release(held);
     drop(g);
-    sh.cv.notify_all();
+    sh.frames.notify_all();
     if resumed {
         if let Some(file) = sh.store.file() {
             let _ = sys::drop_cached(file);
@@ -456,7 +488,7 @@ pub fn flush_if_shared(sh: &Shared) -> Option<Result<(), FlushError>> {
     }
     let _sw = sh.sharing.switch();
     (sh.sharing.mode() == Mode::Shared)
-        .then(|| sys::msync(sh.app, sh.map_len).map_err(FlushError::Sync))
+        .then(|| sys::msync(sh.views.app(), sh.views.map_len()).map_err(FlushError::Sync))
 }
 
 /// While shared, pins and unpins change the record pinned again at

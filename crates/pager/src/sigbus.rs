@@ -59,7 +59,10 @@ pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
         call: "sigaction",
         source,
     })?;
-    let (start, end) = (shared.app, shared.app + shared.map_len);
+    let (start, end) = (
+        shared.views.app(),
+        shared.views.app() + shared.views.map_len(),
+    );
     let raw = Arc::into_raw(shared).cast_mut();
     for slot in &TABLE {
         let taken = slot.shared.compare_exchange(

@@ -60,8 +60,8 @@ pub fn spawn_handlers(
     let mut handlers = Vec::new();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let sh = shared.clone();
-        let waiter =
-            sys::Waiter::new(sh.uffd.raw(), stop, cpu.is_none()).map_err(sys_err("epoll"))?;
+        let waiter = sys::Waiter::new(sh.views.uffd().raw(), stop, cpu.is_none())
+            .map_err(sys_err("epoll"))?;
         let name = match cpu {
             Some(c) => format!("pagepilot-fault-cpu{c}"),
             None => format!("pagepilot-fault-{i}"),
@@ -81,8 +81,12 @@ pub fn spawn_handlers(
 /// doorbell; `None` (nothing changed) if any step fails.
 pub fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
     let bell = sys::map_anon_page().ok()?;
-    let ready = shared.uffd.register(bell, PAGE, sys::MODE_MISSING).is_ok()
-        && shared.uffd.set_blocking().is_ok();
+    let ready = shared
+        .views
+        .uffd()
+        .register(bell, PAGE, sys::MODE_MISSING)
+        .is_ok()
+        && shared.views.uffd().set_blocking().is_ok();
     let sh = shared.clone();
     let h = ready
         .then(|| {

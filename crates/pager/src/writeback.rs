@@ -3,13 +3,10 @@
 //! write-protects each dirty page and writes it without the lock, so a
 //! racing write faults and dirties the page again.
 
-use std::os::fd::AsRawFd;
-
 use crate::engine::Shared;
 use crate::error::FlushError;
-use crate::evict::{give_up, runs};
-use crate::resident::{State, FLUSHING, MODIFIED, PENDING};
-use crate::sys::{self, PAGE};
+use crate::evict::runs;
+use crate::frame_table::{State, FLUSHING, MODIFIED, PENDING};
 
 impl Shared {
     /// [`Shared::write_back`], then syncs the backing store.
@@ -30,7 +27,7 @@ impl Shared {
             if g.table.state(s) != State::Resident || f & (MODIFIED | FLUSHING | PENDING) != 0 {
                 continue;
             }
-            victims.push(give_up(&mut g, s));
+            victims.push(g.give_up(s));
         }
         drop(g);
         self.evict(&mut victims);
@@ -64,12 +61,12 @@ impl Shared {
                     State::Resident | State::Locked if f & MODIFIED != 0 => {
                         // Write-protect first: a write during the I/O faults
                         // and sets MODIFIED again.
-                        let _ = self.uffd.writeprotect(self.app_addr(s), PAGE, true);
+                        self.views.protect(s);
                         g.table.set_flags(s, (f & !MODIFIED) | FLUSHING);
                         resident.push(s);
                     }
                     State::Unwritten => {
-                        g.table.set(s, State::Evicting, f);
+                        g.table.begin_rewrite(s);
                         pinned.push(s);
                     }
                     _ => {}
@@ -77,7 +74,7 @@ impl Shared {
             }
         }
         for (first, n) in runs(pinned.iter().copied()) {
-            let _ = sys::zap(self.app_addr(first), n * PAGE);
+            self.views.zap(first, n);
         }
         let mut failed = Vec::new();
         let mut written_pinned = Vec::new();
@@ -89,7 +86,7 @@ impl Shared {
             self.write_runs(&pinned, &mut written_pinned, &mut failed);
         }
         for (first, n) in runs(written_pinned.iter().copied()) {
-            let _ = sys::punch_hole(self.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
+            self.views.punch(first, n);
         }
         {
             let mut g = self.lock();
@@ -105,12 +102,10 @@ impl Shared {
                 }
             }
             for &s in &pinned {
-                if written_pinned.contains(&s) {
-                    let f = g.table.flags(s);
-                    g.table.set(s, State::Absent, 0);
+                let written = written_pinned.contains(&s);
+                let f = g.table.finish_eviction(s, written);
+                if written {
                     self.evicted(&mut g, s, f, true);
-                } else {
-                    g.table.set(s, State::Unwritten, MODIFIED);
                 }
             }
         }

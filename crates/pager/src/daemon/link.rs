@@ -144,7 +144,7 @@ fn region_of(inner: &Inner, region: RegionId) -> Option<(Arc<super::member::Link
 /// must not undo the release, the release's own reply settles it.
 fn follow(shared: &Shared, held: u64, way: Follow) {
     let held = usize::try_from(held).unwrap_or(usize::MAX);
-    let budget = shared.lock().table.capacity;
+    let budget = shared.lock().table.budget();
     match way {
         Follow::Grow if held > budget => shared.grow_budget_to(held),
         Follow::Shrink if held < budget => shared.take_back(budget - held),

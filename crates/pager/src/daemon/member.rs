@@ -98,7 +98,7 @@ pub(crate) fn join(
     let mut g = shared.lock();
     // A `Settled` read meanwhile may have grown it already.
     let granted = usize::try_from(granted).unwrap_or(usize::MAX);
-    g.table.capacity = g.table.capacity.max(granted).max(1);
+    g.table.grow_budget_to(granted.max(1));
     let membership = Membership {
         inner: inner.clone(),
         region,
@@ -109,7 +109,7 @@ pub(crate) fn join(
     if terms.budget_frames > granted {
         membership.request(terms.budget_frames - granted);
     }
-    g.table.source = Some(Source::Daemon(membership));
+    g.table.set_source(Some(Source::Daemon(membership)));
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! touches, all cut at the first page that is not absent.
 
 use crate::engine::{Inner, Shared};
-use crate::resident::State;
+use crate::frame_table::State;
 
 /// The pages a missing fault brings in: `first..first + pages`, the
 /// faulting page among them.
@@ -46,7 +46,7 @@ pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> Plan {
     let (first, n) = if around {
         // A region larger than its budget fills its free frames and then
         // displaces: its clusters count from the first.
-        let displacing = g.table.room() == 0 || g.table.pages() > g.table.capacity;
+        let displacing = g.table.room() == 0 || g.table.pages() > g.table.budget();
         g.window = g.around.on_fault(displacing);
         let base = s - s % g.window as u32;
         let before = absent_before(sh, g, s, (s - base) as usize);

@@ -3,21 +3,20 @@
 //! and mapped, or, when they cannot be read, forgotten and the faulting
 //! thread signalled.
 
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use pagepilot_policy::FaultKind;
 
 use crate::engine::{Cause, FaultReads, Inner, ReadJob, Shared};
-use crate::resident::{State, Table, MODIFIED, PENDING, PROBE, REFERENCED};
+use crate::frame_table::{FrameTable, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
-use crate::sys::{self, PAGE};
+use crate::sys::PAGE;
 
 use super::cluster::{absent_run, plan, Plan};
-use super::map::{map, map_zeros, zero_flags};
+use super::map::zero_flags;
 use super::windows::{hand_over, prefetch_ahead, wait_turn};
-use super::{tell_policy, Outcome};
+use super::Outcome;
 
 /// Serves a missing fault on page `s` (absent): plans the cluster, then
 /// zero-fills it under the lock, hands it to a reader thread, or reads it
@@ -25,7 +24,7 @@ use super::{tell_policy, Outcome};
 /// `queued`: other faults wait behind this one (`FaultReads`).
 pub(super) fn load(
     sh: &Shared,
-    mut g: std::sync::MutexGuard<'_, Inner>,
+    mut g: crate::lock::Locked<'_>,
     s: u32,
     write: bool,
     queued: bool,
@@ -70,13 +69,12 @@ pub(super) fn load(
         if sequential {
             prefetch_ahead(sh, &mut g, 0);
         }
+        g.table.begin_load(first, n);
         return fill(sh, g, first, n, cause, None);
     };
     // A reader thread reads and maps the cluster (waking the faulting
     // thread); this handler goes on with the next fault.
-    for q in first..first + n as u32 {
-        g.table.set(q, State::Loading, 0);
-    }
+    g.table.begin_load(first, n);
     let victims = choose_victims(sh, &mut g, s);
     let job = ReadJob {
         first,
@@ -155,9 +153,7 @@ fn read_around_in_pieces(
     pieces.retain(|p| p.start != mine.start);
     let last = pieces.last().map_or(0, |p| p.end).max(mine.end);
     for p in pieces {
-        for q in p.clone() {
-            g.table.set(q, State::Loading, 0);
-        }
+        g.table.begin_load(p.start, p.len());
         let job = ReadJob {
             first: p.start,
             pages: p.len(),
@@ -169,9 +165,7 @@ fn read_around_in_pieces(
         if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
             // No reader left (cannot happen while the sender lives): the
             // piece stays absent, for a fault of its own.
-            for q in job.first..job.first + job.pages as u32 {
-                g.table.set(q, State::Absent, 0);
-            }
+            g.table.abort_load(job.first, job.pages);
         }
     }
     (mine.start, mine.len(), mine.end == last)
@@ -184,7 +178,7 @@ fn read_around_in_pieces(
 /// to the policy as a missing fault, in order.
 pub(super) fn zero_fill(
     sh: &Shared,
-    mut g: std::sync::MutexGuard<'_, Inner>,
+    mut g: crate::lock::Locked<'_>,
     s: u32,
     n: usize,
     write: bool,
@@ -192,13 +186,13 @@ pub(super) fn zero_fill(
     Counters::add(&sh.stats.missing_faults, n as u64);
     Counters::add(&sh.stats.zero_around_pages, n as u64 - 1);
     for q in s..s + n as u32 {
-        g.table.set(q, State::Resident, zero_flags(write));
-        tell_policy(&mut g, q, FaultKind::Missing, write && q == s);
+        g.table.fill_zero(q, zero_flags(write));
+        g.tell_fault(q, FaultKind::Missing, write && q == s);
     }
-    // Mapped before the cleared referenced bits are zapped: a cluster page
-    // the policy cleared meanwhile is unmapped again, as its flags say.
-    map_zeros(sh, s, n, write);
-    g.table.zap_cleared();
+    // Mapped before the cleared referenced bits are zapped (as the lock is
+    // let go): a cluster page the policy cleared meanwhile is unmapped
+    // again, as its flags say.
+    sh.views.map_zeros(s, n, write);
     let queued = take_flushes(&mut g);
     drop(g);
     if let Some(queued) = queued {
@@ -206,20 +200,17 @@ pub(super) fn zero_fill(
     }
 }
 
-/// Reads pages `first..first + n` (all Absent) into frames, evicting what
+/// Reads pages `first..first + n` (all Loading) into frames, evicting what
 /// the budget requires, hands them to the policy as missing faults in order
 /// and maps them (all but a prefetched window's marker and a probe).
 pub(super) fn fill(
     sh: &Shared,
-    mut g: std::sync::MutexGuard<'_, Inner>,
+    mut g: crate::lock::Locked<'_>,
     first: u32,
     n: usize,
     cause: Cause,
     chosen: Option<Vec<(u32, bool)>>,
 ) -> Outcome {
-    for q in first..first + n as u32 {
-        g.table.set(q, State::Loading, 0);
-    }
     let (fault, write, probe) = match cause {
         Cause::Fault { page, write, probe } => (Some(page), write, probe),
         Cause::Prefetch(_) => (None, false, false),
@@ -249,7 +240,7 @@ pub(super) fn fill(
         c.reads_in_flight_max.fetch_max(now, Relaxed);
         // SAFETY: the pages are Loading: no handler maps them and the
         // application cannot reach them until the CONTINUE below.
-        let r = unsafe { sh.store.read(first as usize, n, sh.pager_addr(first)) };
+        let r = unsafe { sh.store.read(first as usize, n, sh.views.pager_addr(first)) };
         c.reads_in_flight.fetch_sub(1, Relaxed);
         sh.stats
             .read_latency
@@ -287,12 +278,12 @@ pub(super) fn fill(
             if prefetch {
                 // Handed to the policy when the application enters the window.
                 for q in first..end {
-                    g.table.set(q, State::Resident, PENDING);
+                    g.table.complete_load(q, PENDING);
                 }
                 g.pending.push_back((first, n));
                 if n > 1 {
                     // The first page stays unmapped: its touch enters the window.
-                    map(sh, first + 1, n - 1, sh.writable);
+                    sh.views.map(first + 1, n - 1, sh.views.writable());
                 }
             } else {
                 if let Some(f) = brought {
@@ -317,14 +308,15 @@ pub(super) fn fill(
                     } else {
                         REFERENCED
                     };
-                    g.table.set(q, State::Resident, seen | dirty);
-                    tell_policy(&mut g, q, FaultKind::Missing, write && Some(q) == fault);
-                    g.table.zap_cleared();
+                    g.table.complete_load(q, seen | dirty);
+                    g.tell_fault(q, FaultKind::Missing, write && Some(q) == fault);
                 }
                 // Mapped under the lock: the pages are Resident now and could
-                // otherwise be chosen as victims and zapped before they are mapped.
+                // otherwise be chosen as victims and zapped before they are
+                // mapped. Pages whose referenced bit the policy cleared are
+                // zapped again as the lock is let go.
                 if zero {
-                    map_zeros(sh, first, n, write);
+                    sh.views.map_zeros(first, n, write);
                 } else {
                     let skip = probe.then_some(probe_page);
                     map_cluster(sh, first, end, fault, write, skip);
@@ -362,12 +354,10 @@ pub(super) fn fill(
 /// if the region is in one; none (the usual case, kept cheap on the fault
 /// path) if it asked for none.
 fn take_flushes(g: &mut Inner) -> Option<crate::evict::Flushes> {
-    if g.table.flush_queue.is_empty() {
-        return None;
-    }
+    let pages = g.table.take_flush_requests()?;
     Some(crate::evict::Flushes {
-        pages: std::mem::take(&mut g.table.flush_queue),
-        pool: g.table.source.as_ref().and_then(|s| s.flusher()),
+        pages,
+        pool: g.table.source().and_then(|s| s.flusher()),
     })
 }
 
@@ -387,11 +377,11 @@ fn map_cluster(sh: &Shared, first: u32, end: u32, f: Option<u32>, write: bool, s
         }
     }
     if f < end {
-        map(sh, f, 1, sh.writable && !write);
+        sh.views.map(f, 1, sh.views.writable() && !write);
     }
     for (a, b) in runs {
         if b > a {
-            map(sh, a, (b - a) as usize, sh.writable);
+            sh.views.map(a, (b - a) as usize, sh.views.writable());
         }
     }
 }
@@ -425,14 +415,12 @@ pub(super) fn choose_victims(sh: &Shared, g: &mut Inner, s: u32) -> Vec<(u32, bo
 /// Pages `first..first + n`, being read, were not (the read failed, or
 /// they lie beyond the file's end): they become absent again and their
 /// frames are freed.
-pub(super) fn forget(sh: &Shared, table: &mut Table, first: u32, n: usize) {
+pub(super) fn forget(sh: &Shared, table: &mut FrameTable, first: u32, n: usize) {
     if n == 0 {
         return;
     }
-    for q in first..first + n as u32 {
-        table.set(q, State::Absent, 0);
-    }
-    let _ = sys::punch_hole(sh.memfd.as_raw_fd(), first as usize * PAGE, n * PAGE);
+    table.abort_load(first, n);
+    sh.views.punch(first, n);
 }
 
 /// The fault at page `s` cannot be served (its read failed, or it lies
@@ -443,15 +431,6 @@ pub(super) fn forget(sh: &Shared, table: &mut Table, first: u32, n: usize) {
 /// woken and faults again: the read is retried).
 pub(super) fn signal(sh: &Shared, s: u32) -> Outcome {
     Counters::add(&sh.stats.signalled_faults, 1);
-    let addr = sh.app_addr(s);
-    let poisoned = sh.poison
-        && (sh.uffd.poison(addr, PAGE).is_ok()
-            // EEXIST: the empty PTE holds a write-protect marker, which
-            // un-protecting clears.
-            || (sh.uffd.writeprotect(addr, PAGE, false).is_ok()
-                && sh.uffd.poison(addr, PAGE).is_ok()));
-    if !poisoned {
-        let _ = sh.uffd.wake(addr, PAGE);
-    }
+    sh.views.poison(s);
     Outcome::Signal
 }

@@ -15,20 +15,19 @@ mod windows;
 
 pub use windows::{run_reader, settle};
 
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
-use pagepilot_policy::{Fault, FaultKind};
+use pagepilot_policy::FaultKind;
 
-use crate::engine::{Inner, Shared};
-use crate::resident::{State, MODIFIED, PENDING, PROBE, REFERENCED};
+use crate::engine::Shared;
+use crate::frame_table::{State, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::sharing::{admit, Admit, Mode};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};
 use crate::threads::Placement;
 
 use load::load;
-use map::map_access;
 use ring_wait::{issue_queued, ring_wait};
 use windows::{enter_window, stall};
 
@@ -57,7 +56,7 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter, mut placement: Option<Place
             }
         }
         let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
-        let n = match shared.uffd.read_msgs(&mut msgs) {
+        let n = match shared.views.uffd().read_msgs(&mut msgs) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if spinning {
@@ -103,7 +102,7 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
         // Read before blocking: an eviction while blocked makes an event
         // look stale, which only costs the faulting thread a retry.
         let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
-        let n = match shared.uffd.read_msgs(&mut msgs) {
+        let n = match shared.views.uffd().read_msgs(&mut msgs) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return false,
@@ -115,7 +114,7 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
                 continue;
             };
             if addr & !(PAGE - 1) == doorbell {
-                let _ = shared.uffd.zero_page(doorbell, false);
+                let _ = shared.views.uffd().zero_page(doorbell, false);
                 stop = true;
                 continue;
             }
@@ -137,7 +136,7 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
 pub fn drain_windows(sh: &Shared) {
     issue_queued(sh);
     settle(sh);
-    sh.cv.notify_all();
+    sh.frames.notify_all();
 }
 
 /// How a fault ended for the thread that raised it.
@@ -165,10 +164,9 @@ fn last_missing_fault(msgs: &[UffdMsg]) -> Option<usize> {
 /// number read before the fault was (tells a stale event, see
 /// `serve_access`); `queued`: other missing faults wait behind this one.
 pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> Outcome {
-    if addr < sh.app || addr >= sh.app + sh.map_len {
+    let Some(slot) = sh.views.page_at(addr) else {
         return Outcome::Served;
-    }
-    let slot = ((addr - sh.app) / PAGE) as u32;
+    };
     if let Some(limit) = &sh.fault_limit {
         if flags & (FLAG_MINOR | FLAG_WP) == 0 {
             limit.wait_turn();
@@ -191,10 +189,10 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
 /// (the waits let a switch through, `sharing`). `None`: the region is the
 /// file's mapping now, and the thread retries there. With `stall`, a page
 /// still being read ahead first moves the windows on (`windows::stall`).
-fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<MutexGuard<'_, Inner>> {
+fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<crate::lock::Locked<'_>> {
     let mut g = sh.lock();
     loop {
-        g = match admit(sh, g, sh.app_addr(s)) {
+        g = match admit(sh, g, sh.views.app_addr(s)) {
             Admit::Serve(g) => g,
             Admit::Retry => return None,
         };
@@ -210,7 +208,6 @@ fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<MutexG
 
 pub(super) fn serve_wp(sh: &Shared, s: u32) {
     Counters::add(&sh.stats.wp_faults, 1);
-    let addr = sh.app_addr(s);
     let Some(mut g) = stable_while_paged(sh, s, false) else {
         return;
     };
@@ -221,13 +218,11 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
             let f = g.table.flags(s) | MODIFIED;
             g.table.set_flags(s, f);
             // Un-protecting wakes the writer.
-            if sh.uffd.writeprotect(addr, PAGE, false).is_err() {
-                let _ = sh.uffd.wake(addr, PAGE);
-            }
+            sh.views.unprotect(s);
         }
         _ => {
             // Evicted meanwhile: the retry raises a missing fault.
-            let _ = sh.uffd.wake(addr, PAGE);
+            sh.views.wake(s, 1);
         }
     }
 }
@@ -249,18 +244,17 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
             }
             let nf = (f & !PROBE) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
-            map_access(sh, s, write, sh.writable && nf & MODIFIED == 0);
+            map_access(sh, s, write, sh.views.writable() && nf & MODIFIED == 0);
             if f & REFERENCED == 0 {
                 Counters::add(&sh.stats.minor_faults, 1);
-                tell_policy(&mut g, s, FaultKind::Minor, write);
-                g.table.zap_cleared();
+                g.tell_fault(s, FaultKind::Minor, write);
             }
         }
         // Held outside the policy: mapped again, told to nobody.
         State::Unwritten | State::Locked => {
             let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
-            map_access(sh, s, write, sh.writable && f & MODIFIED == 0);
+            map_access(sh, s, write, sh.views.writable() && f & MODIFIED == 0);
         }
         State::Absent if flags & FLAG_MINOR != 0 || g.table.evicted_at(s) > stamp => {
             // The page was in memory when the fault was raised, or was
@@ -269,7 +263,7 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
             // could be a page-in nobody asked for. Wake the thread instead;
             // if it still needs the page it faults again, as a missing fault.
             Counters::add(&sh.stats.retried_faults, 1);
-            let _ = sh.uffd.wake(sh.app_addr(s), PAGE);
+            sh.views.wake(s, 1);
         }
         State::Absent => return load(sh, g, s, write, queued),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
@@ -277,16 +271,10 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
     Outcome::Served
 }
 
-/// Tells the policy of a fault on page `s` (the fault count is its clock).
-pub(crate) fn tell_policy(g: &mut Inner, s: u32, kind: FaultKind, write: bool) {
-    g.time += 1;
-    g.settle_forgotten();
-    let fault = Fault {
-        page: g.table.page_view(s),
-        kind,
-        write,
-        time: g.time,
-    };
-    let Inner { table, policy, .. } = g;
-    policy.on_fault(fault, table);
+/// Maps resident page `s` for an access (see `Views::map_access`),
+/// counting a write-protect fault.
+fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
+    if sh.views.map_access(s, write, wp) == crate::views::Mapped::Unprotected {
+        Counters::add(&sh.stats.wp_faults, 1);
+    }
 }

@@ -2,15 +2,12 @@
 //! and reads submitted after the lock is released, and reaped in ticket
 //! order when the application reaches a page still being read.
 
-use std::sync::MutexGuard;
-
 use crate::engine::{Inner, Shared};
-use crate::resident::{State, PENDING};
+use crate::frame_table::{State, PENDING};
 use crate::stats::Counters;
 use crate::sys::PAGE;
 
 use super::load::forget;
-use super::map::map;
 
 /// Submits the reads of the windows issued for the ring under the lock.
 /// Their victims are evicted here first (written back if dirty, punched
@@ -25,7 +22,7 @@ pub(super) fn issue_queued(sh: &Shared) {
     for mut job in jobs {
         let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
-        let dst = sh.pager_addr(job.first);
+        let dst = sh.views.pager_addr(job.first);
         // Into free frames: a worker fills them (see `Ring`).
         let punt = job.victims.is_empty();
         if !punt {
@@ -63,9 +60,9 @@ pub(super) fn waits_for_ring(g: &Inner, s: u32) -> bool {
 /// for it. Windows complete in ticket order.
 pub(super) fn ring_wait<'a>(
     sh: &'a Shared,
-    mut g: MutexGuard<'a, Inner>,
+    mut g: crate::lock::Locked<'a>,
     s: u32,
-) -> MutexGuard<'a, Inner> {
+) -> crate::lock::Locked<'a> {
     let Some(ring) = &sh.ring else {
         return g;
     };
@@ -111,7 +108,7 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
         if read.is_ok() && whole < n {
             let q = first + whole as u32;
             // SAFETY: the window's pages are still Loading: frames unused.
-            read = unsafe { sh.store.read(q as usize, n - whole, sh.pager_addr(q)) }
+            read = unsafe { sh.store.read(q as usize, n - whole, sh.views.pager_addr(q)) }
                 .map(|have| whole + have);
         }
         match read {
@@ -124,13 +121,13 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
                 Counters::add(&sh.stats.missing_faults, n as u64);
                 Counters::add(&sh.stats.readahead_pages, n as u64);
                 for q in first..first + n as u32 {
-                    g.table.set(q, State::Resident, PENDING);
+                    g.table.complete_load(q, PENDING);
                 }
                 if n > 0 {
                     g.pending.push_back((first, n));
                 }
                 if n > 1 {
-                    map(sh, first + 1, n - 1, sh.writable);
+                    sh.views.map(first + 1, n - 1, sh.views.writable());
                 }
             }
             Err(_) => {

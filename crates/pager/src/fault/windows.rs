@@ -7,12 +7,11 @@ use std::sync::Arc;
 use pagepilot_policy::FaultKind;
 
 use crate::engine::{Cause, Inner, ReadJob, Shared};
-use crate::resident::{State, PENDING, REFERENCED};
+use crate::frame_table::{State, PENDING, REFERENCED};
 use crate::sys::{self};
 
 use super::cluster::absent_run;
 use super::load::{choose_victims, fill};
-use super::tell_policy;
 
 /// The application touched page `s` of a prefetched window it had not
 /// entered yet (the window's first page is left unmapped for this): the
@@ -67,8 +66,7 @@ pub(super) fn hand_over(g: &mut Inner, count: usize) {
                 continue;
             }
             g.table.set_flags(q, (f & !PENDING) | REFERENCED);
-            tell_policy(g, q, FaultKind::Missing, false);
-            g.table.zap_cleared();
+            g.tell_fault(q, FaultKind::Missing, false);
         }
     }
 }
@@ -104,9 +102,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
         if n == 0 {
             break;
         }
-        for q in first..first + n as u32 {
-            g.table.set(q, State::Loading, 0);
-        }
+        g.table.begin_load(first, n);
         let victims = choose_victims(sh, g, first);
         let job = ReadJob {
             first,
@@ -128,9 +124,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
             let mut victims = job.victims;
             let failed = sh.evict_io(&mut victims);
             sh.finish_evictions(g, &victims, &failed);
-            for q in first..first + n as u32 {
-                g.table.set(q, State::Absent, 0);
-            }
+            g.table.abort_load(first, n);
             break;
         }
         g.prefetch_issued += 1;
@@ -142,9 +136,9 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
 /// Waits until prefetch `ticket` is the next to be accounted.
 pub(super) fn wait_turn<'a>(
     sh: &'a Shared,
-    mut g: std::sync::MutexGuard<'a, Inner>,
+    mut g: crate::lock::Locked<'a>,
     ticket: u64,
-) -> std::sync::MutexGuard<'a, Inner> {
+) -> crate::lock::Locked<'a> {
     while g.prefetch_done != ticket {
         g = sh.wait(g);
     }

@@ -3,9 +3,9 @@
 
 use pagepilot_policy::{Memory, Page};
 
-use super::{code, State, Table, MODIFIED, NO_PAGE, REFERENCED, STATE_MASK};
+use super::{code, FrameTable, State, MODIFIED, NO_PAGE, REFERENCED, STATE_MASK};
 
-impl Memory for Table {
+impl Memory for FrameTable {
     fn slots(&self) -> usize {
         self.page_in.len()
     }
@@ -60,9 +60,9 @@ impl Memory for Table {
             return 0;
         };
         // No more frames than the region has pages.
-        let count = count.min(self.pages.saturating_sub(self.capacity));
+        let count = count.min(self.pages.saturating_sub(self.budget));
         let granted = source.request(count);
-        self.capacity += granted;
+        self.grow_budget_to(self.budget + granted);
         granted
     }
     fn release_frames(&mut self, count: usize) -> usize {
@@ -70,11 +70,9 @@ impl Memory for Table {
             return 0;
         };
         // Only free frames go back, and the region keeps one beside its pins.
-        let n = count
-            .min(self.room())
-            .min(self.capacity.saturating_sub(self.min_capacity()));
+        let n = count.min(self.room()).min(self.spare_budget());
         let released = source.release(n);
-        self.capacity -= released;
+        self.budget -= released;
         released
     }
     fn flush(&mut self, slot: u32) -> bool {

@@ -1,13 +1,16 @@
-//! The resident-mapping table of a region (the Cache Kernel's cached
-//! mappings with their referenced and modified bits), and the policy's view
-//! of it through [`Memory`].
+//! The frame table of a region: the Cache Kernel's cached mappings with
+//! their referenced and modified bits, the page states and the budget. It
+//! alone changes them, through its transitions (begin a load, complete it,
+//! abort it, take a victim, finish an eviction, pin, unpin, grow or shrink
+//! the budget), and it makes no system call: the region's lock
+//! (`crate::lock`) zaps the PTEs it queues and wakes the threads its
+//! transitions release, when the lock is let go. The policy sees it through
+//! [`Memory`] (`frame_table_memory.rs`).
 
 use std::collections::{HashMap, VecDeque};
 
 use pagepilot_policy::hash::BuildVpnHasher;
 use pagepilot_policy::Page;
-
-use crate::sys::{self, PAGE};
 
 /// Where a page is. The low three bits of a slot's byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,8 +62,15 @@ const NO_PAGE: u32 = u32::MAX;
 /// a policy's history of it (ghost lists) and the refault checks still find
 /// it. The pages remembered after their eviction are bounded by
 /// [`HISTORY_PER_FRAME`] times the budget; then the oldest one's slot is
-/// reused, and the policy told to forget it ([`Table::forgotten`]).
-pub struct Table {
+/// reused, and the policy told to forget it ([`FrameTable::take_forgotten`]).
+///
+/// Rules it keeps: the counts (`held`, `resident`, `unwritten`, `locked`,
+/// `evicting`) always match the states; the dirty map follows the MODIFIED
+/// and FLUSHING flags; the budget never drops below the pinned pages and
+/// one frame ([`FrameTable::min_budget`]); every transition out of Loading
+/// or Evicting, and every budget growth, asks for a wake-up
+/// ([`FrameTable::take_wake`]).
+pub struct FrameTable {
     /// Page -> its slot, for every page held or remembered.
     slot_of: HashMap<u32, u32, BuildVpnHasher>,
     /// Per slot: its page (`NO_PAGE`: free).
@@ -78,45 +88,47 @@ pub struct Table {
     /// Free slots.
     free: Vec<u32>,
     /// Pages whose slots were freed: the policy must forget them before it
-    /// is called again (`Inner::settle_forgotten`).
-    pub forgotten: Vec<Page>,
+    /// is called again (`crate::policy_port`).
+    forgotten: Vec<Page>,
     pages: usize,
     /// Pages in state Resident (what the policy sees as resident).
-    pub resident: usize,
+    resident: usize,
     /// Frames holding data: every state but Absent.
-    pub held: usize,
+    held: usize,
     /// Pages whose write-back failed (`State::Unwritten`).
-    pub unwritten: usize,
+    unwritten: usize,
     /// Pages pinned by the application (`State::Locked`).
-    pub locked: usize,
+    locked: usize,
     /// Pages being evicted (their frames are about to be freed).
-    pub evicting: usize,
+    evicting: usize,
     /// The budget in frames.
-    pub capacity: usize,
-    app: usize,
+    budget: usize,
     hand: usize,
-    /// Pages the policy asked to flush ([`Memory::flush`]); drained by a handler.
-    pub flush_queue: Vec<u32>,
+    /// Pages the policy asked to flush ([`Memory::flush`]); taken by a handler.
+    flush_queue: Vec<u32>,
     /// Where the budget is drawn from, if anywhere (a pool, the daemon):
     /// `Request`/`Release` go there.
-    pub source: Option<crate::source::Source>,
+    source: Option<crate::source::Source>,
     /// Pages whose referenced bit was cleared and whose PTE is still to be
-    /// zapped; zapped in contiguous runs by [`Table::zap_cleared`] before the
-    /// lock is released.
+    /// zapped, in contiguous runs, before the lock is released
+    /// ([`FrameTable::drain_cleared`]).
     zap_queue: Vec<u32>,
+    /// A page left a transition state or the budget grew: the threads
+    /// waiting on the region are to be woken.
+    wake: bool,
     /// The dirty map shared with the daemon (writable file regions), kept
     /// in step with the MODIFIED and FLUSHING flags (`crate::dirty`).
-    pub dirty: Option<crate::dirty::DirtyMirror>,
+    dirty: Option<crate::dirty::DirtyMirror>,
 }
 
 /// Evicted pages remembered per frame of the budget: ARC's and CAR's
 /// ghosts are at most one budget, S3-FIFO's and 2Q's less.
 pub const HISTORY_PER_FRAME: usize = 2;
 
-impl Table {
-    /// A table of `pages` absent pages, `capacity` frames, application view at `app`.
-    pub fn new(pages: usize, capacity: usize, app: usize) -> Self {
-        Table {
+impl FrameTable {
+    /// A table of `pages` absent pages and a budget of `budget` frames.
+    pub fn new(pages: usize, budget: usize) -> Self {
+        FrameTable {
             slot_of: HashMap::default(),
             page_in: Vec::new(),
             bits: Vec::new(),
@@ -132,9 +144,9 @@ impl Table {
             unwritten: 0,
             locked: 0,
             evicting: 0,
-            capacity,
-            app,
+            budget,
             hand: 0,
+            wake: false,
             flush_queue: Vec::new(),
             zap_queue: Vec::new(),
             source: None,
@@ -173,7 +185,7 @@ impl Table {
         self.entries += 1;
         self.remembered_as[k] = self.entries;
         self.history.push_back((k as u32, self.entries));
-        let bound = self.capacity.max(1) * HISTORY_PER_FRAME;
+        let bound = self.budget.max(1) * HISTORY_PER_FRAME;
         while self.history.len() > bound {
             let Some((old, entry)) = self.history.pop_front() else {
                 break;
@@ -252,11 +264,15 @@ impl Table {
     /// dirty map: a page's bit follows its MODIFIED and FLUSHING flags, and
     /// clears when it becomes Absent (its write-back and punch are done).
     /// Entering Evicting must keep those two flags (the bit stays as it is
-    /// while the eviction writes the page back).
-    pub fn set(&mut self, s: u32, to: State, flags: u8) {
+    /// while the eviction writes the page back). Only the transitions below
+    /// call it.
+    fn set(&mut self, s: u32, to: State, flags: u8) {
         let from = self.state(s);
         if from == State::Absent && to == State::Absent {
             return;
+        }
+        if matches!(from, State::Loading | State::Evicting) {
+            self.wake = true;
         }
         let count =
             |n: &mut usize, x: State| *n = *n + usize::from(to == x) - usize::from(from == x);
@@ -288,15 +304,203 @@ impl Table {
         }
     }
 
+    /// Absent pages `first..first + n` start being read in: they are
+    /// `Loading`, their frames reserved, and a fault on them waits.
+    pub fn begin_load(&mut self, first: u32, n: usize) {
+        for q in first..first + n as u32 {
+            debug_assert_eq!(self.state(q), State::Absent, "page {q} loaded twice");
+            self.set(q, State::Loading, 0);
+        }
+    }
+
+    /// Page `q`'s read completed: it is `Resident` with `flags` (PENDING
+    /// for a prefetched window not handed to the policy yet).
+    pub fn complete_load(&mut self, q: u32, flags: u8) {
+        debug_assert_eq!(self.state(q), State::Loading, "page {q} was not loading");
+        self.set(q, State::Resident, flags);
+    }
+
+    /// Pages `first..first + n` were not read (the read failed, or they lie
+    /// beyond the file's end): they are `Absent` again, their frames free.
+    pub fn abort_load(&mut self, first: u32, n: usize) {
+        for q in first..first + n as u32 {
+            debug_assert_eq!(self.state(q), State::Loading, "page {q} was not loading");
+            self.set(q, State::Absent, 0);
+        }
+    }
+
+    /// Absent page `q` is filled with zeros and mapped under the lock, with
+    /// no transition state: nothing is read and its frame was free.
+    pub fn fill_zero(&mut self, q: u32, flags: u8) {
+        debug_assert_eq!(self.state(q), State::Absent, "page {q} was not absent");
+        self.set(q, State::Resident, flags);
+    }
+
+    /// Resident page `s` becomes a victim: `Evicting`, keeping its flags
+    /// (and its dirty bit while it is written back). Returns whether it is
+    /// dirty (must be written back).
+    pub fn begin_eviction(&mut self, s: u32) -> bool {
+        debug_assert_eq!(self.state(s), State::Resident, "victim {s} not resident");
+        let flags = self.flags(s);
+        self.set(s, State::Evicting, flags);
+        flags & MODIFIED != 0
+    }
+
+    /// A page whose write-back failed (`Unwritten`) is written again: it is
+    /// `Evicting` meanwhile, freed by [`FrameTable::finish_eviction`].
+    pub fn begin_rewrite(&mut self, s: u32) {
+        debug_assert_eq!(self.state(s), State::Unwritten, "page {s} not unwritten");
+        let flags = self.flags(s);
+        self.set(s, State::Evicting, flags);
+    }
+
+    /// Ends page `s`'s eviction: written back (or clean) and punched, it is
+    /// `Absent` (its dirty bit clears); its write-back failed, it is
+    /// `Unwritten`, dirty, held outside the policy until a flush writes it.
+    /// Returns its flags as a victim.
+    pub fn finish_eviction(&mut self, s: u32, written: bool) -> u8 {
+        debug_assert_eq!(self.state(s), State::Evicting, "page {s} not evicting");
+        let flags = self.flags(s);
+        if written {
+            self.set(s, State::Absent, 0);
+        } else {
+            self.set(s, State::Unwritten, MODIFIED);
+        }
+        flags
+    }
+
+    /// Pins page `s` (`Resident` or `Unwritten`): `Locked`, referenced,
+    /// keeping its MODIFIED and FLUSHING flags. Returns its flags before.
+    pub fn pin(&mut self, s: u32) -> u8 {
+        debug_assert!(matches!(self.state(s), State::Resident | State::Unwritten));
+        let f = self.flags(s);
+        self.set(s, State::Locked, (f & !(PENDING | PROBE)) | REFERENCED);
+        f
+    }
+
+    /// Unpins page `s`: `Resident` again with its flags.
+    pub fn unpin(&mut self, s: u32) {
+        debug_assert_eq!(self.state(s), State::Locked, "page {s} not pinned");
+        let f = self.flags(s);
+        self.set(s, State::Resident, f);
+    }
+
+    /// The budget in frames.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Grows the budget to `frames` (never shrinks it here); waiters are
+    /// woken if it grew. Returns whether it did.
+    pub fn grow_budget_to(&mut self, frames: usize) -> bool {
+        if frames <= self.budget {
+            return false;
+        }
+        self.budget = frames;
+        self.wake = true;
+        true
+    }
+
+    /// Grows the budget by `frames` (frames kept back, or granted).
+    pub fn grow_budget_by(&mut self, frames: usize) {
+        self.grow_budget_to(self.budget + frames);
+    }
+
+    /// Sets the budget to `frames`, never below [`FrameTable::min_budget`].
+    /// Returns the budget before.
+    pub fn set_budget(&mut self, frames: usize) -> usize {
+        let old = self.budget;
+        self.budget = frames.max(self.min_budget());
+        if self.budget > old {
+            self.wake = true;
+        }
+        old
+    }
+
+    /// Takes up to `frames` from the budget, never below
+    /// [`FrameTable::min_budget`]. Returns how many it took.
+    pub fn shrink_budget(&mut self, frames: usize) -> usize {
+        let taken = frames.min(self.spare_budget());
+        self.budget -= taken;
+        taken
+    }
+
+    /// Frames the budget could give up: all but the pinned pages and one.
+    pub fn spare_budget(&self) -> usize {
+        self.budget.saturating_sub(self.min_budget())
+    }
+
     /// Frames the policy's pages may hold: the budget less the pinned pages.
     pub fn usable(&self) -> usize {
-        self.capacity.saturating_sub(self.locked)
+        self.budget.saturating_sub(self.locked)
     }
 
     /// The smallest budget the region may shrink to: its pinned pages and
     /// one frame to serve a fault in.
-    pub fn min_capacity(&self) -> usize {
+    pub fn min_budget(&self) -> usize {
         self.locked + 1
+    }
+
+    /// Frames holding data (every state but Absent).
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Frames in use: held, less those being evicted.
+    pub fn frames_in_use(&self) -> usize {
+        self.held - self.evicting
+    }
+
+    /// Pages pinned by the application.
+    pub fn pinned(&self) -> usize {
+        self.locked
+    }
+
+    /// Pages whose write-back failed, held until a flush writes them.
+    pub fn unwritten(&self) -> usize {
+        self.unwritten
+    }
+
+    /// Whether a transition or a budget growth asked for a wake-up since
+    /// the last call (cleared).
+    pub fn take_wake(&mut self) -> bool {
+        std::mem::take(&mut self.wake)
+    }
+
+    /// The pages whose slots were freed since the last call: the policy
+    /// forgets them before it is called again.
+    pub fn take_forgotten(&mut self) -> Vec<Page> {
+        std::mem::take(&mut self.forgotten)
+    }
+
+    /// Whether the policy has pages to forget.
+    pub fn has_forgotten(&self) -> bool {
+        !self.forgotten.is_empty()
+    }
+
+    /// The pages the policy asked to flush since the last call, if any.
+    pub fn take_flush_requests(&mut self) -> Option<Vec<u32>> {
+        (!self.flush_queue.is_empty()).then(|| std::mem::take(&mut self.flush_queue))
+    }
+
+    /// Where the budget is drawn from, if anywhere.
+    pub fn source(&self) -> Option<&crate::source::Source> {
+        self.source.as_ref()
+    }
+
+    /// Draws the budget from `source` from now on.
+    pub fn set_source(&mut self, source: Option<crate::source::Source>) {
+        self.source = source;
+    }
+
+    /// Takes the budget's source away (the region is closing).
+    pub fn take_source(&mut self) -> Option<crate::source::Source> {
+        self.source.take()
+    }
+
+    /// Keeps `dirty` in step with the pages' flags from now on.
+    pub fn set_dirty_map(&mut self, dirty: Option<crate::dirty::DirtyMirror>) {
+        self.dirty = dirty;
     }
 
     /// The policy's view of page `s`: its slot (`u32::MAX` if it has none,
@@ -344,12 +548,12 @@ impl Table {
     /// Frames that must be freed to stay within the budget (frames being
     /// evicted already count as free).
     pub fn excess(&self) -> usize {
-        (self.held - self.evicting).saturating_sub(self.capacity)
+        (self.held - self.evicting).saturating_sub(self.budget)
     }
 
     /// Pages that fit in the budget without an eviction.
     pub fn room(&self) -> usize {
-        self.capacity.saturating_sub(self.held - self.evicting)
+        self.budget.saturating_sub(self.held - self.evicting)
     }
 
     /// Bytes the table holds: its entries, slots and queues.
@@ -367,9 +571,10 @@ impl Table {
             + self.forgotten.capacity() * size_of::<Page>()
     }
 
-    /// Zaps the PTEs of the pages whose referenced bit was cleared, one
-    /// `madvise` per contiguous run (a CLOCK sweep clears long runs).
-    pub fn zap_cleared(&mut self) {
+    /// Hands `zap` the pages whose referenced bit was cleared, in
+    /// contiguous runs `(first, pages)` (a CLOCK sweep clears long runs):
+    /// their PTEs are to be zapped before the lock is released.
+    pub fn drain_cleared(&mut self, mut zap: impl FnMut(u32, usize)) {
         if self.zap_queue.is_empty() {
             return;
         }
@@ -382,7 +587,7 @@ impl Table {
             while i + n < self.zap_queue.len() && self.zap_queue[i + n] == first + n as u32 {
                 n += 1;
             }
-            let _ = sys::zap(self.app + first as usize * PAGE, n * PAGE);
+            zap(first, n);
             i += n;
         }
         self.zap_queue.clear();
@@ -395,9 +600,9 @@ impl Table {
 }
 
 // The policy's view of the table.
-#[path = "resident_memory.rs"]
+#[path = "frame_table_memory.rs"]
 mod memory;
 
 #[cfg(test)]
-#[path = "resident_tests.rs"]
+#[path = "frame_table_tests.rs"]
 mod tests;
