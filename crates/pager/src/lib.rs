@@ -43,6 +43,7 @@ mod limit;
 mod options;
 mod pins;
 mod pool;
+mod readahead;
 mod region;
 mod region_map;
 mod resident;

@@ -14,6 +14,7 @@ use crate::engine::{FaultReads, Inner, Shared, Tuning};
 use crate::error::MapError;
 use crate::guard::Guarded;
 use crate::options::{FaultService, RegionOptions};
+use crate::readahead::ReadAhead;
 use crate::resident::Table;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
@@ -234,17 +235,13 @@ impl Region {
                 table,
                 policy,
                 time: 0,
-                next_expected: u32::MAX,
-                window: 1,
                 recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
-                around: ReadAround::for_region(
+                readahead: ReadAhead::new(ReadAround::for_region(
                     budget_frames,
                     readahead_max,
                     device_readaround,
                     auto::mru_like(&policy_name),
-                ),
-                confirmed: false,
-                streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
+                )),
                 pending: Default::default(),
                 inflight: Default::default(),
                 queued: Vec::new(),

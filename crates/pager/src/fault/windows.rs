@@ -10,7 +10,7 @@ use crate::engine::{Cause, Inner, ReadJob, Shared};
 use crate::resident::{State, PENDING, REFERENCED};
 use crate::sys::{self};
 
-use super::cluster::absent_run;
+use super::cluster::next_window;
 use super::load::{choose_victims, fill};
 use super::tell_policy;
 
@@ -30,7 +30,7 @@ pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
     else {
         return;
     };
-    g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+    g.readahead.enter_window(sh.tuning.readahead_max);
     prefetch_ahead(sh, g, i + 1);
     hand_over(g, i + 1);
 }
@@ -88,22 +88,15 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     if tx.is_none() && sh.ring.is_none() {
         return;
     }
-    let w = g.window.max(1);
+    let w = g.readahead.window().max(1);
     let room = (g.table.usable() / 2 / w).saturating_sub(1).max(1);
     let depth = sh.tuning.readahead_depth.min(room);
     while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
-        let first = g.next_expected;
-        if first as usize >= g.table.pages() || !sh.store.has_data(first as usize) {
-            // Nothing to read ahead: a stream of first touches gets zero
-            // clusters at its faults instead.
+        let Some((first, n)) = next_window(sh, g) else {
             break;
-        }
+        };
         // The pages are Loading from now on: a fault on them waits for the
         // read instead of racing the prefetcher with a read of its own.
-        let n = absent_run(sh, g, first, w);
-        if n == 0 {
-            break;
-        }
         for q in first..first + n as u32 {
             g.table.set(q, State::Loading, 0);
         }
@@ -135,7 +128,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
         }
         g.prefetch_issued += 1;
         g.inflight.push_back((first, n));
-        g.next_expected = first + n as u32;
+        g.readahead.window_issued(first, n);
     }
 }
 
