@@ -74,10 +74,10 @@ pub(super) fn hand_over(g: &mut Inner, count: usize) {
 }
 
 /// Keeps up to `readahead_depth` windows ahead of the application, from
-/// `next_expected` on: windows in flight plus windows read but not touched
-/// yet, less the first `behind` of them (pending first, then in flight: the
-/// ones the application is in or has passed). All of them fit in half the
-/// budget, or they would evict each other.
+/// the sequence's next expected page on: windows in flight plus windows
+/// read but not touched yet, less the first `behind` of them (pending
+/// first, then in flight: the ones the application is in or has passed).
+/// All of them fit in half the budget, or they would evict each other.
 pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     if !sh.tuning.async_readahead {
         return;
