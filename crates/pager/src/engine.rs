@@ -110,9 +110,6 @@ pub struct ReadJob {
     pub victims: Vec<(u32, bool)>,
 }
 
-/// Sequences of faults followed besides the current one.
-pub const STREAMS: usize = 3;
-
 /// Pages brought in by the last missing faults that a page evicted as
 /// recently may not evict in turn (`Shared::guard_refault`): more than the
 /// pages one instruction or a `memcpy`'s interleaved loads touch at once.
@@ -124,23 +121,12 @@ pub struct Inner {
     pub table: FrameTable,
     /// The region's policy.
     pub policy: PolicyPort,
-    /// The page after the last clustered read: a fault there continues a sequence.
-    pub next_expected: u32,
-    /// The current read-ahead window.
-    pub window: usize,
-    /// Read-around of faults outside a sequence, sized by use.
-    pub around: crate::around::ReadAround,
+    /// The read-ahead planner: the sequences of faults followed, their
+    /// windows, read-around sized by use.
+    pub readahead: crate::readahead::ReadAhead,
     /// The faulting pages of the last missing faults, most recent first
     /// (`RECENT_FAULTS`; `u32::MAX`: none).
     pub recent_faults: [u32; RECENT_FAULTS],
-    /// Whether the current sequence has been continued at least once.
-    pub confirmed: bool,
-    /// Other sequences followed recently, `(next expected page, window,
-    /// confirmed)`, most recent first: several threads streaming through
-    /// their own parts of a region each keep their window. `next_expected`,
-    /// `window` and `confirmed` are the current sequence's, the one windows
-    /// are read ahead for.
-    pub streams: [(u32, usize, bool); STREAMS],
     /// Prefetched windows `(first, pages)` read but not entered by the
     /// application yet, in ticket order: their pages are `PENDING`.
     pub pending: std::collections::VecDeque<(u32, usize)>,

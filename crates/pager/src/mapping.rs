@@ -17,6 +17,7 @@ use crate::guard::Guarded;
 use crate::lock::RegionLock;
 use crate::options::{FaultService, RegionOptions};
 use crate::policy_port::PolicyPort;
+use crate::readahead::ReadAhead;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
 use crate::views::Views;
@@ -238,17 +239,13 @@ impl Region {
                 Inner {
                     table,
                     policy: PolicyPort::new(policy),
-                    next_expected: u32::MAX,
-                    window: 1,
                     recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
-                    around: ReadAround::for_region(
+                    readahead: ReadAhead::new(ReadAround::for_region(
                         budget_frames,
                         readahead_max,
                         device_readaround,
                         auto::mru_like(&policy_name),
-                    ),
-                    confirmed: false,
-                    streams: [(u32::MAX, 1, false); crate::engine::STREAMS],
+                    )),
                     pending: Default::default(),
                     inflight: Default::default(),
                     queued: Vec::new(),

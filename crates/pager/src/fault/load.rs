@@ -13,7 +13,7 @@ use crate::frame_table::{FrameTable, MODIFIED, PENDING, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::PAGE;
 
-use super::cluster::{absent_run, plan, Plan};
+use super::cluster::{absent_run, plan};
 use super::map::zero_flags;
 use super::windows::{hand_over, prefetch_ahead, wait_turn};
 use super::Outcome;
@@ -30,12 +30,9 @@ pub(super) fn load(
     queued: bool,
 ) -> Outcome {
     Counters::add(&sh.stats.fault_events, 1);
-    let Plan {
-        first,
-        pages: n,
-        sequential,
-        probe,
-    } = plan(sh, &mut g, s);
+    let cluster = plan(sh, &mut g, s);
+    let (first, n) = (cluster.first(), cluster.pages());
+    let (sequential, probe) = (cluster.sequential(), cluster.probe());
     // A zero cluster within the free frames is filled under the lock. One
     // that needs frames goes through `fill` like a read cluster: its extra
     // pages take victims (`choose_victims`) rather than the cluster being cut
@@ -98,7 +95,7 @@ pub(super) fn load(
 const AROUND_PIECE: usize = 512;
 
 /// A read-around cluster around the fault at `s` (the aligned cluster of
-/// `g.window` pages, of which `first..first + n` is the run holding `s`)
+/// `g.readahead.window()` pages, of which `first..first + n` is the run holding `s`)
 /// larger than a piece, whose absent pages fit in the free frames, is read
 /// whole, in aligned pieces of its absent runs: the faulting page's piece
 /// by this fault, the others by reader threads at the same time, so that
@@ -122,11 +119,12 @@ fn read_around_in_pieces(
     let Some(tx) = tx.filter(|_| sh.tuning.fault_reads != FaultReads::Handler) else {
         return (first, n, probe);
     };
-    if !probe || g.window <= AROUND_PIECE {
+    let window = g.readahead.window();
+    if !probe || window <= AROUND_PIECE {
         return (first, n, probe);
     }
-    let base = s - s % g.window as u32;
-    let end = (base as usize + g.window).min(g.table.pages()) as u32;
+    let base = s - s % window as u32;
+    let end = (base as usize + window).min(g.table.pages()) as u32;
     let piece = AROUND_PIECE as u32;
     let mine = first.max(s - s % piece)..(first + n as u32).min(s - s % piece + piece);
     // The absent runs with data of the cluster, cut at piece boundaries.

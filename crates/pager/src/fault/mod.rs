@@ -83,7 +83,7 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter, mut placement: Option<Place
         if let Some(p) = placement.as_mut().filter(|_| n > 0) {
             // The last missing fault continued a sequence (windows are read
             // ahead of it; entering them keeps it so).
-            let streaming = shared.lock().confirmed;
+            let streaming = shared.lock().readahead.confirmed();
             p.follow(streaming);
         }
     }
@@ -240,7 +240,7 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
             let f = g.table.flags(s);
             if f & PROBE != 0 {
                 Counters::add(&sh.stats.probe_hits, 1);
-                g.around.on_probe_hit();
+                g.readahead.probe_hit();
             }
             let nf = (f & !PROBE) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);

@@ -10,7 +10,7 @@ use crate::engine::{Cause, Inner, ReadJob, Shared};
 use crate::frame_table::{State, PENDING, REFERENCED};
 use crate::sys::{self};
 
-use super::cluster::absent_run;
+use super::cluster::next_window;
 use super::load::{choose_victims, fill};
 
 /// The application touched page `s` of a prefetched window it had not
@@ -29,7 +29,7 @@ pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
     else {
         return;
     };
-    g.window = (g.window * 2).clamp(1, sh.tuning.readahead_max.max(1));
+    g.readahead.enter_window(sh.tuning.readahead_max);
     prefetch_ahead(sh, g, i + 1);
     hand_over(g, i + 1);
 }
@@ -72,10 +72,10 @@ pub(super) fn hand_over(g: &mut Inner, count: usize) {
 }
 
 /// Keeps up to `readahead_depth` windows ahead of the application, from
-/// `next_expected` on: windows in flight plus windows read but not touched
-/// yet, less the first `behind` of them (pending first, then in flight: the
-/// ones the application is in or has passed). All of them fit in half the
-/// budget, or they would evict each other.
+/// the sequence's next expected page on: windows in flight plus windows
+/// read but not touched yet, less the first `behind` of them (pending
+/// first, then in flight: the ones the application is in or has passed).
+/// All of them fit in half the budget, or they would evict each other.
 pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     if !sh.tuning.async_readahead {
         return;
@@ -86,22 +86,15 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     if tx.is_none() && sh.ring.is_none() {
         return;
     }
-    let w = g.window.max(1);
+    let w = g.readahead.window().max(1);
     let room = (g.table.usable() / 2 / w).saturating_sub(1).max(1);
     let depth = sh.tuning.readahead_depth.min(room);
     while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
-        let first = g.next_expected;
-        if first as usize >= g.table.pages() || !sh.store.has_data(first as usize) {
-            // Nothing to read ahead: a stream of first touches gets zero
-            // clusters at its faults instead.
+        let Some((first, n)) = next_window(sh, g) else {
             break;
-        }
+        };
         // The pages are Loading from now on: a fault on them waits for the
         // read instead of racing the prefetcher with a read of its own.
-        let n = absent_run(sh, g, first, w);
-        if n == 0 {
-            break;
-        }
         g.table.begin_load(first, n);
         let victims = choose_victims(sh, g, first);
         let job = ReadJob {
@@ -129,7 +122,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
         }
         g.prefetch_issued += 1;
         g.inflight.push_back((first, n));
-        g.next_expected = first + n as u32;
+        g.readahead.window_issued(first, n);
     }
 }
 
