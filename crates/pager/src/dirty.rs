@@ -21,7 +21,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 use pagepilot_protocol::DirtyMap;
 
@@ -40,14 +40,87 @@ pub const DIRTY_FLAGS: u8 = MODIFIED | FLUSHING;
 
 /// A region's dirty map: the memfd's mapping, written under the region's lock.
 pub struct DirtyMirror {
-    /// The map over `words`.
-    map: DirtyMap<'static>,
-    /// The bitmap's words (the whole mapping).
-    words: &'static [AtomicU64],
-    /// The shared mapping `words` lives in; unmapped when the mirror is dropped.
-    _mapping: sys::Mapping,
+    /// The mapping and the map over it.
+    mapped: mapped::MappedMap,
     /// A descriptor of the memfd of its own, to punch emptied pages.
     fd: OwnedFd,
+}
+
+/// The one place a `'static` borrow of the dirty map's memory exists: the
+/// module's privacy keeps it from the rest of the crate.
+mod mapped {
+    use std::io;
+    use std::mem::ManuallyDrop;
+    use std::sync::atomic::AtomicU64;
+
+    use pagepilot_protocol::DirtyMap;
+
+    use crate::sys;
+
+    /// The dirty memfd's shared mapping and the map over it. The memory is
+    /// handed out only as borrows of `self` ([`words`](Self::words),
+    /// [`map`](Self::map)), so that no reference to it outlives this value;
+    /// it is unmapped in `Drop` and nowhere else, so that field order does
+    /// not matter: the `'static` fields have no drop glue (asserted below)
+    /// and are never read after.
+    pub(super) struct MappedMap {
+        /// The whole mapping, as words. `'static` is a lie told only here:
+        /// valid until `Drop` unmaps `mapping`.
+        words: &'static [AtomicU64],
+        /// The map over `words`; the same.
+        map: DirtyMap<'static>,
+        /// Unmapped by `Drop`, explicitly, once.
+        mapping: ManuallyDrop<sys::Mapping>,
+    }
+
+    // The fields that borrow the mapping do nothing when dropped, whenever
+    // that is relative to the unmap.
+    const _: () = assert!(!std::mem::needs_drop::<&'static [AtomicU64]>());
+    const _: () = assert!(!std::mem::needs_drop::<DirtyMap<'static>>());
+
+    impl MappedMap {
+        /// Takes `mapping` (fresh, of a new memfd: reading zeros, `bytes`
+        /// long) and writes a fresh map of `pages` pages into it.
+        pub(super) fn new(mapping: sys::Mapping, pages: u64) -> io::Result<MappedMap> {
+            // SAFETY: the mapping is page aligned (so aligned for u64),
+            // `mapping.len()` bytes long, readable and writable, and only
+            // ever accessed atomically (by this process, and by the daemon
+            // in its own mapping of the memfd). It stays mapped until
+            // `Drop` below; the slice's `'static` never leaves this type
+            // (the accessors shorten it to a borrow of `self`).
+            let words: &'static [AtomicU64] = unsafe {
+                std::slice::from_raw_parts(mapping.ptr().cast::<AtomicU64>(), mapping.len() / 8)
+            };
+            // A fresh memfd reads zeros: only the header is written.
+            let map = DirtyMap::init_zeroed(words, pages)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            Ok(MappedMap {
+                words,
+                map,
+                mapping: ManuallyDrop::new(mapping),
+            })
+        }
+
+        /// The mapping's words (header and bitmap), for as long as `self`
+        /// is borrowed.
+        pub(super) fn words(&self) -> &[AtomicU64] {
+            self.words
+        }
+
+        /// The map, for as long as `self` is borrowed.
+        pub(super) fn map(&self) -> DirtyMap<'_> {
+            self.map
+        }
+    }
+
+    impl Drop for MappedMap {
+        fn drop(&mut self) {
+            // SAFETY: dropped once, here; `words` and `map` are not read
+            // after (this is the value's end; they have no drop glue), and
+            // no borrow of them handed out by the accessors outlives `self`.
+            unsafe { ManuallyDrop::drop(&mut self.mapping) };
+        }
+    }
 }
 
 impl DirtyMirror {
@@ -58,26 +131,9 @@ impl DirtyMirror {
         let bytes = DirtyMap::bytes_for(pages as u64);
         let fd = sys::memfd("pagepilot-dirty", bytes)?;
         let mapping = sys::Mapping::shared(fd.as_raw_fd(), bytes, true)?;
-        // SAFETY: the mapping is page aligned (so aligned for u64), `bytes`
-        // long, readable and writable, and only ever accessed atomically.
-        // It stays mapped as long as `_mapping` lives, i.e. as long as this
-        // mirror, and `words`/`map` are never handed out with a lifetime
-        // longer than a borrow of the mirror.
-        let words: &'static [AtomicU64] =
-            unsafe { std::slice::from_raw_parts(mapping.ptr().cast::<AtomicU64>(), bytes / 8) };
-        // A fresh memfd reads zeros: only the header is written.
-        let map = DirtyMap::init_zeroed(words, pages as u64)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mapped = mapped::MappedMap::new(mapping, pages as u64)?;
         let own = fd.try_clone()?;
-        Ok((
-            fd,
-            DirtyMirror {
-                map,
-                words,
-                _mapping: mapping,
-                fd: own,
-            },
-        ))
+        Ok((fd, DirtyMirror { mapped, fd: own }))
     }
 
     /// The dirty memfd and its mirror for a region of `pages` pages if
@@ -102,7 +158,7 @@ impl DirtyMirror {
         if old == new {
             return;
         }
-        self.map.set(u64::from(page), new);
+        self.mapped.map().set(u64::from(page), new);
         if !new {
             self.release_if_clear(page);
         }
@@ -111,22 +167,23 @@ impl DirtyMirror {
     /// Whether page `page`'s bit is set.
     #[cfg(test)]
     pub fn is_set(&self, page: u32) -> bool {
-        self.map.is_dirty(u64::from(page))
+        self.mapped.map().is_dirty(u64::from(page))
     }
 
     /// Punches out the bitmap's page holding `page`'s bit if no bit in it
     /// is set any more (never the first page: it holds the header).
     fn release_if_clear(&self, page: u32) {
+        let words = self.mapped.words();
         let word = HEADER_WORDS + page as usize / 64;
-        if self.words[word].load(Relaxed) != 0 {
+        if words[word].load(Relaxed) != 0 {
             return;
         }
         let chunk = word / WORDS_PER_PAGE;
         if chunk == 0 {
             return;
         }
-        let end = ((chunk + 1) * WORDS_PER_PAGE).min(self.words.len());
-        if self.words[chunk * WORDS_PER_PAGE..end]
+        let end = ((chunk + 1) * WORDS_PER_PAGE).min(words.len());
+        if words[chunk * WORDS_PER_PAGE..end]
             .iter()
             .all(|w| w.load(Relaxed) == 0)
         {
@@ -209,6 +266,6 @@ mod tests {
         assert!(m.is_set(3));
         m.mirror(3, true, false);
         assert_eq!(allocated(), PAGE as u64, "the header's page stays");
-        assert_eq!(m.map.pages(), 100_000);
+        assert_eq!(m.mapped.map().pages(), 100_000);
     }
 }

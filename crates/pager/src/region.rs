@@ -103,9 +103,9 @@ impl Region {
     }
 
     /// Maps `[offset, offset + len)` now by touching each page from this
-    /// thread: a read, or with `write` a `compare_exchange(0, 0)` on one
-    /// byte (a locked write cycle on x86 whether it succeeds or not: changes
-    /// nothing, marks the page modified). The kernel's own accesses to the
+    /// thread: an atomic load of one byte, or with `write` a
+    /// `compare_exchange(0, 0)` on it (a locked write cycle on x86 whether it
+    /// succeeds or not: changes nothing, marks the page modified). The kernel's own accesses to the
     /// range then find it mapped: with [`FaultService::FaultingThread`] a
     /// `read(2)` into an unmapped page (`write`) or a `write(2)` from one
     /// fails with EFAULT instead of faulting. A page evicted before the
@@ -127,16 +127,25 @@ impl Region {
             // SAFETY: `at` < offset + len <= the region's length, so inside
             // the application's view, which stays mapped while `self` lives.
             let p = unsafe { self.as_ptr().add(at) };
+            // SAFETY: `p` is a byte of the application's view (above):
+            // valid and aligned for an AtomicU8 (alignment 1) and mapped
+            // while `self` lives; the reference is used in this iteration
+            // only. Other threads may access the byte at the same time: this
+            // access is atomic, so it forms no data race with their atomic
+            // accesses nor with the kernel's (the pager's ioctls and its
+            // other view), and the hardware performs it indivisibly whatever
+            // they do (a plain read, even a volatile one, would race with
+            // their writes). The pager makes no Rust reference to region
+            // memory: it is reached through raw pointers (`as_ptr`).
+            let byte = unsafe { std::sync::atomic::AtomicU8::from_ptr(p) };
             if write {
-                // SAFETY: `p` is a valid, aligned byte of mapped memory;
-                // atomic access makes a concurrent application write safe.
-                let byte = unsafe { std::sync::atomic::AtomicU8::from_ptr(p) };
                 // Not `fetch_or(0)`: the compiler turns an RMW that changes
                 // nothing into a plain load (a read fault, mapped clean).
                 let _ = byte.compare_exchange(0, 0, SeqCst, SeqCst);
             } else {
-                // SAFETY: as above; a volatile read of one byte.
-                unsafe { std::ptr::read_volatile(p) };
+                // black_box: the value is unused, the access (the fault) is
+                // what counts.
+                std::hint::black_box(byte.load(std::sync::atomic::Ordering::Relaxed));
             }
         }
         Ok(())

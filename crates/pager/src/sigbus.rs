@@ -15,8 +15,28 @@
 //! count (no process-wide lock, no reference count bounced between threads of
 //! other regions); unregistering empties the range first, then waits for the
 //! count to drain before the state may be freed.
+//!
+//! The handler is installed once per process, by the first region served
+//! this way, and keeps the action it replaced ([`PREVIOUS`]) for the
+//! SIGBUS that are not pagepilot's. Another thread may install a handler of
+//! its own ("foreign") at the same moment; the kernel takes the two
+//! `sigaction` calls one after the other, and neither handler is lost,
+//! which means:
+//! - pagepilot's last: the action it replaced is the foreign one, and a
+//!   SIGBUS outside every region goes to it, from the first SIGBUS on (one
+//!   that comes before the action is recorded waits for it: see
+//!   [`previous`]); SIGBUS is never reset to the default action while a
+//!   handler was there before;
+//! - the foreign one last: it is the process's, and pagepilot's is the
+//!   action *it* replaced; the regions' faults reach pagepilot's handler if
+//!   the foreign one passes on what is not its own, as every handler must.
+//!
+//! `tests/sigbus_install_race.rs` races the two installs, with SIGBUS sent
+//! all along, in many processes.
 
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
 use crate::engine::Shared;
@@ -51,7 +71,74 @@ const EMPTY: Slot = Slot {
 };
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static INSTALL: Once = Once::new();
-static mut PREVIOUS: Option<libc::sigaction> = None;
+/// The errno of the install if it failed (0: installed, or not tried).
+static INSTALL_ERROR: AtomicI32 = AtomicI32::new(0);
+/// The SIGBUS action pagepilot's handler replaced.
+static PREVIOUS: Previous = Previous::new();
+
+/// A SIGBUS action written once and then read by signal handlers: no lock,
+/// so that a handler may read it whatever the thread it interrupted holds
+/// (`std::sync::OnceLock` would do, but a fork in the middle of its write
+/// leaves the child's copy unwritable).
+struct Previous {
+    /// [`UNSET`](Self::UNSET), [`WRITING`](Self::WRITING) or
+    /// [`PUBLISHED`](Self::PUBLISHED).
+    state: AtomicU8,
+    /// Written by the one `publish` that moved `state` from UNSET to
+    /// WRITING; read only once `state` is PUBLISHED.
+    action: UnsafeCell<MaybeUninit<libc::sigaction>>,
+}
+
+// SAFETY: `action` is written only by the single caller that won the
+// UNSET -> WRITING exchange of `state` (or, in `forget_all_in_child`, by the
+// child's only thread), and read only after `state` is seen PUBLISHED
+// (Acquire), which that writer stores (Release) after its write: every
+// read happens after the write, and no two accesses race.
+unsafe impl Sync for Previous {}
+
+impl Previous {
+    /// Nothing recorded.
+    const UNSET: u8 = 0;
+    /// A `publish` is writing the action.
+    const WRITING: u8 = 1;
+    /// The action is written, for good.
+    const PUBLISHED: u8 = 2;
+
+    /// No action recorded yet.
+    const fn new() -> Previous {
+        Previous {
+            state: AtomicU8::new(Self::UNSET),
+            action: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Records `action`, if nothing was recorded (or is being) yet.
+    fn publish(&self, action: libc::sigaction) {
+        let won = self.state.compare_exchange(
+            Self::UNSET,
+            Self::WRITING,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        );
+        if won.is_ok() {
+            // SAFETY: this call alone moved `state` out of UNSET, so no
+            // other write happens, and no read before PUBLISHED below.
+            unsafe { (*self.action.get()).write(action) };
+            self.state.store(Self::PUBLISHED, Ordering::Release);
+        }
+    }
+
+    /// The recorded action, once published.
+    fn get(&self) -> Option<&libc::sigaction> {
+        if self.state.load(Ordering::Acquire) != Self::PUBLISHED {
+            return None;
+        }
+        // SAFETY: PUBLISHED is stored after the one write of `action`
+        // (Release, seen above with Acquire) and `action` never changes
+        // after: the value is initialised and no write races this read.
+        Some(unsafe { (*self.action.get()).assume_init_ref() })
+    }
+}
 
 /// Serves faults of `shared`'s application view in the faulting thread.
 pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
@@ -83,16 +170,39 @@ pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
     Err(MapError::FaultingThreadSlots { max: SLOTS })
 }
 
-/// Installs the handler, once per process.
+/// Installs the handler, once per process; every call after a failed
+/// install fails alike.
+///
+/// The action replaced is recorded in [`PREVIOUS`] by the installing
+/// thread with SIGBUS blocked in it ([`sys::install_sigbus_recording`]):
+/// the one exchange with the kernel returns exactly the action replaced,
+/// even if another thread installs a handler at the same moment, and a
+/// SIGBUS another thread takes under pagepilot's handler before the record
+/// is written waits for it ([`previous`]) instead of finding none.
 fn install() -> std::io::Result<()> {
-    let mut err = None;
-    INSTALL.call_once(|| match sys::install_sigbus(on_sigbus) {
-        // SAFETY: written once, before any region is registered, and only
-        // read by the handler for faults outside every region.
-        Ok(old) => unsafe { PREVIOUS = Some(old) },
-        Err(e) => err = Some(e),
+    INSTALL.call_once(|| {
+        if let Err(e) = sys::install_sigbus_recording(on_sigbus, |old| PREVIOUS.publish(old)) {
+            let errno = e.raw_os_error().unwrap_or(libc::EINVAL);
+            INSTALL_ERROR.store(errno, Ordering::SeqCst);
+        }
     });
-    err.map_or(Ok(()), Err)
+    match INSTALL_ERROR.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        errno => Err(std::io::Error::from_raw_os_error(errno)),
+    }
+}
+
+/// The action pagepilot's handler replaced. Waits while it is not recorded
+/// yet: only possible in a thread other than the installing one (that
+/// thread has SIGBUS blocked until the record is written, a few
+/// instructions after the exchange), so the wait ends.
+fn previous() -> &'static libc::sigaction {
+    loop {
+        if let Some(old) = PREVIOUS.get() {
+            return old;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// Ranges held at once, at most (regions resuming together).
@@ -218,12 +328,26 @@ pub fn unregister(shared: &Arc<Shared>) {
 /// pager; see `lifecycle`). The slots are emptied without waiting (no other
 /// thread exists) and their references leaked (the child never frees the
 /// parent's state).
+///
+/// A fork by another thread between the install's exchange and its record
+/// of the action replaced leaves the child pagepilot's handler with no
+/// record, which nothing in the child would write: the default action is
+/// recorded then (the action replaced is lost in that child only).
 pub fn forget_all_in_child() {
     for slot in &TABLE {
         slot.end.store(0, Ordering::SeqCst);
         slot.start.store(0, Ordering::SeqCst);
         slot.inside.store(0, Ordering::SeqCst);
         slot.shared.store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+    let ours = sys::sigbus_handler().is_ok_and(|h| h == on_sigbus as sys::SigHandler as usize);
+    if ours && PREVIOUS.get().is_none() {
+        // The parent's writer, if it had begun, does not exist here.
+        PREVIOUS.state.store(Previous::UNSET, Ordering::SeqCst);
+        // SAFETY: an all-zero sigaction with SIG_DFL is valid.
+        let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+        dfl.sa_sigaction = libc::SIG_DFL;
+        PREVIOUS.publish(dfl);
     }
 }
 
@@ -311,9 +435,8 @@ fn retry_once_more() -> bool {
 /// Hands a fault outside every region to whoever had SIGBUS before;
 /// returning re-executes the access and raises it again under that action.
 fn not_ours(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    // SAFETY: PREVIOUS was set before the handler was installed.
-    match unsafe { &*std::ptr::addr_of!(PREVIOUS) } {
-        Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
+    match previous() {
+        old if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
             if old.sa_flags & libc::SA_SIGINFO != 0 {
                 // SAFETY: the previous handler was installed as a SA_SIGINFO handler.
                 let f: sys::SigHandler = unsafe { std::mem::transmute(old.sa_sigaction) };

@@ -84,18 +84,21 @@ pub fn advise_random(addr: usize, len: usize) -> io::Result<()> {
 }
 
 /// A shared mapping of a file or memfd ([`map_shared`]), unmapped on drop.
+///
+/// `Send` and `Sync` by its fields (an address and a length, no pointer):
+/// what users do with the memory through [`ptr`](Mapping::ptr) is up to
+/// their own `unsafe` code.
 pub struct Mapping {
     addr: usize,
     len: usize,
 }
 
-// SAFETY: the mapping is plain shared memory; users read it concurrently or write disjoint
-// bytes through raw pointers.
-
-unsafe impl Send for Mapping {}
-// SAFETY: as above: no interior state besides the memory itself.
-
-unsafe impl Sync for Mapping {}
+// Shared between threads by the pager (a region's dirty map, the benches'
+// mappings): fails to compile if a field ever takes the auto traits away.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Mapping>();
+};
 
 impl Mapping {
     /// Maps `len` bytes of `fd` from offset 0, `MAP_SHARED`, readable and optionally writable.

@@ -13,6 +13,56 @@ pub fn install_sigbus(handler: SigHandler) -> io::Result<libc::sigaction> {
     install_action(libc::SIGBUS, handler)
 }
 
+/// Installs `handler` for SIGBUS as [`install_sigbus`] does, and hands the
+/// action it replaced to `record` before the calling thread can take a
+/// SIGBUS under `handler`: SIGBUS is blocked in the calling thread from
+/// before the exchange until `record` has returned (a SIGBUS sent to it
+/// meanwhile stays pending and is delivered after). The exchange itself is
+/// one `sigaction` call, so the action handed over is exactly the one
+/// replaced, even if another thread changes SIGBUS's action at the same
+/// time. Other threads may still take a SIGBUS under `handler` before
+/// `record` ran: a handler that needs what `record` stores waits for it
+/// (the calling thread never does, so that wait ends).
+///
+/// `record` must not fault (a synchronous SIGBUS while blocked kills the
+/// process). `record` is not called if the install fails.
+pub fn install_sigbus_recording(
+    handler: SigHandler,
+    record: impl FnOnce(libc::sigaction),
+) -> io::Result<()> {
+    // SAFETY: sigset_t is plain data, set up by sigemptyset/sigaddset
+    // before use; pthread_sigmask only changes the calling thread's mask
+    // and writes the old one into `saved`, live for the call.
+    let saved = unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGBUS);
+        let mut saved: libc::sigset_t = std::mem::zeroed();
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut saved);
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        saved
+    };
+    let installed = install_sigbus(handler).map(record);
+    // SAFETY: `saved` is the mask pthread_sigmask returned above; setting
+    // it back unblocks SIGBUS only if it was not blocked before.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, std::ptr::null_mut()) };
+    installed
+}
+
+/// The handler SIGBUS has now (`sa_sigaction`: a function's address, or
+/// `SIG_DFL`/`SIG_IGN`).
+pub fn sigbus_handler() -> io::Result<usize> {
+    // SAFETY: an all-zero sigaction is a valid out-parameter; a null new
+    // action makes the call a query that changes nothing.
+    unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        check(libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut cur))?;
+        Ok(cur.sa_sigaction)
+    }
+}
+
 /// Restores a SIGBUS action saved by [`install_sigbus`].
 pub fn restore_sigbus(old: &libc::sigaction) {
     restore_action(libc::SIGBUS, old)
