@@ -127,22 +127,10 @@ pub struct Inner {
     /// The faulting pages of the last missing faults, most recent first
     /// (`RECENT_FAULTS`; `u32::MAX`: none).
     pub recent_faults: [u32; RECENT_FAULTS],
-    /// Prefetched windows `(first, pages)` read but not entered by the
-    /// application yet, in ticket order: their pages are `PENDING`.
-    pub pending: std::collections::VecDeque<(u32, usize)>,
-    /// Prefetched windows `(first, pages)` issued but not read yet, in
-    /// ticket order.
-    pub inflight: std::collections::VecDeque<(u32, usize)>,
+    /// The prefetched windows: in flight, then pending until entered.
+    pub prefetch: crate::prefetch::Prefetches,
     /// The region's reader threads, if it has any.
     pub readers: Option<std::sync::mpsc::Sender<ReadJob>>,
-    /// Windows issued for the ring under the lock, whose victims are
-    /// evicted and reads submitted once it is released (`fault::ring_wait::issue_queued`).
-    pub queued: Vec<ReadJob>,
-    /// Prefetch tickets handed out so far.
-    pub prefetch_issued: u64,
-    /// Prefetched windows accounted so far: windows are handed to the
-    /// policy in ticket order, whichever read finishes first.
-    pub prefetch_done: u64,
     /// Eviction notifications, if a subscriber turned them on (`evictions`).
     pub evictions: Option<crate::evictions::EvictionQueue>,
 }

@@ -46,6 +46,7 @@ mod options;
 mod pins;
 mod policy_port;
 mod pool;
+mod prefetch;
 mod readahead;
 mod region;
 mod region_map;

@@ -136,7 +136,15 @@ impl ReadAhead {
             let window = self.around.on_fault(displacing);
             self.current.window = window;
             let base = s - s % window as u32;
-            let first = s - absent_before(pages, s, (s - base) as usize) as u32;
+            // The cluster must hold `s`: it starts no further back than
+            // `absent_run` reaches (half the usable budget). The window is
+            // sized from the budget at map time; a region in a pool may hold
+            // far less (before its minimum is granted, or after
+            // reclamation), and a cluster that missed the faulting page
+            // would leave it unserved.
+            let reach = (pages.usable() / 2).max(1) - 1;
+            let back = ((s - base) as usize).min(reach);
+            let first = s - absent_before(pages, s, back) as u32;
             let end = (base as usize + window).min(pages.pages());
             (first, absent_run(pages, first, end - first as usize))
         } else {
@@ -147,6 +155,10 @@ impl ReadAhead {
             };
             (s, absent_run(pages, s, self.current.window))
         };
+        debug_assert!(
+            (first..first + n as u32).contains(&s),
+            "cluster misses page {s}"
+        );
         self.current.next = first + n as u32;
         Plan {
             first,

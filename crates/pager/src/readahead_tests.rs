@@ -346,3 +346,28 @@ fn test_a_probe_hit_keeps_read_around_clusters_on() {
         ra.probe_hit();
     }
 }
+
+#[test]
+fn test_a_read_around_cluster_under_a_budget_smaller_than_its_window_still_holds_the_fault() {
+    // A region in a contended pool: its window was sized from the budget
+    // at map time (32 pages), it holds 1 frame, then 6 (runs cut at 3).
+    for usable in [1, 6] {
+        let view = Fake {
+            usable,
+            room: usable,
+            budget: usable,
+            ..Fake::with_data(4096)
+        };
+        let mut ra = planner();
+        for s in [1111, 2047, 31, 77] {
+            let p = ra.plan(s, &view, &tuning(0, 32, 8));
+            assert!(
+                (p.first()..p.first() + p.pages() as u32).contains(&s),
+                "usable {usable}: the cluster {}+{} misses the fault at {s}",
+                p.first(),
+                p.pages()
+            );
+            assert!(p.pages() <= (usable / 2).max(1));
+        }
+    }
+}

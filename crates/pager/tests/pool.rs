@@ -260,3 +260,44 @@ fn test_passing_partition_burst_takes_the_excess_back_from_the_first_allocated_f
     assert_eq!((holders[0].reclaimed, holders[1].reclaimed), (100, 36));
     assert_eq!((holders[0].forced, holders[1].forced), (0, 0));
 }
+
+/// A random read in a region whose pool grants it far fewer frames than
+/// its budget is served, and reads its page: read-around is sized from the
+/// budget (clusters of 32 pages here), but a cluster read into 16 frames
+/// goes no further than 8 pages, and it used to start up to 31 pages
+/// before the faulting page, end before it, and answer the fault with
+/// SIGBUS as if the page lay beyond the file's end (issue 30, a contended
+/// pool killing its program).
+#[test]
+fn test_a_region_granted_far_less_than_its_budget_serves_random_reads_around_them() {
+    let dir = Scratch::new("pool-small-grant");
+    let path = dir.file("data");
+    let pages = 1024;
+    let data = random_file(&path, pages * PAGE_SIZE, 13);
+    // The pool holds the region's minimum only: its budget of 1024 frames
+    // stays 16.
+    let pool = Pool::new(16 * PAGE_SIZE).unwrap();
+    let backing = Backing::File {
+        path,
+        writable: false,
+    };
+    let opts = RegionOptions::new(backing, pages * PAGE_SIZE, "clock")
+        .with_pool(&pool)
+        .with_min_frames(16);
+    let region = Region::map(opts).unwrap();
+    assert_eq!(region.stats().budget_frames, 16);
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..2000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = (x % (pages * PAGE_SIZE) as u64) as usize;
+        // SAFETY: inside the region.
+        let got = unsafe { region.as_ptr().add(at).read_volatile() };
+        assert_eq!(got, data[at], "byte {at} (page {})", at / PAGE_SIZE);
+    }
+    let s = region.stats();
+    assert_eq!(s.signalled_faults, 0, "{s:?}");
+    assert!(s.evictions > 0 && s.readahead_pages > 0, "{s:?}");
+    region.unmap().unwrap();
+}

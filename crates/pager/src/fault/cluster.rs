@@ -3,8 +3,8 @@
 //! and the backing store.
 
 use crate::engine::{Inner, Shared};
-use crate::readahead::PageView;
 use crate::frame_table::{FrameTable, State};
+use crate::readahead::PageView;
 
 pub(super) use crate::readahead::Plan;
 

@@ -9,13 +9,13 @@ use std::time::Instant;
 use pagepilot_policy::FaultKind;
 
 use crate::engine::{Cause, FaultReads, Inner, ReadJob, Shared};
-use crate::frame_table::{FrameTable, MODIFIED, PENDING, PROBE, REFERENCED};
+use crate::frame_table::{FrameTable, MODIFIED, PROBE, REFERENCED};
 use crate::stats::Counters;
 use crate::sys::PAGE;
 
 use super::cluster::{absent_run, plan};
 use super::map::zero_flags;
-use super::windows::{hand_over, prefetch_ahead, wait_turn};
+use super::windows::{complete_window, hand_over, prefetch_ahead, wait_turn};
 use super::Outcome;
 
 /// Serves a missing fault on page `s` (absent): plans the cluster, then
@@ -45,7 +45,7 @@ pub(super) fn load(
     }
     // A missing fault means the application is not inside prefetched
     // windows: the ones it skipped become the policy's (and evictable).
-    let all = g.pending.len();
+    let all = g.prefetch.pending();
     hand_over(&mut g, all);
     let hand_off = match sh.tuning.fault_reads {
         FaultReads::Handler => false,
@@ -199,8 +199,9 @@ pub(super) fn zero_fill(
 }
 
 /// Reads pages `first..first + n` (all Loading) into frames, evicting what
-/// the budget requires, hands them to the policy as missing faults in order
-/// and maps them (all but a prefetched window's marker and a probe).
+/// the budget requires, then completes them under the lock: a prefetched
+/// window's in ticket order (`windows::complete_window`), a fault's
+/// cluster handed to the policy and mapped (`complete_cluster`).
 pub(super) fn fill(
     sh: &Shared,
     mut g: crate::lock::Locked<'_>,
@@ -209,14 +210,13 @@ pub(super) fn fill(
     cause: Cause,
     chosen: Option<Vec<(u32, bool)>>,
 ) -> Outcome {
-    let (fault, write, probe) = match cause {
-        Cause::Fault { page, write, probe } => (Some(page), write, probe),
-        Cause::Prefetch(_) => (None, false, false),
-        Cause::Around { probe } => (None, false, probe),
+    let incoming = match cause {
+        Cause::Fault { page, .. } => page,
+        Cause::Prefetch(_) | Cause::Around { .. } => first,
     };
     let mut victims = match chosen {
         Some(v) => v,
-        None => choose_victims(sh, &mut g, fault.unwrap_or(first)),
+        None => choose_victims(sh, &mut g, incoming),
     };
     drop(g);
 
@@ -226,126 +226,130 @@ pub(super) fn fill(
         sh.evict_io(&mut victims)
     };
     // Pages the store knows to be zero (anonymous memory never written out)
-    // are filled and mapped by one ioctl below: no read.
-    let prefetch = cause.ticket().is_some();
-    let zero = !prefetch && !sh.store.has_data(first as usize);
-    let read = if zero {
-        Ok(n)
-    } else {
-        let t_read = Instant::now();
-        let c = &sh.stats;
-        let now = c.reads_in_flight.fetch_add(1, Relaxed) + 1;
-        c.reads_in_flight_max.fetch_max(now, Relaxed);
-        // SAFETY: the pages are Loading: no handler maps them and the
-        // application cannot reach them until the CONTINUE below.
-        let r = unsafe { sh.store.read(first as usize, n, sh.views.pager_addr(first)) };
-        c.reads_in_flight.fetch_sub(1, Relaxed);
-        sh.stats
-            .read_latency
-            .record(t_read.elapsed().as_nanos() as u64);
-        r
-    };
+    // are filled and mapped by one ioctl: no read.
+    let zero = cause.ticket().is_none() && !sh.store.has_data(first as usize);
+    let read = if zero { Ok(n) } else { read(sh, first, n) };
 
     // Account and tell the policy before the faulting thread resumes, so that
     // what it reads of the statistics includes its own fault.
     let mut g = sh.lock();
-    if let Cause::Prefetch(ticket) = cause {
+    let outcome = if let Cause::Prefetch(ticket) = cause {
         g = wait_turn(sh, g, ticket);
-        g.prefetch_done += 1;
-        g.inflight.pop_front();
-    }
-    sh.finish_evictions(&mut g, &victims, &failed);
-    // Pages beyond the file's end (truncated while mapped) are not brought in.
-    let read = read.inspect(|&have| forget(sh, &mut g.table, first + have as u32, n - have));
-    let mut outcome = Outcome::Served;
-    match read {
-        Ok(have) if have > 0 => {
-            let n = have;
-            let end = first + n as u32;
-            if !zero {
-                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
-            }
-            Counters::add(&sh.stats.missing_faults, n as u64);
-            let kind = if zero {
-                &sh.stats.zero_around_pages
-            } else {
-                &sh.stats.readahead_pages
-            };
-            let brought = fault.filter(|&f| f < end);
-            Counters::add(kind, (n - usize::from(brought.is_some())) as u64);
-            if prefetch {
-                // Handed to the policy when the application enters the window.
-                for q in first..end {
-                    g.table.complete_load(q, PENDING);
-                }
-                g.pending.push_back((first, n));
-                if n > 1 {
-                    // The first page stays unmapped: its touch enters the window.
-                    sh.views.map(first + 1, n - 1, sh.views.writable());
-                }
-            } else {
-                if let Some(f) = brought {
-                    g.recent_faults.rotate_right(1);
-                    g.recent_faults[0] = f;
-                }
-                let probe = probe && n > 1 && !zero;
-                let probe_page = if Some(end - 1) != fault {
-                    end - 1
-                } else {
-                    first
-                };
-                for q in first..end {
-                    // A zero cluster is mapped writable for a write: all dirty.
-                    let dirty = if write && (zero || Some(q) == fault) {
-                        MODIFIED
-                    } else {
-                        0
-                    };
-                    let seen = if probe && q == probe_page {
-                        PROBE
-                    } else {
-                        REFERENCED
-                    };
-                    g.table.complete_load(q, seen | dirty);
-                    g.tell_fault(q, FaultKind::Missing, write && Some(q) == fault);
-                }
-                // Mapped under the lock: the pages are Resident now and could
-                // otherwise be chosen as victims and zapped before they are
-                // mapped. Pages whose referenced bit the policy cleared are
-                // zapped again as the lock is let go.
-                if zero {
-                    sh.views.map_zeros(first, n, write);
-                } else {
-                    let skip = probe.then_some(probe_page);
-                    map_cluster(sh, first, end, fault, write, skip);
-                }
-                if let Some(f) = fault.filter(|&f| f >= end) {
-                    // The faulting page itself lies beyond the file's end.
-                    outcome = signal(sh, f);
-                }
-            }
-        }
-        Ok(_) => {
-            // The faulting page itself lies beyond the file's end.
-            if let Some(f) = fault {
-                outcome = signal(sh, f);
-            }
-        }
-        Err(_) => {
-            Counters::add(&sh.stats.read_errors, 1);
-            forget(sh, &mut g.table, first, n);
-            if let Some(f) = fault {
-                outcome = signal(sh, f);
-            }
-        }
-    }
+        g.prefetch.account();
+        sh.finish_evictions(&mut g, &victims, &failed);
+        complete_window(sh, &mut g, first, n, read);
+        Outcome::Served
+    } else {
+        sh.finish_evictions(&mut g, &victims, &failed);
+        complete_cluster(sh, &mut g, first, n, cause, zero, read)
+    };
     let queued = take_flushes(&mut g);
     drop(g);
+    // A prefetched window accounted: the next in ticket order may go on.
     sh.notify();
     if let Some(queued) = queued {
         sh.flush_asked(queued);
     }
     outcome
+}
+
+/// Reads pages `first..first + n` (Loading) from the store into their
+/// frames: the pages it brought (fewer beyond the file's end).
+fn read(sh: &Shared, first: u32, n: usize) -> std::io::Result<usize> {
+    let t_read = Instant::now();
+    let c = &sh.stats;
+    let now = c.reads_in_flight.fetch_add(1, Relaxed) + 1;
+    c.reads_in_flight_max.fetch_max(now, Relaxed);
+    // SAFETY: the pages are Loading: no handler maps them and the
+    // application cannot reach them until they are mapped.
+    let r = unsafe { sh.store.read(first as usize, n, sh.views.pager_addr(first)) };
+    c.reads_in_flight.fetch_sub(1, Relaxed);
+    c.read_latency.record(t_read.elapsed().as_nanos() as u64);
+    r
+}
+
+/// Completes a fault's cluster `first..first + n` (or a piece of it read
+/// beside it) whose read brought `read` pages: they are handed to the
+/// policy as missing faults in order and mapped (all but a probe); pages
+/// it did not bring are absent again. The faulting page not brought (its
+/// read failed, or it lies beyond the file's end) is signalled.
+fn complete_cluster(
+    sh: &Shared,
+    g: &mut Inner,
+    first: u32,
+    n: usize,
+    cause: Cause,
+    zero: bool,
+    read: std::io::Result<usize>,
+) -> Outcome {
+    let (fault, write, probe) = match cause {
+        Cause::Fault { page, write, probe } => (Some(page), write, probe),
+        Cause::Around { probe } => (None, false, probe),
+        Cause::Prefetch(_) => unreachable!("a prefetched window is completed as a window"),
+    };
+    let have = match read {
+        Ok(have) => have,
+        Err(_) => {
+            Counters::add(&sh.stats.read_errors, 1);
+            0
+        }
+    };
+    // Pages beyond the file's end (truncated while mapped) are not brought in.
+    forget(sh, &mut g.table, first + have as u32, n - have);
+    let end = first + have as u32;
+    if have > 0 {
+        if !zero {
+            Counters::add(&sh.stats.bytes_read, (have * PAGE) as u64);
+        }
+        Counters::add(&sh.stats.missing_faults, have as u64);
+        let kind = if zero {
+            &sh.stats.zero_around_pages
+        } else {
+            &sh.stats.readahead_pages
+        };
+        let brought = fault.filter(|&f| f < end);
+        Counters::add(kind, (have - usize::from(brought.is_some())) as u64);
+        if let Some(f) = brought {
+            g.recent_faults.rotate_right(1);
+            g.recent_faults[0] = f;
+        }
+        let probe = probe && have > 1 && !zero;
+        let probe_page = if Some(end - 1) != fault {
+            end - 1
+        } else {
+            first
+        };
+        for q in first..end {
+            // A zero cluster is mapped writable for a write: all dirty.
+            let dirty = if write && (zero || Some(q) == fault) {
+                MODIFIED
+            } else {
+                0
+            };
+            let seen = if probe && q == probe_page {
+                PROBE
+            } else {
+                REFERENCED
+            };
+            g.table.complete_load(q, seen | dirty);
+            g.tell_fault(q, FaultKind::Missing, write && Some(q) == fault);
+        }
+        // Mapped under the lock: the pages are Resident now and could
+        // otherwise be chosen as victims and zapped before they are mapped.
+        // Pages whose referenced bit the policy cleared are zapped again as
+        // the lock is let go.
+        if zero {
+            sh.views.map_zeros(first, have, write);
+        } else {
+            map_cluster(sh, first, end, fault, write, probe.then_some(probe_page));
+        }
+    }
+    match fault {
+        // The cluster holds the faulting page (`ReadAhead::plan`): not
+        // brought, its read failed or it lies beyond the file's end.
+        Some(f) if f >= end => signal(sh, f),
+        _ => Outcome::Served,
+    }
 }
 
 /// The pages the policy asked to flush, and the pool that writes them back

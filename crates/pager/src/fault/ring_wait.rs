@@ -3,11 +3,10 @@
 //! order when the application reaches a page still being read.
 
 use crate::engine::{Inner, Shared};
-use crate::frame_table::{State, PENDING};
-use crate::stats::Counters;
+use crate::frame_table::State;
 use crate::sys::PAGE;
 
-use super::load::forget;
+use super::windows::complete_window;
 
 /// Submits the reads of the windows issued for the ring under the lock.
 /// Their victims are evicted here first (written back if dirty, punched
@@ -18,7 +17,7 @@ pub(super) fn issue_queued(sh: &Shared) {
     let Some(ring) = &sh.ring else {
         return;
     };
-    let jobs = std::mem::take(&mut sh.lock().queued);
+    let jobs = sh.lock().prefetch.take_queued();
     for mut job in jobs {
         let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
@@ -50,10 +49,7 @@ pub(super) fn issue_queued(sh: &Shared) {
 /// Whether page `s` waits for the ring: Loading in a prefetched window in
 /// flight.
 pub(super) fn waits_for_ring(g: &Inner, s: u32) -> bool {
-    g.table.state(s) == State::Loading
-        && g.inflight
-            .iter()
-            .any(|&(f, n)| (f..f + n as u32).contains(&s))
+    g.table.state(s) == State::Loading && g.prefetch.inflight_index(s).is_some()
 }
 
 /// Reaps and completes the ring's windows until page `s` no longer waits
@@ -87,15 +83,14 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
     let Some(ring) = &sh.ring else {
         return;
     };
-    while let Some(&(first, n)) = g.inflight.front() {
-        let ticket = g.prefetch_done;
+    while let Some((first, n)) = g.prefetch.oldest_in_flight() {
+        let ticket = g.prefetch.turn();
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
         let Some(res) = r.take(ticket) else {
             return;
         };
         drop(r);
-        g.prefetch_done += 1;
-        g.inflight.pop_front();
+        g.prefetch.account();
         let want = n * PAGE;
         // Whole pages the read brought; the rest (end of file, or the
         // kernel stopped early) is read here, as `PageStore::read` would.
@@ -111,29 +106,6 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
             read = unsafe { sh.store.read(q as usize, n - whole, sh.views.pager_addr(q)) }
                 .map(|have| whole + have);
         }
-        match read {
-            Ok(have) => {
-                // Pages beyond the file's end (truncated meanwhile) are not
-                // read ahead: a touch faults and gets SIGBUS.
-                forget(sh, &mut g.table, first + have as u32, n - have);
-                let n = have;
-                Counters::add(&sh.stats.bytes_read, (n * PAGE) as u64);
-                Counters::add(&sh.stats.missing_faults, n as u64);
-                Counters::add(&sh.stats.readahead_pages, n as u64);
-                for q in first..first + n as u32 {
-                    g.table.complete_load(q, PENDING);
-                }
-                if n > 0 {
-                    g.pending.push_back((first, n));
-                }
-                if n > 1 {
-                    sh.views.map(first + 1, n - 1, sh.views.writable());
-                }
-            }
-            Err(_) => {
-                Counters::add(&sh.stats.read_errors, 1);
-                forget(sh, &mut g.table, first, n);
-            }
-        }
+        complete_window(sh, g, first, n, read);
     }
 }

@@ -8,10 +8,11 @@ use pagepilot_policy::FaultKind;
 
 use crate::engine::{Cause, Inner, ReadJob, Shared};
 use crate::frame_table::{State, PENDING, REFERENCED};
-use crate::sys::{self};
+use crate::stats::Counters;
+use crate::sys::{self, PAGE};
 
 use super::cluster::next_window;
-use super::load::{choose_victims, fill};
+use super::load::{choose_victims, fill, forget};
 
 /// The application touched page `s` of a prefetched window it had not
 /// entered yet (the window's first page is left unmapped for this): the
@@ -22,11 +23,7 @@ use super::load::{choose_victims, fill};
 /// and any skipped before it, are handed to the policy as missing faults,
 /// in order.
 pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
-    let Some(i) = g
-        .pending
-        .iter()
-        .position(|&(f, n)| (f..f + n as u32).contains(&s))
-    else {
+    let Some(i) = g.prefetch.pending_index(s) else {
         return;
     };
     g.readahead.enter_window(sh.tuning.readahead_max);
@@ -41,14 +38,10 @@ pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
 /// flight while the application waits, for the same frames). Windows read
 /// but skipped are handed to the policy first, as on a missing fault.
 pub(super) fn stall(sh: &Shared, g: &mut Inner, s: u32) {
-    let Some(j) = g
-        .inflight
-        .iter()
-        .position(|&(f, n)| (f..f + n as u32).contains(&s))
-    else {
+    let Some(j) = g.prefetch.inflight_index(s) else {
         return;
     };
-    let all = g.pending.len();
+    let all = g.prefetch.pending();
     hand_over(g, all);
     prefetch_ahead(sh, g, j + 1);
 }
@@ -57,7 +50,7 @@ pub(super) fn stall(sh: &Shared, g: &mut Inner, s: u32) {
 /// order, as missing faults.
 pub(super) fn hand_over(g: &mut Inner, count: usize) {
     for _ in 0..count {
-        let Some((first, n)) = g.pending.pop_front() else {
+        let Some((first, n)) = g.prefetch.take_pending() else {
             return;
         };
         for q in first..first + n as u32 {
@@ -89,7 +82,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
     let w = g.readahead.window().max(1);
     let room = (g.table.usable() / 2 / w).saturating_sub(1).max(1);
     let depth = sh.tuning.readahead_depth.min(room);
-    while (g.pending.len() + g.inflight.len()).saturating_sub(behind) < depth {
+    while g.prefetch.ahead().saturating_sub(behind) < depth {
         let Some((first, n)) = next_window(sh, g) else {
             break;
         };
@@ -100,14 +93,14 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
         let job = ReadJob {
             first,
             pages: n,
-            cause: Cause::Prefetch(g.prefetch_issued),
+            cause: Cause::Prefetch(g.prefetch.next_ticket()),
             victims,
         };
         let sent = match &tx {
             Some(tx) => tx.send(job),
             None => {
                 // Evicted for and submitted after the lock is released.
-                g.queued.push(job);
+                g.prefetch.queue(job);
                 Ok(())
             }
         };
@@ -120,8 +113,7 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
             g.table.abort_load(first, n);
             break;
         }
-        g.prefetch_issued += 1;
-        g.inflight.push_back((first, n));
+        g.prefetch.issued(first, n);
         g.readahead.window_issued(first, n);
     }
 }
@@ -132,7 +124,7 @@ pub(super) fn wait_turn<'a>(
     mut g: crate::lock::Locked<'a>,
     ticket: u64,
 ) -> crate::lock::Locked<'a> {
-    while g.prefetch_done != ticket {
+    while !g.prefetch.is_turn(ticket) {
         g = sh.wait(g);
     }
     g
@@ -168,7 +160,7 @@ pub fn run_reader(
 /// not read again (`Region::invalidate`).
 pub fn settle(sh: &Shared) {
     let mut g = sh.lock();
-    while let Some(&(first, _)) = g.inflight.front() {
+    while let Some((first, _)) = g.prefetch.oldest_in_flight() {
         g = if sh.ring.is_some() {
             super::ring_wait::ring_wait(sh, g, first)
         } else {
@@ -176,6 +168,37 @@ pub fn settle(sh: &Shared) {
             sh.wait(g)
         };
     }
-    let all = g.pending.len();
+    let all = g.prefetch.pending();
     hand_over(&mut g, all);
+}
+
+/// A prefetched window's read ended, its turn come (`read`: the pages it
+/// brought): they are Resident and PENDING, handed to the policy when the
+/// application enters the window, and mapped but for the first, whose touch
+/// enters it. Pages it did not bring (beyond the file's end, truncated
+/// meanwhile; all of them if the read failed) are absent again: a touch
+/// faults and gets SIGBUS.
+pub(super) fn complete_window(
+    sh: &Shared,
+    g: &mut Inner,
+    first: u32,
+    n: usize,
+    read: std::io::Result<usize>,
+) {
+    let Ok(have) = read else {
+        Counters::add(&sh.stats.read_errors, 1);
+        forget(sh, &mut g.table, first, n);
+        return;
+    };
+    forget(sh, &mut g.table, first + have as u32, n - have);
+    Counters::add(&sh.stats.bytes_read, (have * PAGE) as u64);
+    Counters::add(&sh.stats.missing_faults, have as u64);
+    Counters::add(&sh.stats.readahead_pages, have as u64);
+    for q in first..first + have as u32 {
+        g.table.complete_load(q, PENDING);
+    }
+    g.prefetch.read(first, have);
+    if have > 1 {
+        sh.views.map(first + 1, have - 1, sh.views.writable());
+    }
 }
