@@ -25,8 +25,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use pagepilot_protocol::DirtyMap;
 
-use crate::engine::Shared;
 use crate::frame_table::{FLUSHING, MODIFIED};
+use crate::shared::Shared;
 use crate::sys::{self, PAGE};
 
 /// Words before the bitmap (the layout of `pagepilot_protocol::DirtyMap`:

@@ -5,9 +5,10 @@
 //! flushes, and the failures of all of these (a page whose write-back
 //! fails stays in memory, dirty).
 
-use crate::engine::{Inner, Shared, RECENT_FAULTS};
 use crate::error::FailedPage;
 use crate::frame_table::{State, FLUSHING, PENDING};
+use crate::region_state::{RegionState, RECENT_FAULTS};
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sys::PAGE;
 
@@ -45,8 +46,8 @@ impl Shared {
     /// any answer that is not a resident page other than `incoming`. The
     /// victim is marked `Evicting` and the policy told it is gone. Returns the
     /// victim and whether it must be written back.
-    pub fn take_victim(&self, g: &mut Inner, incoming: u32) -> Option<(u32, bool)> {
-        let Inner { table, policy, .. } = &mut *g;
+    pub fn take_victim(&self, g: &mut RegionState, incoming: u32) -> Option<(u32, bool)> {
+        let RegionState { table, policy, .. } = &mut *g;
         let named = policy.victim(table, incoming);
         let v = match named.and_then(|p| table.page_named(p)) {
             Some(p)
@@ -72,7 +73,7 @@ impl Shared {
     /// (glibc's `memcpy` of large buffers interleaves pages): each fault
     /// evicts the page the next one needs, and no access completes. Another
     /// resident page is taken instead (`refaults_guarded`).
-    fn guard_refault(&self, g: &mut Inner, incoming: u32, named: u32) -> u32 {
+    fn guard_refault(&self, g: &mut RegionState, incoming: u32, named: u32) -> u32 {
         if incoming as usize >= g.table.pages() {
             // No page is coming in (a budget shrinking).
             return named;
@@ -97,9 +98,9 @@ impl Shared {
     /// [`Policy::reclaim`]); answers that are not resident pages are
     /// overruled. The pages named are marked `Evicting` and forgotten by the
     /// policy, like [`Shared::take_victim`]'s.
-    pub fn take_reclaimed(&self, g: &mut Inner, count: usize) -> Vec<(u32, bool)> {
+    pub fn take_reclaimed(&self, g: &mut RegionState, count: usize) -> Vec<(u32, bool)> {
         let chosen = {
-            let Inner { table, policy, .. } = &mut *g;
+            let RegionState { table, policy, .. } = &mut *g;
             policy.reclaim(table, count)
         };
         let mut victims = Vec::new();
@@ -192,7 +193,7 @@ impl Shared {
     }
 
     /// Gives page `page` the next number of the region's eviction sequence.
-    pub(crate) fn stamp_eviction(&self, g: &mut Inner, page: u32) {
+    pub(crate) fn stamp_eviction(&self, g: &mut RegionState, page: u32) {
         let seq = self
             .evict_seq
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
@@ -204,7 +205,12 @@ impl Shared {
     /// Absent (written back and punched: their dirty bits clear) and are
     /// reported ([`Shared::evicted`]); pages whose write-back failed are
     /// Unwritten and stay dirty.
-    pub fn finish_evictions(&self, g: &mut Inner, victims: &[(u32, bool)], failed: &[FailedPage]) {
+    pub fn finish_evictions(
+        &self,
+        g: &mut RegionState,
+        victims: &[(u32, bool)],
+        failed: &[FailedPage],
+    ) {
         for &(v, dirty) in victims {
             let written = !failed.iter().any(|f| f.page == v);
             let flags = g.table.finish_eviction(v, written);

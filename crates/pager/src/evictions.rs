@@ -20,8 +20,9 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::{Inner, Shared};
 use crate::frame_table::REFERENCED;
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sys::PAGE;
 use crate::Region;
@@ -119,7 +120,7 @@ impl Shared {
     /// Page `page` was evicted (it is Absent now): stamps its eviction,
     /// counts it and tells the subscriber, if any. `flags` are its flags
     /// when it was chosen, `modified` whether it was written back.
-    pub(crate) fn evicted(&self, g: &mut Inner, page: u32, flags: u8, modified: bool) {
+    pub(crate) fn evicted(&self, g: &mut RegionState, page: u32, flags: u8, modified: bool) {
         self.stamp_eviction(g, page);
         Counters::add(&self.stats.evictions, 1);
         if let Some(q) = g.evictions.as_mut() {

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use std::os::fd::{IntoRawFd, OwnedFd};
 
-use crate::engine::Shared;
 use crate::error::MapError;
+use crate::shared::Shared;
 use crate::{sharing, sigbus, sys};
 
 /// Every region mapped by this process and not unmapped yet.

@@ -1,5 +1,5 @@
 //! The region's lock: one mutex over the frame table, the policy and the
-//! read-ahead state ([`Inner`]), and the condition variable threads wait
+//! read-ahead state ([`RegionState`]), and the condition variable threads wait
 //! on for a page to leave a transition state.
 //!
 //! The guard keeps two rules of the frame table for every holder: the PTEs
@@ -13,12 +13,12 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::engine::Inner;
+use crate::region_state::RegionState;
 use crate::sys::{self, PAGE};
 
-/// The lock over a region's [`Inner`], with its waiters.
+/// The lock over a region's [`RegionState`], with its waiters.
 pub struct RegionLock {
-    inner: Mutex<Inner>,
+    inner: Mutex<RegionState>,
     /// Signalled when a page leaves a transition state.
     cv: Condvar,
     /// Threads waiting on `cv` (changed under the lock): a notification is
@@ -32,12 +32,12 @@ pub struct RegionLock {
 pub struct Locked<'a> {
     lock: &'a RegionLock,
     /// `None` only while the hold is handed to the condition variable.
-    guard: Option<MutexGuard<'a, Inner>>,
+    guard: Option<MutexGuard<'a, RegionState>>,
 }
 
 impl RegionLock {
     /// The lock over `inner`, for a region whose application view is at `app`.
-    pub fn new(inner: Inner, app: usize) -> Self {
+    pub fn new(inner: RegionState, app: usize) -> Self {
         RegionLock {
             inner: Mutex::new(inner),
             cv: Condvar::new(),
@@ -109,7 +109,7 @@ impl RegionLock {
 
     /// Zaps the cleared pages' PTEs (under the lock); says whether the
     /// table asked for a wake-up.
-    fn settle(&self, g: &mut Inner) -> bool {
+    fn settle(&self, g: &mut RegionState) -> bool {
         g.table.drain_cleared(|first, n| {
             // A failed zap leaves the page mapped: its next access is not
             // seen, as if its referenced bit had not been cleared.
@@ -132,14 +132,14 @@ impl Drop for Locked<'_> {
 }
 
 impl Deref for Locked<'_> {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
+    type Target = RegionState;
+    fn deref(&self) -> &RegionState {
         self.guard.as_ref().expect("a hold has its guard")
     }
 }
 
 impl DerefMut for Locked<'_> {
-    fn deref_mut(&mut self) -> &mut Inner {
+    fn deref_mut(&mut self) -> &mut RegionState {
         self.guard.as_mut().expect("a hold has its guard")
     }
 }

@@ -10,7 +10,6 @@ use pagepilot_policy::Policy;
 use super::Region;
 use crate::around::ReadAround;
 use crate::backing::Backing;
-use crate::engine::{FaultReads, Inner, Shared, Tuning};
 use crate::error::MapError;
 use crate::frame_table::FrameTable;
 use crate::guard::Guarded;
@@ -18,8 +17,11 @@ use crate::lock::RegionLock;
 use crate::options::{FaultService, RegionOptions};
 use crate::policy_port::PolicyPort;
 use crate::readahead::ReadAhead;
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
+use crate::tuning::{FaultReads, Tuning};
 use crate::views::Views;
 use crate::{auto, lifecycle, sigbus, threads};
 
@@ -236,10 +238,10 @@ impl Region {
             store,
             attached,
             frames: RegionLock::new(
-                Inner {
+                RegionState {
                     table,
                     policy: PolicyPort::new(policy),
-                    recent_faults: [u32::MAX; crate::engine::RECENT_FAULTS],
+                    recent_faults: [u32::MAX; crate::region_state::RECENT_FAULTS],
                     readahead: ReadAhead::new(ReadAround::for_region(
                         budget_frames,
                         readahead_max,

@@ -12,10 +12,11 @@
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::{Inner, Shared};
 use crate::error::PinError;
 use crate::fault::{self, Outcome};
 use crate::frame_table::{State, MODIFIED, PENDING, REFERENCED};
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 use crate::sys::PAGE;
 use crate::Region;
 
@@ -100,7 +101,7 @@ impl Shared {
 
     /// Takes page `p` (Resident or Unwritten) from the policy and pins it,
     /// mapped: a pinned page takes no fault but its first write's.
-    fn lock_page(&self, g: &mut Inner, p: u32) {
+    fn lock_page(&self, g: &mut RegionState, p: u32) {
         let told = g.table.state(p) == State::Resident && g.table.flags(p) & PENDING == 0;
         // Its MODIFIED and FLUSHING flags stay (so does its dirty bit).
         let f = g.table.pin(p);
@@ -108,7 +109,7 @@ impl Shared {
             // The policy forgets it as it forgets a victim: it is no longer
             // the policy's to choose. (A page read ahead and not entered
             // yet, PENDING, was never told to it.)
-            let Inner { table, policy, .. } = g;
+            let RegionState { table, policy, .. } = g;
             policy.forget_page(table, p);
         }
         if f & REFERENCED == 0 {
@@ -135,7 +136,7 @@ impl Shared {
 }
 
 /// Gives pinned page `p` back to the policy, as a page brought in now.
-fn unlock_page(g: &mut Inner, p: u32) {
+fn unlock_page(g: &mut RegionState, p: u32) {
     g.table.unpin(p);
     g.tell_fault(p, FaultKind::Missing, false);
 }

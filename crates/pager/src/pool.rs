@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use pagepilot_frames::{FrameError, FrameManager, HolderId, HolderStats, RateError, Reclaim};
 use serde::Serialize;
 
-use crate::engine::Shared;
 use crate::limit::{self, Monotonic, SharedRate};
+use crate::shared::Shared;
 use crate::sys::PAGE;
 
 /// Frames shared by regions. Cheap to clone: clones name the same pool.

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::ReadJob;
+use crate::read_job::ReadJob;
 
 /// A window: its first page and its pages.
 pub type Window = (u32, usize);

@@ -9,7 +9,7 @@
 //! (`readahead_tests.rs`).
 
 use crate::around::ReadAround;
-use crate::engine::Tuning;
+use crate::tuning::Tuning;
 
 /// Sequences of faults followed besides the current one.
 pub(crate) const STREAMS: usize = 3;

@@ -2,7 +2,7 @@
 //! rule, over a fake view of the region's pages.
 
 use super::*;
-use crate::engine::FaultReads;
+use crate::tuning::FaultReads;
 
 /// A region's pages as a test lays them out.
 struct Fake {

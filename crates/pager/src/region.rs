@@ -9,9 +9,9 @@ use std::thread::JoinHandle;
 use pagepilot_policy::Policy;
 
 use crate::backing::Backing;
-use crate::engine::Shared;
 use crate::error::{FlushError, MapError, PrefaultError};
 pub use crate::options::{FaultService, RegionOptions};
+use crate::shared::Shared;
 use crate::stats::RegionStats;
 use crate::sys::{self, PAGE};
 use crate::{fault, lifecycle, sigbus, threads};

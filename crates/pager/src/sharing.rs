@@ -33,10 +33,10 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::engine::Shared;
 use crate::error::FlushError;
 use crate::frame_table::{State, FLUSHING};
 use crate::lease::{self, Lease, Ticket};
+use crate::shared::Shared;
 use crate::sys::{self, PAGE};
 use crate::{fault, sigbus};
 

@@ -39,9 +39,9 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
-use crate::engine::Shared;
 use crate::error::MapError;
 use crate::fault;
+use crate::shared::Shared;
 use crate::sys::{self, FLAG_WRITE};
 
 /// Regions served in the faulting thread at once, at most.

@@ -5,10 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::engine::Shared;
 use crate::error::MapError;
 use crate::fault;
 use crate::lifecycle::spawn_service;
+use crate::shared::Shared;
 use crate::sys::{self, PAGE};
 
 /// Starts the region's reader threads, if it needs any: one per prefetched

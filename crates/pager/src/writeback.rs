@@ -3,10 +3,10 @@
 //! write-protects each dirty page and writes it without the lock, so a
 //! racing write faults and dirties the page again.
 
-use crate::engine::Shared;
 use crate::error::FlushError;
 use crate::evict::runs;
 use crate::frame_table::{State, FLUSHING, MODIFIED, PENDING};
+use crate::shared::Shared;
 
 impl Shared {
     /// [`Shared::write_back`], then syncs the backing store.

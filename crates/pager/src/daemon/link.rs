@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use pagepilot_protocol::{ErrorCode, Kind, Message, RegionId};
 use pagepilot_transport::Connection;
 
-use super::{Inner, Waiter};
-use crate::engine::Shared;
+use super::{RegionState, Waiter};
+use crate::shared::Shared;
 use crate::{lifecycle, sys};
 
 /// How often each region's fault count goes to the daemon (for status).
@@ -19,7 +19,7 @@ const REPORT_PERIOD: Duration = Duration::from_secs(1);
 
 /// Starts the thread reading what the daemon sends on `conn`. It ends when
 /// the connection does (the daemon stopped, or the client was dropped).
-pub(super) fn spawn_reader(inner: Weak<Inner>, mut conn: Connection) -> std::io::Result<()> {
+pub(super) fn spawn_reader(inner: Weak<RegionState>, mut conn: Connection) -> std::io::Result<()> {
     lifecycle::spawn_service("pagepilot-daemon".into(), move || {
         let mut reported = Instant::now();
         loop {
@@ -56,7 +56,7 @@ enum Follow {
     Shrink,
 }
 
-fn dispatch(inner: &Inner, message: Message) {
+fn dispatch(inner: &RegionState, message: Message) {
     match message {
         Message::ReclaimOrder { region, frames, .. } => {
             let Some((link, shared)) = region_of(inner, region) else {
@@ -133,7 +133,10 @@ fn dispatch(inner: &Inner, message: Message) {
     }
 }
 
-fn region_of(inner: &Inner, region: RegionId) -> Option<(Arc<super::member::Link>, Arc<Shared>)> {
+fn region_of(
+    inner: &RegionState,
+    region: RegionId,
+) -> Option<(Arc<super::member::Link>, Arc<Shared>)> {
     let link = inner.link(region)?;
     let shared = link.shared.upgrade()?;
     Some((link, shared))
@@ -153,7 +156,7 @@ fn follow(shared: &Shared, held: u64, way: Follow) {
 }
 
 /// Sends each region's fault counts, when they changed.
-fn report(inner: &Inner) {
+fn report(inner: &RegionState) {
     let links: Vec<_> = inner
         .regions_mut()
         .iter()

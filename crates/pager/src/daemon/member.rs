@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use pagepilot_frames::HolderStats;
 use pagepilot_protocol::{Message, RegionFiles, RegionId, RegisterRegion, PPM};
 
-use super::{Client, DaemonError, Inner, Waiter};
-use crate::engine::Shared;
+use super::{Client, DaemonError, RegionState, Waiter};
+use crate::shared::Shared;
 use crate::source::Source;
 
 /// What the client's reader thread knows of a region.
@@ -29,7 +29,7 @@ pub(crate) struct Link {
 
 /// A region registered with the daemon; unregistered when dropped.
 pub(crate) struct Membership {
-    inner: Arc<Inner>,
+    inner: Arc<RegionState>,
     region: RegionId,
     link: Arc<Link>,
 }
@@ -183,7 +183,7 @@ impl Membership {
 /// request waits for the daemon's answer, and the reader thread that
 /// brings it may need the lock meanwhile).
 pub(crate) struct DaemonRegion {
-    inner: Arc<Inner>,
+    inner: Arc<RegionState>,
     region: RegionId,
 }
 

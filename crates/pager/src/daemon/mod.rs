@@ -139,7 +139,7 @@ impl DaemonError {
 /// A process's connection to the daemon. Cheap to clone: clones share it.
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<Inner>,
+    inner: Arc<RegionState>,
 }
 
 impl std::fmt::Debug for Client {
@@ -172,7 +172,7 @@ struct Writer {
     waiting: VecDeque<Waiter>,
 }
 
-pub(crate) struct Inner {
+pub(crate) struct RegionState {
     path: PathBuf,
     id: ClientId,
     quotas: Quotas,
@@ -230,7 +230,7 @@ impl Client {
         };
         let sockets = [reader.stream().as_raw_fd(), writer.stream().as_raw_fd()];
         link::close_in_children(sockets);
-        let inner = Arc::new(Inner {
+        let inner = Arc::new(RegionState {
             path: path.into(),
             id,
             quotas,
@@ -290,12 +290,12 @@ impl Client {
         }
     }
 
-    pub(crate) fn inner(&self) -> &Arc<Inner> {
+    pub(crate) fn inner(&self) -> &Arc<RegionState> {
         &self.inner
     }
 }
 
-impl Inner {
+impl RegionState {
     fn writer(&self) -> MutexGuard<'_, Writer> {
         self.writer.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -367,7 +367,7 @@ impl Inner {
     }
 }
 
-impl Drop for Inner {
+impl Drop for RegionState {
     fn drop(&mut self) {
         self.closed.store(true, SeqCst);
         if self.pid == std::process::id() {

@@ -2,9 +2,10 @@
 //! (`readahead`) through its view of the region's pages: the frame table
 //! and the backing store.
 
-use crate::engine::{Inner, Shared};
 use crate::frame_table::{FrameTable, State};
 use crate::readahead::PageView;
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 
 pub(super) use crate::readahead::Plan;
 
@@ -50,18 +51,18 @@ impl PageView for Pages<'_> {
 }
 
 /// Plans the cluster a missing fault at `s` brings in (`ReadAhead::plan`).
-pub(super) fn plan(sh: &Shared, g: &mut Inner, s: u32) -> Plan {
+pub(super) fn plan(sh: &Shared, g: &mut RegionState, s: u32) -> Plan {
     g.readahead.plan(s, &Pages::new(sh, &g.table), &sh.tuning)
 }
 
 /// The next window to read ahead of the current sequence, `(first, pages)`
 /// (`ReadAhead::next_window`).
-pub(super) fn next_window(sh: &Shared, g: &Inner) -> Option<(u32, usize)> {
+pub(super) fn next_window(sh: &Shared, g: &RegionState) -> Option<(u32, usize)> {
     g.readahead.next_window(&Pages::new(sh, &g.table))
 }
 
 /// Absent pages from `s` on of `s`'s kind, at most `want` and half the
 /// usable budget (`readahead::absent_run`).
-pub(super) fn absent_run(sh: &Shared, g: &Inner, s: u32, want: usize) -> usize {
+pub(super) fn absent_run(sh: &Shared, g: &RegionState, s: u32, want: usize) -> usize {
     crate::readahead::absent_run(&Pages::new(sh, &g.table), s, want)
 }

@@ -8,10 +8,13 @@ use std::time::Instant;
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::{Cause, FaultReads, Inner, ReadJob, Shared};
 use crate::frame_table::{FrameTable, MODIFIED, PROBE, REFERENCED};
+use crate::read_job::{Cause, ReadJob};
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sys::PAGE;
+use crate::tuning::FaultReads;
 
 use super::cluster::{absent_run, plan};
 use super::map::zero_flags;
@@ -109,7 +112,7 @@ const AROUND_PIECE: usize = 512;
 /// whether it keeps the cluster's probe (it is the cluster's last).
 fn read_around_in_pieces(
     sh: &Shared,
-    g: &mut Inner,
+    g: &mut RegionState,
     s: u32,
     (first, n, probe): (u32, usize, bool),
 ) -> (u32, usize, bool) {
@@ -275,7 +278,7 @@ fn read(sh: &Shared, first: u32, n: usize) -> std::io::Result<usize> {
 /// read failed, or it lies beyond the file's end) is signalled.
 fn complete_cluster(
     sh: &Shared,
-    g: &mut Inner,
+    g: &mut RegionState,
     first: u32,
     n: usize,
     cause: Cause,
@@ -355,7 +358,7 @@ fn complete_cluster(
 /// The pages the policy asked to flush, and the pool that writes them back
 /// if the region is in one; none (the usual case, kept cheap on the fault
 /// path) if it asked for none.
-fn take_flushes(g: &mut Inner) -> Option<crate::evict::Flushes> {
+fn take_flushes(g: &mut RegionState) -> Option<crate::evict::Flushes> {
     let pages = g.table.take_flush_requests()?;
     Some(crate::evict::Flushes {
         pages,
@@ -389,7 +392,7 @@ fn map_cluster(sh: &Shared, first: u32, end: u32, f: Option<u32>, write: bool, s
 }
 
 /// Victims making room in the budget for pages now `Loading` from `s` on.
-pub(super) fn choose_victims(sh: &Shared, g: &mut Inner, s: u32) -> Vec<(u32, bool)> {
+pub(super) fn choose_victims(sh: &Shared, g: &mut RegionState, s: u32) -> Vec<(u32, bool)> {
     // Frames for the pages read ahead are taken back first (ReclaimFrame: a
     // policy program names them without queueing anything), then the
     // faulting page's own victim (PageFault, which queues the page). A

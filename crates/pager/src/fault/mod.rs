@@ -1,11 +1,13 @@
 //! The fault path, top-down: delivery (handler threads reading the
 //! region's userfaultfd, or the faulting thread itself, `sigbus`), then
-//! service by kind: missing faults bring pages in (`load`: clusters read
-//! from the dataspace into the pager's view, or zero-filled, then mapped by
-//! `map`; how many: `cluster`), minor faults emulate the referenced bit,
-//! write-protect faults track dirty pages. Read-ahead along sequences goes through `windows`
-//! (prefetched windows) and `ring_wait` (those read on the io_uring).
-//! Victims and their write-back are the engine's (`engine`).
+//! service by kind. A missing fault (`load`): lock, plan the cluster
+//! (`cluster`, asking `crate::readahead`), begin its load in the frame
+//! table, choose victims (`crate::evict`), unlock, evict and read, lock,
+//! complete the cluster (handed to the policy through its port) and map it
+//! (`crate::views`). Minor faults emulate the referenced bit, write-protect
+//! faults track dirty pages. Read-ahead along sequences goes through
+//! `windows` (prefetched windows) and `ring_wait` (those read on the
+//! io_uring).
 
 mod cluster;
 mod load;
@@ -20,8 +22,8 @@ use std::time::Instant;
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::Shared;
 use crate::frame_table::{State, MODIFIED, PENDING, PROBE, REFERENCED};
+use crate::shared::Shared;
 use crate::sharing::{admit, Admit, Mode};
 use crate::stats::Counters;
 use crate::sys::{self, UffdMsg, FLAG_MINOR, FLAG_WP, FLAG_WRITE, PAGE};

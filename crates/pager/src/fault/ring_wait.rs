@@ -2,8 +2,9 @@
 //! and reads submitted after the lock is released, and reaped in ticket
 //! order when the application reaches a page still being read.
 
-use crate::engine::{Inner, Shared};
 use crate::frame_table::State;
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 use crate::sys::PAGE;
 
 use super::windows::complete_window;
@@ -48,7 +49,7 @@ pub(super) fn issue_queued(sh: &Shared) {
 
 /// Whether page `s` waits for the ring: Loading in a prefetched window in
 /// flight.
-pub(super) fn waits_for_ring(g: &Inner, s: u32) -> bool {
+pub(super) fn waits_for_ring(g: &RegionState, s: u32) -> bool {
     g.table.state(s) == State::Loading && g.prefetch.inflight_index(s).is_some()
 }
 
@@ -79,7 +80,7 @@ pub(super) fn ring_wait<'a>(
 /// Completes, in ticket order, the windows whose reads the ring has reaped:
 /// their pages become Resident and PENDING, mapped but for the marker, as a
 /// reader thread would leave them.
-pub(super) fn complete_ready(sh: &Shared, g: &mut Inner) {
+pub(super) fn complete_ready(sh: &Shared, g: &mut RegionState) {
     let Some(ring) = &sh.ring else {
         return;
     };

@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use pagepilot_policy::FaultKind;
 
-use crate::engine::{Cause, Inner, ReadJob, Shared};
 use crate::frame_table::{State, PENDING, REFERENCED};
+use crate::read_job::{Cause, ReadJob};
+use crate::region_state::RegionState;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
 
@@ -22,7 +24,7 @@ use super::load::{choose_victims, fill, forget};
 /// finished with, not the ones it is about to use); then the entered window,
 /// and any skipped before it, are handed to the policy as missing faults,
 /// in order.
-pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
+pub(super) fn enter_window(sh: &Shared, g: &mut RegionState, s: u32) {
     let Some(i) = g.prefetch.pending_index(s) else {
         return;
     };
@@ -37,7 +39,7 @@ pub(super) fn enter_window(sh: &Shared, g: &mut Inner, s: u32) {
 /// when it is entered (the disk then has `readahead_depth + 1` reads in
 /// flight while the application waits, for the same frames). Windows read
 /// but skipped are handed to the policy first, as on a missing fault.
-pub(super) fn stall(sh: &Shared, g: &mut Inner, s: u32) {
+pub(super) fn stall(sh: &Shared, g: &mut RegionState, s: u32) {
     let Some(j) = g.prefetch.inflight_index(s) else {
         return;
     };
@@ -48,7 +50,7 @@ pub(super) fn stall(sh: &Shared, g: &mut Inner, s: u32) {
 
 /// Hands the first `count` pending windows to the policy, page by page in
 /// order, as missing faults.
-pub(super) fn hand_over(g: &mut Inner, count: usize) {
+pub(super) fn hand_over(g: &mut RegionState, count: usize) {
     for _ in 0..count {
         let Some((first, n)) = g.prefetch.take_pending() else {
             return;
@@ -69,7 +71,7 @@ pub(super) fn hand_over(g: &mut Inner, count: usize) {
 /// read but not touched yet, less the first `behind` of them (pending
 /// first, then in flight: the ones the application is in or has passed).
 /// All of them fit in half the budget, or they would evict each other.
-pub(super) fn prefetch_ahead(sh: &Shared, g: &mut Inner, behind: usize) {
+pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
     if !sh.tuning.async_readahead {
         return;
     }
@@ -180,7 +182,7 @@ pub fn settle(sh: &Shared) {
 /// faults and gets SIGBUS.
 pub(super) fn complete_window(
     sh: &Shared,
-    g: &mut Inner,
+    g: &mut RegionState,
     first: u32,
     n: usize,
     read: std::io::Result<usize>,

@@ -1,0 +1,114 @@
+//! Everything a region's handlers share: its views, its backing store,
+//! its state under the lock (`region_state`, `lock`), its statistics and
+//! options, and how the region is used across `fork` (`sharing`).
+//!
+//! Locking: one mutex per region guards the frame table and the policy.
+//! System calls that change what the application sees of a page that is
+//! not in a transition state (CONTINUE, WRITEPROTECT, zap) are made under
+//! it; I/O is not: a page being read in is `Loading`, one being written back
+//! and freed is `Evicting`, and a fault on either waits on the region's
+//! condition variable until the transition ends.
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Mutex;
+
+use crate::frame_table::State;
+use crate::lock::{Locked, RegionLock};
+use crate::stats::Counters;
+use crate::sys;
+use crate::tuning::Tuning;
+use pagepilot_dataspace::PageStore;
+
+/// Everything a region's handlers share.
+pub struct Shared {
+    /// The region's fault limit (RAPHA), if it has one.
+    pub fault_limit: Option<crate::limit::FaultLimit>,
+    /// The application's and the pager's views of the region's memfd.
+    pub views: crate::views::Views,
+    /// The memfd of the dirty map shared with the daemon (writable file
+    /// regions; the table keeps the map, `dirty`).
+    pub dirty_memfd: Option<OwnedFd>,
+    /// Serialises pin and unpin calls (`pins`): their check of the limit
+    /// and their pages' pinning are one step.
+    pub pins: Mutex<()>,
+    /// The backing store.
+    pub store: Box<dyn PageStore>,
+    /// The dataspaces attached, by offset in the region.
+    pub attached: Vec<crate::backing::Mapped>,
+    /// Frame table and policy, under the region's lock.
+    pub frames: RegionLock,
+    /// Statistics.
+    pub stats: Counters,
+    /// Read-ahead tuning.
+    pub tuning: Tuning,
+    /// How the userfaultfd was opened (user-mode-only: the kernel's own
+    /// accesses to an unmapped page fail with EFAULT).
+    pub uffd_access: crate::sys::UffdAccess,
+    /// Stops the handler threads.
+    pub stop: OwnedFd,
+    /// Evictions so far (a page's eviction stamp is its number in this sequence).
+    pub evict_seq: std::sync::atomic::AtomicU64,
+    /// The ring prefetched windows are read on, if any (else reader threads).
+    pub ring: Option<Mutex<crate::ring::Ring>>,
+    /// The process that mapped the region: in another (a child after
+    /// `fork`) nothing serves its faults and this state is a stale copy.
+    pub owner: u32,
+    /// In a child after `fork`: the backing file is mapped in the region's
+    /// place (`lifecycle`).
+    pub child_view: std::sync::atomic::AtomicBool,
+    /// Whether the pager pages the region or other processes share the
+    /// kernel's mapping of its file (`sharing`).
+    pub sharing: crate::sharing::Sharing,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.forked() {
+            if self.child_view.load(SeqCst) {
+                // SAFETY: the child's mapping of the file, made in its place
+                // by `lifecycle` and used by nothing once the region is gone.
+                unsafe { sys::unmap(self.views.app(), self.views.map_len()) };
+            }
+            return;
+        }
+        // SAFETY: both views were mapped by this region and nothing uses them
+        // once the last reference to the shared state is gone.
+        unsafe {
+            sys::unmap(self.views.app(), self.views.map_len());
+            sys::unmap(self.views.pager(), self.views.map_len());
+        }
+    }
+}
+
+impl Shared {
+    /// Locks the table and policy (`crate::lock`).
+    pub fn lock(&self) -> Locked<'_> {
+        self.frames.lock()
+    }
+
+    /// Waits until page `s` is in no transition state.
+    pub fn wait_stable<'a>(&'a self, mut g: Locked<'a>, s: u32) -> Locked<'a> {
+        while matches!(g.table.state(s), State::Loading | State::Evicting) {
+            g = self.wait(g);
+        }
+        g
+    }
+
+    /// Lets the lock go and waits for the next notification.
+    pub fn wait<'a>(&'a self, g: Locked<'a>) -> Locked<'a> {
+        self.frames.wait(g)
+    }
+
+    /// Wakes the threads waiting for a change not made through the frame
+    /// table (whose transitions wake them when the lock is let go).
+    pub fn notify(&self) {
+        self.frames.notify();
+    }
+
+    /// Whether this process is not the one that mapped the region (a child
+    /// after `fork`): its faults are not served here.
+    pub fn forked(&self) -> bool {
+        std::process::id() != self.owner
+    }
+}
