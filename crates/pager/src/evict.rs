@@ -6,8 +6,7 @@
 //! fails stays in memory, dirty).
 
 use crate::error::FailedPage;
-use crate::frame_table::{State, FLUSHING, PENDING};
-use crate::region_state::{RegionState, RECENT_FAULTS};
+use crate::region_state::RegionState;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sys::PAGE;
@@ -40,81 +39,6 @@ impl Shared {
                 let _ = self.flush(Some(&asked.pages));
             }
         }
-    }
-
-    /// Asks the policy for a victim to make room for `incoming`, overruling
-    /// any answer that is not a resident page other than `incoming`. The
-    /// victim is marked `Evicting` and the policy told it is gone. Returns the
-    /// victim and whether it must be written back.
-    pub fn take_victim(&self, g: &mut RegionState, incoming: u32) -> Option<(u32, bool)> {
-        let RegionState { table, policy, .. } = &mut *g;
-        let named = policy.victim(table, incoming);
-        let v = match named.and_then(|p| table.page_named(p)) {
-            Some(p)
-                if p != incoming
-                    && table.state(p) == State::Resident
-                    && table.flags(p) & (FLUSHING | PENDING) == 0 =>
-            {
-                p
-            }
-            _ => {
-                Counters::add(&self.stats.overruled, 1);
-                table.fallback_victim(&[incoming])?
-            }
-        };
-        let v = self.guard_refault(g, incoming, v);
-        Some(g.give_up(v))
-    }
-
-    /// The victim `named` for `incoming`, unless the two would evict each
-    /// other in turn: `incoming` was itself evicted a few evictions ago and
-    /// `named` is one of the pages the last faults brought in. An MRU-like
-    /// policy does that to a copy reading from two or four pages in turn
-    /// (glibc's `memcpy` of large buffers interleaves pages): each fault
-    /// evicts the page the next one needs, and no access completes. Another
-    /// resident page is taken instead (`refaults_guarded`).
-    fn guard_refault(&self, g: &mut RegionState, incoming: u32, named: u32) -> u32 {
-        if incoming as usize >= g.table.pages() {
-            // No page is coming in (a budget shrinking).
-            return named;
-        }
-        let now = self.evict_seq.load(std::sync::atomic::Ordering::Acquire);
-        let evicted = g.table.evicted_at(incoming);
-        let thrash = evicted != 0 && now - evicted < RECENT_FAULTS as u64;
-        if !thrash || !g.recent_faults.contains(&named) {
-            return named;
-        }
-        let keep: Vec<u32> = g.recent_faults.iter().copied().chain([incoming]).collect();
-        match g.table.fallback_victim(&keep) {
-            Some(other) => {
-                Counters::add(&self.stats.refaults_guarded, 1);
-                other
-            }
-            None => named,
-        }
-    }
-
-    /// Asks the policy to give back `count` frames (HiPEC's ReclaimFrame,
-    /// [`Policy::reclaim`]); answers that are not resident pages are
-    /// overruled. The pages named are marked `Evicting` and forgotten by the
-    /// policy, like [`Shared::take_victim`]'s.
-    pub fn take_reclaimed(&self, g: &mut RegionState, count: usize) -> Vec<(u32, bool)> {
-        let chosen = {
-            let RegionState { table, policy, .. } = &mut *g;
-            policy.reclaim(table, count)
-        };
-        let mut victims = Vec::new();
-        for p in chosen.into_iter().take(count) {
-            let page = g.table.page_named(p).filter(|&p| {
-                g.table.state(p) == State::Resident && g.table.flags(p) & (FLUSHING | PENDING) == 0
-            });
-            let Some(page) = page else {
-                Counters::add(&self.stats.overruled, 1);
-                continue;
-            };
-            victims.push(g.give_up(page));
-        }
-        victims
     }
 
     /// Evicts `victims` ([`Shared::evict_io`], no lock held), then ends
@@ -192,6 +116,11 @@ impl Shared {
         failed
     }
 
+    /// Evictions so far: the number of the region's latest eviction.
+    pub(crate) fn evictions_so_far(&self) -> u64 {
+        self.evict_seq.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Gives page `page` the next number of the region's eviction sequence.
     pub(crate) fn stamp_eviction(&self, g: &mut RegionState, page: u32) {
         let seq = self
@@ -243,12 +172,12 @@ impl Shared {
         let free = frames.min(g.table.room());
         let count = frames - free;
         let mut victims = if count > 0 {
-            self.take_reclaimed(&mut g, count)
+            g.take_reclaimed(count, &self.stats)
         } else {
             Vec::new()
         };
         while !self.tuning.reclaim_event_only && victims.len() < count {
-            match self.take_victim(&mut g, u32::MAX) {
+            match g.take_victim(u32::MAX, self.evictions_so_far(), &self.stats) {
                 Some(v) => victims.push(v),
                 None => break,
             }
@@ -309,10 +238,10 @@ impl Shared {
         if g.table.budget() >= old || count == 0 {
             return (old, Vec::new());
         }
-        let mut victims = self.take_reclaimed(&mut g, count);
+        let mut victims = g.take_reclaimed(count, &self.stats);
         let none = u32::MAX;
         while victims.len() < count {
-            match self.take_victim(&mut g, none) {
+            match g.take_victim(none, self.evictions_so_far(), &self.stats) {
                 Some(v) => victims.push(v),
                 None => break,
             }

@@ -60,6 +60,7 @@ mod stats;
 pub mod sys;
 mod threads;
 mod tuning;
+mod victims;
 mod views;
 mod writeback;
 

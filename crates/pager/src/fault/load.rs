@@ -391,30 +391,10 @@ fn map_cluster(sh: &Shared, first: u32, end: u32, f: Option<u32>, write: bool, s
     }
 }
 
-/// Victims making room in the budget for pages now `Loading` from `s` on.
+/// Victims making room in the budget for pages now `Loading` from `s` on
+/// (`RegionState::choose_victims`).
 pub(super) fn choose_victims(sh: &Shared, g: &mut RegionState, s: u32) -> Vec<(u32, bool)> {
-    // Frames for the pages read ahead are taken back first (ReclaimFrame: a
-    // policy program names them without queueing anything), then the
-    // faulting page's own victim (PageFault, which queues the page). A
-    // built-in policy answers no reclaim and names every victim. Either way
-    // all victims are chosen before the cluster is read, so an MRU-like
-    // policy gives up pages it has used, not the ones being read.
-    let excess = g.table.excess();
-    let mut victims = if excess > 1 {
-        sh.take_reclaimed(g, excess - 1)
-    } else {
-        Vec::new()
-    };
-    while victims.len() < excess {
-        match sh.take_victim(g, s) {
-            Some(v) => victims.push(v),
-            None => {
-                Counters::add(&sh.stats.over_budget, 1);
-                break;
-            }
-        }
-    }
-    victims
+    g.choose_victims(s, sh.evictions_so_far(), &sh.stats)
 }
 
 /// Pages `first..first + n`, being read, were not (the read failed, or
