@@ -223,10 +223,10 @@ impl Shared {
         if self.forked() {
             return None;
         }
-        let dirty = self.dirty_memfd.as_ref().map(|fd| fd.as_fd());
+        let dirty = self.dirty_memfd().map(|fd| fd.as_fd());
         Some(DaemonFiles {
-            memory: self.views.memfd(),
-            backing: dirty.and(self.store.writable_file()),
+            memory: self.views().memfd(),
+            backing: dirty.and(self.store().writable_file()),
             dirty,
         })
     }

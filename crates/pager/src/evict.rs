@@ -68,17 +68,17 @@ impl Shared {
         for (first, n) in runs(pages.iter().copied()) {
             // SAFETY: the caller guarantees the frames are stable and allocated.
             let r = unsafe {
-                self.store
-                    .write(first as usize, n, self.views.pager_addr(first))
+                self.store()
+                    .write(first as usize, n, self.views().pager_addr(first))
             };
             match r {
                 Ok(()) => {
-                    Counters::add(&self.stats.writebacks, n as u64);
-                    Counters::add(&self.stats.bytes_written, (n * PAGE) as u64);
+                    Counters::add(&self.stats().writebacks, n as u64);
+                    Counters::add(&self.stats().bytes_written, (n * PAGE) as u64);
                     written.extend(first..first + n as u32);
                 }
                 Err(e) => {
-                    Counters::add(&self.stats.writeback_errors, n as u64);
+                    Counters::add(&self.stats().writeback_errors, n as u64);
                     failed.extend((first..first + n as u32).map(|page| FailedPage {
                         page,
                         errno: errno(&e),
@@ -101,7 +101,7 @@ impl Shared {
         // below unmaps them from every view (one TLB shoot-down, not two),
         // and until then the application reads the data the store holds.
         for (first, n) in runs(dirty.iter().copied()) {
-            self.views.zap(first, n);
+            self.views().zap(first, n);
         }
         // SAFETY: the pages are Evicting: no handler maps them and the
         // application's PTEs are zapped, so the frames are stable.
@@ -111,20 +111,20 @@ impl Shared {
             .map(|v| v.0)
             .filter(|s| !failed.iter().any(|f| f.page == *s));
         for (first, n) in runs(freed) {
-            self.views.punch(first, n);
+            self.views().punch(first, n);
         }
         failed
     }
 
     /// Evictions so far: the number of the region's latest eviction.
     pub(crate) fn evictions_so_far(&self) -> u64 {
-        self.evict_seq.load(std::sync::atomic::Ordering::Acquire)
+        self.evict_seq().load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Gives page `page` the next number of the region's eviction sequence.
     pub(crate) fn stamp_eviction(&self, g: &mut RegionState, page: u32) {
         let seq = self
-            .evict_seq
+            .evict_seq()
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
             + 1;
         g.table.set_evicted_at(page, seq);
@@ -172,12 +172,12 @@ impl Shared {
         let free = frames.min(g.table.room());
         let count = frames - free;
         let mut victims = if count > 0 {
-            g.take_reclaimed(count, &self.stats)
+            g.take_reclaimed(count, self.stats())
         } else {
             Vec::new()
         };
-        while !self.tuning.reclaim_event_only && victims.len() < count {
-            match g.take_victim(u32::MAX, self.evictions_so_far(), &self.stats) {
+        while !self.tuning().reclaim_event_only && victims.len() < count {
+            match g.take_victim(u32::MAX, self.evictions_so_far(), self.stats()) {
                 Some(v) => victims.push(v),
                 None => break,
             }
@@ -238,10 +238,10 @@ impl Shared {
         if g.table.budget() >= old || count == 0 {
             return (old, Vec::new());
         }
-        let mut victims = g.take_reclaimed(count, &self.stats);
+        let mut victims = g.take_reclaimed(count, self.stats());
         let none = u32::MAX;
         while victims.len() < count {
-            match g.take_victim(none, self.evictions_so_far(), &self.stats) {
+            match g.take_victim(none, self.evictions_so_far(), self.stats()) {
                 Some(v) => victims.push(v),
                 None => break,
             }

@@ -99,7 +99,7 @@ impl Shared {
         while q.events.len() > capacity {
             q.events.pop_front();
             q.lost += 1;
-            Counters::add(&self.stats.evictions_lost, 1);
+            Counters::add(&self.stats().evictions_lost, 1);
         }
     }
 
@@ -122,7 +122,7 @@ impl Shared {
     /// when it was chosen, `modified` whether it was written back.
     pub(crate) fn evicted(&self, g: &mut RegionState, page: u32, flags: u8, modified: bool) {
         self.stamp_eviction(g, page);
-        Counters::add(&self.stats.evictions, 1);
+        Counters::add(&self.stats().evictions, 1);
         if let Some(q) = g.evictions.as_mut() {
             let e = Eviction {
                 offset: page as u64 * PAGE as u64,
@@ -130,7 +130,7 @@ impl Shared {
                 modified,
             };
             if q.push(e) {
-                Counters::add(&self.stats.evictions_lost, 1);
+                Counters::add(&self.stats().evictions_lost, 1);
             }
         }
     }

@@ -63,16 +63,20 @@ impl Region {
     /// are shared; a read-only region's handle needs no lease.
     pub fn share_handle(&self) -> Result<ShareHandle, ShareError> {
         let sh = &self.shared;
-        let path = sh.sharing.path().ok_or(ShareError::NotAFile)?.to_path_buf();
-        let lease = if sh.views.writable() && !sh.forked() {
+        let path = sh
+            .sharing()
+            .path()
+            .ok_or(ShareError::NotAFile)?
+            .to_path_buf();
+        let lease = if sh.views().writable() && !sh.forked() {
             Some(sharing::share_pending(sh)?)
         } else {
             None
         };
         Ok(ShareHandle {
             path,
-            len: sh.views.len(),
-            writable: sh.views.writable(),
+            len: sh.views().len(),
+            writable: sh.views().writable(),
             lease,
         })
     }

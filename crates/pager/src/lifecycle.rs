@@ -111,9 +111,9 @@ pub fn regions() -> Vec<Weak<Shared>> {
 /// a child as its file at fork. Leaves both views out of children.
 pub fn adopt(shared: &Arc<Shared>) -> Result<(), MapError> {
     let sys_err = |call| move |source| MapError::Sys { call, source };
-    sys::dont_fork(shared.views.app(), shared.views.map_len())
+    sys::dont_fork(shared.views().app(), shared.views().map_len())
         .map_err(sys_err("madvise(MADV_DONTFORK)"))?;
-    sys::dont_fork(shared.views.pager(), shared.views.map_len())
+    sys::dont_fork(shared.views().pager(), shared.views().map_len())
         .map_err(sys_err("madvise(MADV_DONTFORK)"))?;
     let mut failed = None;
     INSTALL.call_once(|| {
@@ -222,7 +222,11 @@ fn owned() -> Vec<Arc<Shared>> {
 }
 
 fn describe(sh: &Shared) -> String {
-    format!("region at {:#x} ({} bytes)", sh.views.app(), sh.views.len())
+    format!(
+        "region at {:#x} ({} bytes)",
+        sh.views().app(),
+        sh.views().len()
+    )
 }
 
 /// Writes back every region's dirty pages, reporting each failure.
@@ -274,7 +278,7 @@ unsafe extern "C" fn before_fork() {
         let g = live();
         let mut leases = Vec::new();
         for sh in g.iter().filter_map(Weak::upgrade) {
-            if sh.forked() || !sh.views.writable() || sh.store.file().is_none() {
+            if sh.forked() || !sh.views().writable() || sh.store().file().is_none() {
                 continue;
             }
             match sharing::share(&sh) {
@@ -314,16 +318,16 @@ unsafe extern "C" fn after_fork_in_child() {
         // The region was shared before the fork: the child inherited the
         // file's mapping in its place, and keeps the lease while it lives.
         if let Some(sh) = sh.upgrade() {
-            sh.child_view.store(true, SeqCst);
-            sh.sharing.keep_in_child(lease.into_raw_fd());
+            sh.child_view().store(true, SeqCst);
+            sh.sharing().keep_in_child(lease.into_raw_fd());
             std::mem::forget(sh);
         }
     }
     for sh in g.iter().filter_map(Weak::upgrade) {
-        let Some(fd) = sh.store.file() else {
+        let Some(fd) = sh.store().file() else {
             continue;
         };
-        if sh.child_view.load(SeqCst) {
+        if sh.child_view().load(SeqCst) {
             // Shared, or a grandchild: the file mapping was inherited as it is.
             std::mem::forget(sh);
             continue;
@@ -332,11 +336,16 @@ unsafe extern "C" fn after_fork_in_child() {
         // are MADV_DONTFORK) and nothing else can have been mapped there
         // before this handler, the first code the child runs.
         if unsafe {
-            sys::map_shared_at(sh.views.app(), fd, sh.views.map_len(), sh.views.writable())
+            sys::map_shared_at(
+                sh.views().app(),
+                fd,
+                sh.views().map_len(),
+                sh.views().writable(),
+            )
         }
         .is_ok()
         {
-            sh.child_view.store(true, SeqCst);
+            sh.child_view().store(true, SeqCst);
         }
         // The child's copy of the state must outlive every handle to it:
         // the parent's threads holding the other references are not here.
@@ -367,7 +376,7 @@ fn resume_unshared() -> bool {
     sharing::forget_claimed_orphans();
     let mut still = false;
     for sh in owned() {
-        if sh.sharing.mode() == sharing::Mode::Shared {
+        if sh.sharing().mode() == sharing::Mode::Shared {
             still |= !sharing::resume(&sh);
         }
     }

@@ -18,7 +18,7 @@ use crate::options::{FaultService, RegionOptions};
 use crate::policy_port::PolicyPort;
 use crate::readahead::ReadAhead;
 use crate::region_state::RegionState;
-use crate::shared::Shared;
+use crate::shared::{Shared, SharedParts};
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
 use crate::tuning::{FaultReads, Tuning};
@@ -223,7 +223,7 @@ impl Region {
         let mut table = FrameTable::new(pages, capacity);
         table.set_source(membership.map(crate::source::Source::Pool));
         table.set_dirty_map(dirty);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Shared::new(SharedParts {
             fault_limit,
             views: Views::new(
                 uffd,
@@ -272,7 +272,7 @@ impl Region {
             owner: std::process::id(),
             child_view: std::sync::atomic::AtomicBool::new(false),
             sharing: crate::sharing::Sharing::new(mode, file_path),
-        });
+        }));
         if let Some((pool, holder)) = pool_link {
             pool.attach(holder, &shared);
         }

@@ -27,7 +27,7 @@ impl Shared {
     /// pins would leave no frame of the budget for faults, or if a page
     /// cannot be read.
     pub(crate) fn pin(&self, first: u32, end: u32) -> Result<(), PinError> {
-        let _serial = self.pins.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = self.pins().lock().unwrap_or_else(|p| p.into_inner());
         {
             let g = self.lock();
             let new = (first..end)
@@ -90,7 +90,7 @@ impl Shared {
                     // Served as the faulting thread would serve a read of
                     // it (waiting for a transition, reading it in); it may
                     // be evicted again before the lock is taken: retried.
-                    let addr = self.views.app_addr(p);
+                    let addr = self.views().app_addr(p);
                     if fault::serve(self, addr, 0, u64::MAX, false) == Outcome::Signal {
                         return Err(PinError::Unreadable { page: p as usize });
                     }
@@ -115,15 +115,15 @@ impl Shared {
         if f & REFERENCED == 0 {
             // Not mapped (its referenced bit was cleared, or it is a
             // probe or a window's marker): map it, writable only if dirty.
-            let wp = self.views.writable() && f & MODIFIED == 0;
-            self.views.map(p, 1, wp);
+            let wp = self.views().writable() && f & MODIFIED == 0;
+            self.views().map(p, 1, wp);
         }
     }
 
     /// Unpins pages `first..end`, all pinned, or refuses (changing nothing)
     /// naming the first that is not.
     pub(crate) fn unpin(&self, first: u32, end: u32) -> Result<(), PinError> {
-        let _serial = self.pins.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = self.pins().lock().unwrap_or_else(|p| p.into_inner());
         let mut g = self.lock();
         if let Some(p) = (first..end).find(|&p| g.table.state(p) != State::Locked) {
             return Err(PinError::NotPinned { page: p as usize });

@@ -89,17 +89,17 @@ impl Region {
 
     /// The region's first byte.
     pub fn as_ptr(&self) -> *mut u8 {
-        self.shared.views.app() as *mut u8
+        self.shared.views().app() as *mut u8
     }
 
     /// The region's length in bytes.
     pub fn len(&self) -> usize {
-        self.shared.views.len()
+        self.shared.views().len()
     }
 
     /// Whether the region is empty (never: mapping an empty region is refused).
     pub fn is_empty(&self) -> bool {
-        self.shared.views.len() == 0
+        self.shared.views().len() == 0
     }
 
     /// Maps `[offset, offset + len)` now by touching each page from this
@@ -209,7 +209,7 @@ impl Region {
     /// invalidation (docs/lifecycle.md).
     pub fn invalidate(&self) -> Result<(), FlushError> {
         self.flush()?;
-        if !self.shared.forked() && self.shared.sharing.mode() == crate::sharing::Mode::Paging {
+        if !self.shared.forked() && self.shared.sharing().mode() == crate::sharing::Mode::Paging {
             // Windows read ahead hold data as it was when they were read.
             fault::settle(&self.shared);
             self.shared.drop_clean();
@@ -220,15 +220,16 @@ impl Region {
     /// In a child after `fork`: the region is the kernel's mapping of the
     /// file (`lifecycle`), written back by msync.
     fn flush_child_view(&self) -> Result<(), FlushError> {
-        if !self.shared.child_view.load(SeqCst) {
+        if !self.shared.child_view().load(SeqCst) {
             return Ok(());
         }
-        sys::msync(self.shared.views.app(), self.shared.views.map_len()).map_err(FlushError::Sync)
+        sys::msync(self.shared.views().app(), self.shared.views().map_len())
+            .map_err(FlushError::Sync)
     }
 
     /// A snapshot of the region's statistics.
     pub fn stats(&self) -> RegionStats {
-        let mut s = self.shared.stats.snapshot();
+        let mut s = self.shared.stats().snapshot();
         // A child after fork must not wait for a lock a parent's thread held.
         if !self.shared.forked() {
             let g = self.shared.lock();
@@ -243,25 +244,25 @@ impl Region {
                 s.forced_reclaims = h.forced_incidents;
             }
             s.bookkeeping_bytes =
-                (g.table.bookkeeping_bytes() + self.shared.store.bookkeeping_bytes()) as u64;
+                (g.table.bookkeeping_bytes() + self.shared.store().bookkeeping_bytes()) as u64;
         }
         if self.shared.forked() {
             s.budget_frames = self.budget_frames as u64;
         }
-        s.pages = (self.shared.views.map_len() / PAGE) as u64;
+        s.pages = (self.shared.views().map_len() / PAGE) as u64;
         s.shared =
-            self.shared.forked() || self.shared.sharing.mode() != crate::sharing::Mode::Paging;
+            self.shared.forked() || self.shared.sharing().mode() != crate::sharing::Mode::Paging;
         s.policy = self.policy_name.clone();
-        s.direct_io = self.shared.store.direct();
-        s.uffd_access = self.shared.uffd_access;
-        if let Some(limit) = &self.shared.fault_limit {
+        s.direct_io = self.shared.store().direct();
+        s.uffd_access = self.shared.uffd_access();
+        if let Some(limit) = &self.shared.fault_limit() {
             let t = limit.stats();
             s.postponed_faults = t.postponed;
             s.postponed_delay_us = t.delay_ns / 1000;
         }
-        s.cached_bytes_read = self.shared.store.cached_bytes_read();
+        s.cached_bytes_read = self.shared.store().cached_bytes_read();
         s.handler_threads = self.handler_threads as u64;
-        let t = &self.shared.tuning;
+        let t = &self.shared.tuning();
         s.readahead_max_pages = t.readahead_max as u64;
         s.readahead_depth = t.readahead_depth as u64;
         s.async_readahead = t.async_readahead;
@@ -276,7 +277,7 @@ impl Region {
     /// Bytes of memory the region's frames occupy now, as the kernel counts
     /// them (the memfd's allocated blocks): the budget check from outside.
     pub fn allocated_bytes(&self) -> u64 {
-        self.shared.views.allocated_bytes()
+        self.shared.views().allocated_bytes()
     }
 
     /// Writes back every dirty page and unmaps the region. If a write-back
@@ -310,26 +311,26 @@ impl Region {
         if self.shared.forked() {
             // A child after fork: the threads and their state are the
             // parent's; only the child's own mapping of the file goes.
-            if self.shared.child_view.swap(false, SeqCst) {
+            if self.shared.child_view().swap(false, SeqCst) {
                 // SAFETY: the file mapping `lifecycle` made in the region's
                 // place in this child; the handle is being closed.
-                unsafe { sys::unmap(self.shared.views.app(), self.shared.views.map_len()) };
+                unsafe { sys::unmap(self.shared.views().app(), self.shared.views().map_len()) };
             }
-            self.shared.sharing.release_in_child();
+            self.shared.sharing().release_in_child();
             return;
         }
         lifecycle::forget(&self.shared);
-        self.shared.sharing.close();
+        self.shared.sharing().close();
         // From here on an access faults as on unmapped memory (SIGSEGV),
         // whichever thread makes it and whatever fault it was waiting for:
         // not SIGBUS once the faulting-thread handler stops serving.
-        let _ = sys::protect_none(self.shared.views.app(), self.shared.views.map_len());
+        let _ = sys::protect_none(self.shared.views().app(), self.shared.views().map_len());
         // Closing the channel stops the reader threads.
         self.shared.lock().readers = None;
         if self.in_thread {
             sigbus::unregister(&self.shared);
         }
-        let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.shared.stop));
+        let _ = sys::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(self.shared.stop()));
         if let Some(b) = self.blocking.take() {
             let (h, bell) = *b;
             threads::stop_blocking(h, bell);
@@ -338,7 +339,7 @@ impl Region {
             let _ = h.join();
         }
         // Reads in flight write into the frames: wait for them.
-        if let Some(r) = &self.shared.ring {
+        if let Some(r) = &self.shared.ring() {
             r.lock().unwrap_or_else(|p| p.into_inner()).drain();
         }
         // Dependency order: written back (by the caller), then the frames

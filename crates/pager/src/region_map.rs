@@ -17,8 +17,8 @@ pub fn region_map() -> Vec<Mapped> {
         .filter_map(Weak::upgrade)
         .filter(|sh| !sh.forked())
         .flat_map(|sh| {
-            let (app, len) = (sh.views.app(), sh.views.map_len());
-            sh.attached
+            let (app, len) = (sh.views().app(), sh.views().map_len());
+            sh.attached()
                 .iter()
                 .map(|m| Mapped {
                     start: app + m.start,

@@ -200,12 +200,12 @@ pub enum Admit<'a> {
 /// switch it waits for the switch's end.
 pub fn admit<'a>(sh: &'a Shared, mut g: crate::lock::Locked<'a>, addr: usize) -> Admit<'a> {
     loop {
-        match sh.sharing.mode() {
+        match sh.sharing().mode() {
             Mode::Paging => return Admit::Serve(g),
             Mode::Shared => {
                 // Raised before the file was mapped: woken by `share`
                 // already, or about to be (an event read late).
-                let _ = sh.views.uffd().wake(addr & !(PAGE - 1), PAGE);
+                let _ = sh.views().uffd().wake(addr & !(PAGE - 1), PAGE);
                 return Admit::Retry;
             }
             Mode::Entering | Mode::Resuming => g = sh.wait(g),
@@ -231,7 +231,7 @@ fn quiesce(sh: &Shared) -> crate::lock::Locked<'_> {
         if !busy {
             return g;
         }
-        drop(sh.frames.wait_timeout(g, QUIESCE_POLL));
+        drop(sh.frames().wait_timeout(g, QUIESCE_POLL));
     }
 }
 
@@ -258,7 +258,7 @@ fn share_with<T>(
     if sw.lease.is_none() {
         sw.lease = Some(Lease::new().map_err(sys_err("lease memfd"))?);
     }
-    if sh.sharing.mode() != Mode::Shared {
+    if sh.sharing().mode() != Mode::Shared {
         enter(sh, &mut sw)?;
         crate::lifecycle::watch_closely();
     }
@@ -271,7 +271,7 @@ fn share_with<T>(
 
 /// The switch, unless the region is being unmapped.
 fn switch_open(sh: &Shared) -> Result<MutexGuard<'_, Switch>, ShareError> {
-    let sw = sh.sharing.switch();
+    let sw = sh.sharing().switch();
     if sw.closed {
         return Err(ShareError::Closed);
     }
@@ -279,7 +279,7 @@ fn switch_open(sh: &Shared) -> Result<MutexGuard<'_, Switch>, ShareError> {
 }
 
 fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
-    let Some(file) = sh.store.file() else {
+    let Some(file) = sh.store().file() else {
         return Err(ShareError::NotAFile);
     };
     // Most of the write-back while faults are still served.
@@ -287,7 +287,7 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
     fault::settle(sh);
     {
         let _g = sh.lock();
-        sh.sharing.set(Mode::Entering);
+        sh.sharing().set(Mode::Entering);
     }
     let pinned = {
         let g = quiesce(sh);
@@ -321,10 +321,10 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
         // (written back above; stores wait on write-protection meanwhile).
         let mapped = unsafe {
             sys::map_shared_at(
-                sh.views.app(),
+                sh.views().app(),
                 file,
-                sh.views.map_len(),
-                sh.views.writable(),
+                sh.views().map_len(),
+                sh.views().writable(),
             )
         };
         if let Err(source) = mapped {
@@ -335,14 +335,14 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
                 source,
             });
         }
-        sh.sharing.set(Mode::Shared);
-        crate::stats::Counters::add(&sh.stats.shares, 1);
+        sh.sharing().set(Mode::Shared);
+        crate::stats::Counters::add(&sh.stats().shares, 1);
         sw.pins = pinned;
         drop(g);
         // Every thread waiting for a fault of the old view retries on the
         // file's (the range is no longer registered: nothing else wakes them).
-        sh.views.wake_all();
-        sh.frames.notify_all();
+        sh.views().wake_all();
+        sh.frames().notify_all();
         return Ok(());
     }
     abort(sh, &pinned);
@@ -353,10 +353,10 @@ fn enter(sh: &Shared, sw: &mut Switch) -> Result<(), ShareError> {
 fn abort(sh: &Shared, pinned: &[u32]) {
     {
         let _g = sh.lock();
-        sh.sharing.set(Mode::Paging);
+        sh.sharing().set(Mode::Paging);
     }
-    sh.views.wake_all();
-    sh.frames.notify_all();
+    sh.views().wake_all();
+    sh.frames().notify_all();
     repin(sh, pinned);
 }
 
@@ -365,7 +365,7 @@ fn repin(sh: &Shared, pinned: &[u32]) {
         if let Err(e) = sh.pin(first, first + n as u32) {
             eprintln!(
                 "pagepilot: region at {:#x}: pages {first}..{} could not be pinned again: {e}",
-                sh.views.app(),
+                sh.views().app(),
                 first + n as u32
             );
         }
@@ -375,8 +375,8 @@ fn repin(sh: &Shared, pinned: &[u32]) {
 /// Pages a shared region under its policy again if no other process
 /// holds its lease. Returns whether it did.
 pub fn resume(sh: &Shared) -> bool {
-    let mut sw = sh.sharing.switch();
-    if sw.closed || sh.sharing.mode() != Mode::Shared {
+    let mut sw = sh.sharing().switch();
+    if sw.closed || sh.sharing().mode() != Mode::Shared {
         return false;
     }
     let Some(lease) = sw.lease.as_ref() else {
@@ -394,88 +394,90 @@ pub fn resume(sh: &Shared) -> bool {
     // The file's pages the kernel cached while shared would sit beside the
     // frames paged in again, in one memory cgroup: written now (the view is
     // still the file's mapping), dropped once it is not.
-    let _ = sys::msync(sh.views.app(), sh.views.map_len());
-    let memfd = sh.views.memfd().as_raw_fd();
+    let _ = sys::msync(sh.views().app(), sh.views().map_len());
+    let memfd = sh.views().memfd().as_raw_fd();
     let g = sh.lock();
     if g.table.held() != 0 {
         // Frames a shared region should not have: cutting the memfd would
         // lose them. Never seen; stays shared, which is safe.
         eprintln!(
             "pagepilot: region at {:#x} stays shared: {} page(s) held while shared",
-            sh.views.app(),
+            sh.views().app(),
             g.table.held()
         );
         return false;
     }
-    let Some(held) = sigbus::hold(sh.views.app(), sh.views.map_len()) else {
+    let Some(held) = sigbus::hold(sh.views().app(), sh.views().map_len()) else {
         return false;
     };
     if let Err(e) = sys::set_len(memfd, 0) {
         eprintln!(
             "pagepilot: region at {:#x} stays shared: ftruncate: {e}",
-            sh.views.app()
+            sh.views().app()
         );
         sigbus::release(held);
         return false;
     }
-    sh.sharing.set(Mode::Resuming);
+    sh.sharing().set(Mode::Resuming);
     // SAFETY: the application's view, replaced in one call by the region's
     // memfd; an access before its registration finds the memfd empty and
     // raises SIGBUS, which `sigbus::hold` makes wait.
     let resumed = unsafe {
         sys::map_shared_at(
-            sh.views.app(),
+            sh.views().app(),
             memfd,
-            sh.views.map_len(),
-            sh.views.writable(),
+            sh.views().map_len(),
+            sh.views().writable(),
         )
     }
-    .and_then(|()| sys::dont_fork(sh.views.app(), sh.views.map_len()))
+    .and_then(|()| sys::dont_fork(sh.views().app(), sh.views().map_len()))
     .and_then(|()| {
-        sh.views
-            .uffd()
-            .register(sh.views.app(), sh.views.map_len(), sh.sharing.uffd_mode)
+        sh.views().uffd().register(
+            sh.views().app(),
+            sh.views().map_len(),
+            sh.sharing().uffd_mode,
+        )
     })
-    .and_then(|_| sys::set_len(memfd, sh.views.map_len()));
+    .and_then(|_| sys::set_len(memfd, sh.views().map_len()));
     let resumed = match resumed {
         Ok(()) => true,
         Err(e) => {
             eprintln!(
                 "pagepilot: region at {:#x} stays shared: {e}",
-                sh.views.app()
+                sh.views().app()
             );
-            let file = sh.store.file().unwrap_or(-1);
+            let file = sh.store().file().unwrap_or(-1);
             // SAFETY: as above, the file mapped back in the view's place.
             if let Err(e) = unsafe {
                 sys::map_shared_at(
-                    sh.views.app(),
+                    sh.views().app(),
                     file,
-                    sh.views.map_len(),
-                    sh.views.writable(),
+                    sh.views().map_len(),
+                    sh.views().writable(),
                 )
             } {
                 eprintln!(
                     "pagepilot: region at {:#x} is lost: mmap: {e}",
-                    sh.views.app()
+                    sh.views().app()
                 );
             }
             false
         }
     };
-    sh.sharing
+    sh.sharing()
         .set(if resumed { Mode::Paging } else { Mode::Shared });
     sigbus::release(held);
     drop(g);
-    sh.frames.notify_all();
+    sh.frames().notify_all();
     if resumed {
-        if let Some(file) = sh.store.file() {
+        if let Some(file) = sh.store().file() {
             let _ = sys::drop_cached(file);
         }
         let pins = std::mem::take(&mut sw.pins);
         drop(sw);
         repin(sh, &pins);
         // Counted once the region is whole again, its pins made.
-        crate::stats::Counters::add(&sh.stats.resumes, 1);
+        crate::stats::Counters::add(&sh.stats().resumes, 1);
     }
     resumed
 }
@@ -483,23 +485,23 @@ pub fn resume(sh: &Shared) -> bool {
 /// While shared: the kernel's mapping is written back by `msync`. `None`
 /// when the pager pages the region (its own flush applies).
 pub fn flush_if_shared(sh: &Shared) -> Option<Result<(), FlushError>> {
-    if sh.sharing.mode() == Mode::Paging {
+    if sh.sharing().mode() == Mode::Paging {
         return None;
     }
-    let _sw = sh.sharing.switch();
-    (sh.sharing.mode() == Mode::Shared)
-        .then(|| sys::msync(sh.views.app(), sh.views.map_len()).map_err(FlushError::Sync))
+    let _sw = sh.sharing().switch();
+    (sh.sharing().mode() == Mode::Shared)
+        .then(|| sys::msync(sh.views().app(), sh.views().map_len()).map_err(FlushError::Sync))
 }
 
 /// While shared, pins and unpins change the record pinned again at
 /// resume. `None` when the pager pages the region.
 pub fn pin_if_shared(sh: &Shared, first: u32, end: u32, pin: bool) -> Option<()> {
-    if sh.sharing.mode() == Mode::Paging {
+    if sh.sharing().mode() == Mode::Paging {
         return None;
     }
     // A switch under way ends first.
-    let mut sw = sh.sharing.switch();
-    if sh.sharing.mode() != Mode::Shared {
+    let mut sw = sh.sharing().switch();
+    if sh.sharing().mode() != Mode::Shared {
         return None;
     }
     sw.pins.retain(|p| !(first..end).contains(p));

@@ -147,8 +147,8 @@ pub fn register(shared: Arc<Shared>) -> Result<(), MapError> {
         source,
     })?;
     let (start, end) = (
-        shared.views.app(),
-        shared.views.app() + shared.views.map_len(),
+        shared.views().app(),
+        shared.views().app() + shared.views().map_len(),
     );
     let raw = Arc::into_raw(shared).cast_mut();
     for slot in &TABLE {
@@ -398,7 +398,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     let t0 = std::time::Instant::now();
     // The faulting thread serves its own fault: never stale.
     let outcome = fault::serve(sh, addr, flags, u64::MAX, false);
-    sh.stats.latency.record(t0.elapsed().as_nanos() as u64);
+    sh.stats().latency.record(t0.elapsed().as_nanos() as u64);
     slot.inside.fetch_sub(1, Ordering::Release);
     if outcome == fault::Outcome::Signal {
         // The page cannot be served: the application gets this SIGBUS, as

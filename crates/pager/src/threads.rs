@@ -20,8 +20,8 @@ pub fn spawn_readers(
     shared: &Arc<Shared>,
     fault_readers: usize,
 ) -> Result<Vec<JoinHandle<()>>, MapError> {
-    let windows = if shared.tuning.async_readahead && shared.ring.is_none() {
-        shared.tuning.readahead_depth + 1
+    let windows = if shared.tuning().async_readahead && shared.ring().is_none() {
+        shared.tuning().readahead_depth + 1
     } else {
         0
     };
@@ -56,11 +56,11 @@ pub fn spawn_handlers(
     cpus: Vec<Option<usize>>,
 ) -> Result<Vec<JoinHandle<()>>, MapError> {
     let sys_err = |call| move |source| MapError::Sys { call, source };
-    let stop = std::os::fd::AsRawFd::as_raw_fd(&shared.stop);
+    let stop = std::os::fd::AsRawFd::as_raw_fd(shared.stop());
     let mut handlers = Vec::new();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let sh = shared.clone();
-        let waiter = sys::Waiter::new(sh.views.uffd().raw(), stop, cpu.is_none())
+        let waiter = sys::Waiter::new(sh.views().uffd().raw(), stop, cpu.is_none())
             .map_err(sys_err("epoll"))?;
         let name = match cpu {
             Some(c) => format!("pagepilot-fault-cpu{c}"),
@@ -82,11 +82,11 @@ pub fn spawn_handlers(
 pub fn spawn_blocking(shared: &Arc<Shared>) -> Option<(JoinHandle<bool>, usize)> {
     let bell = sys::map_anon_page().ok()?;
     let ready = shared
-        .views
+        .views()
         .uffd()
         .register(bell, PAGE, sys::MODE_MISSING)
         .is_ok()
-        && shared.views.uffd().set_blocking().is_ok();
+        && shared.views().uffd().set_blocking().is_ok();
     let sh = shared.clone();
     let h = ready
         .then(|| {

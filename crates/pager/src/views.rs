@@ -109,7 +109,7 @@ impl Views {
     /// The page `addr` lies in, if it is in the application's view.
     pub fn page_at(&self, addr: usize) -> Option<u32> {
         let off = addr.checked_sub(self.app)?;
-        (off < self.map_len).then(|| (off / PAGE) as u32)
+        (off < self.map_len).then_some((off / PAGE) as u32)
     }
 
     /// Address of page `s` in the application's view.

@@ -12,7 +12,7 @@ impl Shared {
     /// [`Shared::write_back`], then syncs the backing store.
     pub fn flush(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
         self.write_back(only)?;
-        self.store.sync().map_err(FlushError::Sync)
+        self.store().sync().map_err(FlushError::Sync)
     }
 
     /// Drops every clean resident page (msync's MS_INVALIDATE): the next
@@ -43,7 +43,7 @@ impl Shared {
     /// when the write ended with neither flag set (a write during the I/O
     /// faults and sets MODIFIED again first).
     pub fn write_back(&self, only: Option<&[u32]>) -> Result<(), FlushError> {
-        if !self.store.persistent() {
+        if !self.store().persistent() {
             return Ok(());
         }
         let mut resident = Vec::new();
@@ -61,7 +61,7 @@ impl Shared {
                     State::Resident | State::Locked if f & MODIFIED != 0 => {
                         // Write-protect first: a write during the I/O faults
                         // and sets MODIFIED again.
-                        self.views.protect(s);
+                        self.views().protect(s);
                         g.table.set_flags(s, (f & !MODIFIED) | FLUSHING);
                         resident.push(s);
                     }
@@ -74,7 +74,7 @@ impl Shared {
             }
         }
         for (first, n) in runs(pinned.iter().copied()) {
-            self.views.zap(first, n);
+            self.views().zap(first, n);
         }
         let mut failed = Vec::new();
         let mut written_pinned = Vec::new();
@@ -86,7 +86,7 @@ impl Shared {
             self.write_runs(&pinned, &mut written_pinned, &mut failed);
         }
         for (first, n) in runs(written_pinned.iter().copied()) {
-            self.views.punch(first, n);
+            self.views().punch(first, n);
         }
         {
             let mut g = self.lock();

@@ -166,13 +166,13 @@ fn report(inner: &RegionState) {
         let Some(shared) = link.shared.upgrade() else {
             continue;
         };
-        let c = &shared.stats;
+        let c = &shared.stats();
         let faults = [&c.missing_faults, &c.minor_faults, &c.wp_faults]
             .iter()
             .map(|n| n.load(SeqCst))
             .sum();
         let postponed = shared
-            .fault_limit
+            .fault_limit()
             .as_ref()
             .map_or(0, |l| l.stats().postponed)
             .min(faults);

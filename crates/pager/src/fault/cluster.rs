@@ -30,7 +30,7 @@ impl PageView for Pages<'_> {
     }
 
     fn has_data(&self, s: u32) -> bool {
-        self.sh.store.has_data(s as usize)
+        self.sh.store().has_data(s as usize)
     }
 
     fn pages(&self) -> usize {
@@ -52,7 +52,7 @@ impl PageView for Pages<'_> {
 
 /// Plans the cluster a missing fault at `s` brings in (`ReadAhead::plan`).
 pub(super) fn plan(sh: &Shared, g: &mut RegionState, s: u32) -> Plan {
-    g.readahead.plan(s, &Pages::new(sh, &g.table), &sh.tuning)
+    g.readahead.plan(s, &Pages::new(sh, &g.table), sh.tuning())
 }
 
 /// The next window to read ahead of the current sequence, `(first, pages)`

@@ -32,7 +32,7 @@ pub(super) fn load(
     write: bool,
     queued: bool,
 ) -> Outcome {
-    Counters::add(&sh.stats.fault_events, 1);
+    Counters::add(&sh.stats().fault_events, 1);
     let cluster = plan(sh, &mut g, s);
     let (first, n) = (cluster.first(), cluster.pages());
     let (sequential, probe) = (cluster.sequential(), cluster.probe());
@@ -42,7 +42,7 @@ pub(super) fn load(
     // to the free room, so a stream over a region larger than its budget
     // keeps its clusters (each evicting, and writing back, up to k pages in
     // one go) and the budget stays exact.
-    if !sh.store.has_data(s as usize) && n <= g.table.room() {
+    if !sh.store().has_data(s as usize) && n <= g.table.room() {
         zero_fill(sh, g, s, n, write);
         return Outcome::Served;
     }
@@ -50,7 +50,7 @@ pub(super) fn load(
     // windows: the ones it skipped become the policy's (and evictable).
     let all = g.prefetch.pending();
     hand_over(&mut g, all);
-    let hand_off = match sh.tuning.fault_reads {
+    let hand_off = match sh.tuning().fault_reads {
         FaultReads::Handler => false,
         FaultReads::Readers => true,
         FaultReads::ReadersWhenQueued => queued,
@@ -62,7 +62,7 @@ pub(super) fn load(
         probe,
     };
     let tx = g.readers.clone().filter(|_| hand_off);
-    let Some(tx) = tx.filter(|_| sh.store.has_data(s as usize)) else {
+    let Some(tx) = tx.filter(|_| sh.store().has_data(s as usize)) else {
         // The windows ahead are issued first, their victims chosen while
         // the policy does not know this cluster: an MRU-like policy would
         // otherwise give up the pages the application is about to use.
@@ -119,7 +119,7 @@ fn read_around_in_pieces(
     // Fills that overlap are for reader threads of faults' reads only
     // (policy programs get none).
     let tx = g.readers.clone();
-    let Some(tx) = tx.filter(|_| sh.tuning.fault_reads != FaultReads::Handler) else {
+    let Some(tx) = tx.filter(|_| sh.tuning().fault_reads != FaultReads::Handler) else {
         return (first, n, probe);
     };
     let window = g.readahead.window();
@@ -134,7 +134,7 @@ fn read_around_in_pieces(
     let mut pieces = Vec::new();
     let mut at = base;
     while at < end {
-        let data = sh.store.has_data(at as usize);
+        let data = sh.store().has_data(at as usize);
         let limit = end.min(at - at % piece + piece);
         let run = if data {
             absent_run(sh, g, at, (limit - at) as usize)
@@ -184,8 +184,8 @@ pub(super) fn zero_fill(
     n: usize,
     write: bool,
 ) {
-    Counters::add(&sh.stats.missing_faults, n as u64);
-    Counters::add(&sh.stats.zero_around_pages, n as u64 - 1);
+    Counters::add(&sh.stats().missing_faults, n as u64);
+    Counters::add(&sh.stats().zero_around_pages, n as u64 - 1);
     for q in s..s + n as u32 {
         g.table.fill_zero(q, zero_flags(write));
         g.tell_fault(q, FaultKind::Missing, write && q == s);
@@ -193,7 +193,7 @@ pub(super) fn zero_fill(
     // Mapped before the cleared referenced bits are zapped (as the lock is
     // let go): a cluster page the policy cleared meanwhile is unmapped
     // again, as its flags say.
-    sh.views.map_zeros(s, n, write);
+    sh.views().map_zeros(s, n, write);
     let queued = take_flushes(&mut g);
     drop(g);
     if let Some(queued) = queued {
@@ -230,7 +230,7 @@ pub(super) fn fill(
     };
     // Pages the store knows to be zero (anonymous memory never written out)
     // are filled and mapped by one ioctl: no read.
-    let zero = cause.ticket().is_none() && !sh.store.has_data(first as usize);
+    let zero = cause.ticket().is_none() && !sh.store().has_data(first as usize);
     let read = if zero { Ok(n) } else { read(sh, first, n) };
 
     // Account and tell the policy before the faulting thread resumes, so that
@@ -260,12 +260,15 @@ pub(super) fn fill(
 /// frames: the pages it brought (fewer beyond the file's end).
 fn read(sh: &Shared, first: u32, n: usize) -> std::io::Result<usize> {
     let t_read = Instant::now();
-    let c = &sh.stats;
+    let c = &sh.stats();
     let now = c.reads_in_flight.fetch_add(1, Relaxed) + 1;
     c.reads_in_flight_max.fetch_max(now, Relaxed);
     // SAFETY: the pages are Loading: no handler maps them and the
     // application cannot reach them until they are mapped.
-    let r = unsafe { sh.store.read(first as usize, n, sh.views.pager_addr(first)) };
+    let r = unsafe {
+        sh.store()
+            .read(first as usize, n, sh.views().pager_addr(first))
+    };
     c.reads_in_flight.fetch_sub(1, Relaxed);
     c.read_latency.record(t_read.elapsed().as_nanos() as u64);
     r
@@ -293,7 +296,7 @@ fn complete_cluster(
     let have = match read {
         Ok(have) => have,
         Err(_) => {
-            Counters::add(&sh.stats.read_errors, 1);
+            Counters::add(&sh.stats().read_errors, 1);
             0
         }
     };
@@ -302,13 +305,13 @@ fn complete_cluster(
     let end = first + have as u32;
     if have > 0 {
         if !zero {
-            Counters::add(&sh.stats.bytes_read, (have * PAGE) as u64);
+            Counters::add(&sh.stats().bytes_read, (have * PAGE) as u64);
         }
-        Counters::add(&sh.stats.missing_faults, have as u64);
+        Counters::add(&sh.stats().missing_faults, have as u64);
         let kind = if zero {
-            &sh.stats.zero_around_pages
+            &sh.stats().zero_around_pages
         } else {
-            &sh.stats.readahead_pages
+            &sh.stats().readahead_pages
         };
         let brought = fault.filter(|&f| f < end);
         Counters::add(kind, (have - usize::from(brought.is_some())) as u64);
@@ -342,7 +345,7 @@ fn complete_cluster(
         // Pages whose referenced bit the policy cleared are zapped again as
         // the lock is let go.
         if zero {
-            sh.views.map_zeros(first, have, write);
+            sh.views().map_zeros(first, have, write);
         } else {
             map_cluster(sh, first, end, fault, write, probe.then_some(probe_page));
         }
@@ -382,11 +385,11 @@ fn map_cluster(sh: &Shared, first: u32, end: u32, f: Option<u32>, write: bool, s
         }
     }
     if f < end {
-        sh.views.map(f, 1, sh.views.writable() && !write);
+        sh.views().map(f, 1, sh.views().writable() && !write);
     }
     for (a, b) in runs {
         if b > a {
-            sh.views.map(a, (b - a) as usize, sh.views.writable());
+            sh.views().map(a, (b - a) as usize, sh.views().writable());
         }
     }
 }
@@ -394,7 +397,7 @@ fn map_cluster(sh: &Shared, first: u32, end: u32, f: Option<u32>, write: bool, s
 /// Victims making room in the budget for pages now `Loading` from `s` on
 /// (`RegionState::choose_victims`).
 pub(super) fn choose_victims(sh: &Shared, g: &mut RegionState, s: u32) -> Vec<(u32, bool)> {
-    g.choose_victims(s, sh.evictions_so_far(), &sh.stats)
+    g.choose_victims(s, sh.evictions_so_far(), sh.stats())
 }
 
 /// Pages `first..first + n`, being read, were not (the read failed, or
@@ -405,7 +408,7 @@ pub(super) fn forget(sh: &Shared, table: &mut FrameTable, first: u32, n: usize) 
         return;
     }
     table.abort_load(first, n);
-    sh.views.punch(first, n);
+    sh.views().punch(first, n);
 }
 
 /// The fault at page `s` cannot be served (its read failed, or it lies
@@ -415,7 +418,7 @@ pub(super) fn forget(sh: &Shared, table: &mut FrameTable, first: u32, n: usize) 
 /// userfaultfd retries its access into SIGBUS (without UFFDIO_POISON it is
 /// woken and faults again: the read is retried).
 pub(super) fn signal(sh: &Shared, s: u32) -> Outcome {
-    Counters::add(&sh.stats.signalled_faults, 1);
-    sh.views.poison(s);
+    Counters::add(&sh.stats().signalled_faults, 1);
+    sh.views().poison(s);
     Outcome::Signal
 }

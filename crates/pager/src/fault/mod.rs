@@ -45,7 +45,7 @@ use windows::{enter_window, stall};
 pub fn run(shared: Arc<Shared>, waiter: sys::Waiter, mut placement: Option<Placement>) {
     sys::block_async_signals();
     let mut msgs = [UffdMsg::default(); 16];
-    let spin = std::time::Duration::from_micros(shared.tuning.spin_us);
+    let spin = std::time::Duration::from_micros(shared.tuning().spin_us);
     let mut last_served: Option<Instant> = None;
     loop {
         let spinning = last_served.is_some_and(|t| t.elapsed() < spin);
@@ -57,8 +57,10 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter, mut placement: Option<Place
                 Err(_) => return,
             }
         }
-        let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
-        let n = match shared.views.uffd().read_msgs(&mut msgs) {
+        let stamp = shared
+            .evict_seq()
+            .load(std::sync::atomic::Ordering::Acquire);
+        let n = match shared.views().uffd().read_msgs(&mut msgs) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if spinning {
@@ -76,7 +78,10 @@ pub fn run(shared: Arc<Shared>, waiter: sys::Waiter, mut placement: Option<Place
             if let Some((addr, flags)) = m.pagefault() {
                 let t0 = Instant::now();
                 serve(&shared, addr, flags, stamp, last_missing > Some(i));
-                shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
+                shared
+                    .stats()
+                    .latency
+                    .record(t0.elapsed().as_nanos() as u64);
             }
         }
         if n > 0 && !spin.is_zero() {
@@ -103,8 +108,10 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
     loop {
         // Read before blocking: an eviction while blocked makes an event
         // look stale, which only costs the faulting thread a retry.
-        let stamp = shared.evict_seq.load(std::sync::atomic::Ordering::Acquire);
-        let n = match shared.views.uffd().read_msgs(&mut msgs) {
+        let stamp = shared
+            .evict_seq()
+            .load(std::sync::atomic::Ordering::Acquire);
+        let n = match shared.views().uffd().read_msgs(&mut msgs) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return false,
@@ -116,13 +123,16 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
                 continue;
             };
             if addr & !(PAGE - 1) == doorbell {
-                let _ = shared.views.uffd().zero_page(doorbell, false);
+                let _ = shared.views().uffd().zero_page(doorbell, false);
                 stop = true;
                 continue;
             }
             let t0 = Instant::now();
             serve(&shared, addr, flags, stamp, last_missing > Some(i));
-            shared.stats.latency.record(t0.elapsed().as_nanos() as u64);
+            shared
+                .stats()
+                .latency
+                .record(t0.elapsed().as_nanos() as u64);
         }
         if stop {
             return true;
@@ -138,7 +148,7 @@ pub fn run_blocking(shared: Arc<Shared>, doorbell: usize) -> bool {
 pub fn drain_windows(sh: &Shared) {
     issue_queued(sh);
     settle(sh);
-    sh.frames.notify_all();
+    sh.frames().notify_all();
 }
 
 /// How a fault ended for the thread that raised it.
@@ -166,10 +176,10 @@ fn last_missing_fault(msgs: &[UffdMsg]) -> Option<usize> {
 /// number read before the fault was (tells a stale event, see
 /// `serve_access`); `queued`: other missing faults wait behind this one.
 pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> Outcome {
-    let Some(slot) = sh.views.page_at(addr) else {
+    let Some(slot) = sh.views().page_at(addr) else {
         return Outcome::Served;
     };
-    if let Some(limit) = &sh.fault_limit {
+    if let Some(limit) = &sh.fault_limit() {
         if flags & (FLAG_MINOR | FLAG_WP) == 0 {
             limit.wait_turn();
         }
@@ -194,7 +204,7 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
 fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<crate::lock::Locked<'_>> {
     let mut g = sh.lock();
     loop {
-        g = match admit(sh, g, sh.views.app_addr(s)) {
+        g = match admit(sh, g, sh.views().app_addr(s)) {
             Admit::Serve(g) => g,
             Admit::Retry => return None,
         };
@@ -202,14 +212,14 @@ fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<crate:
             stall(sh, &mut g, s);
         }
         g = sh.wait_stable(ring_wait(sh, g, s), s);
-        if sh.sharing.mode() == Mode::Paging {
+        if sh.sharing().mode() == Mode::Paging {
             return Some(g);
         }
     }
 }
 
 pub(super) fn serve_wp(sh: &Shared, s: u32) {
-    Counters::add(&sh.stats.wp_faults, 1);
+    Counters::add(&sh.stats().wp_faults, 1);
     let Some(mut g) = stable_while_paged(sh, s, false) else {
         return;
     };
@@ -220,11 +230,11 @@ pub(super) fn serve_wp(sh: &Shared, s: u32) {
             let f = g.table.flags(s) | MODIFIED;
             g.table.set_flags(s, f);
             // Un-protecting wakes the writer.
-            sh.views.unprotect(s);
+            sh.views().unprotect(s);
         }
         _ => {
             // Evicted meanwhile: the retry raises a missing fault.
-            sh.views.wake(s, 1);
+            sh.views().wake(s, 1);
         }
     }
 }
@@ -241,14 +251,14 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
             }
             let f = g.table.flags(s);
             if f & PROBE != 0 {
-                Counters::add(&sh.stats.probe_hits, 1);
+                Counters::add(&sh.stats().probe_hits, 1);
                 g.readahead.probe_hit();
             }
             let nf = (f & !PROBE) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, nf);
-            map_access(sh, s, write, sh.views.writable() && nf & MODIFIED == 0);
+            map_access(sh, s, write, sh.views().writable() && nf & MODIFIED == 0);
             if f & REFERENCED == 0 {
-                Counters::add(&sh.stats.minor_faults, 1);
+                Counters::add(&sh.stats().minor_faults, 1);
                 g.tell_fault(s, FaultKind::Minor, write);
             }
         }
@@ -256,7 +266,7 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
         State::Unwritten | State::Locked => {
             let f = g.table.flags(s) | REFERENCED | if write { MODIFIED } else { 0 };
             g.table.set_flags(s, f);
-            map_access(sh, s, write, sh.views.writable() && f & MODIFIED == 0);
+            map_access(sh, s, write, sh.views().writable() && f & MODIFIED == 0);
         }
         State::Absent if flags & FLAG_MINOR != 0 || g.table.evicted_at(s) > stamp => {
             // The page was in memory when the fault was raised, or was
@@ -264,8 +274,8 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
             // the mapping that came in between, and reading the page now
             // could be a page-in nobody asked for. Wake the thread instead;
             // if it still needs the page it faults again, as a missing fault.
-            Counters::add(&sh.stats.retried_faults, 1);
-            sh.views.wake(s, 1);
+            Counters::add(&sh.stats().retried_faults, 1);
+            sh.views().wake(s, 1);
         }
         State::Absent => return load(sh, g, s, write, queued),
         State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
@@ -276,7 +286,7 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
 /// Maps resident page `s` for an access (see `Views::map_access`),
 /// counting a write-protect fault.
 fn map_access(sh: &Shared, s: u32, write: bool, wp: bool) {
-    if sh.views.map_access(s, write, wp) == crate::views::Mapped::Unprotected {
-        Counters::add(&sh.stats.wp_faults, 1);
+    if sh.views().map_access(s, write, wp) == crate::views::Mapped::Unprotected {
+        Counters::add(&sh.stats().wp_faults, 1);
     }
 }

@@ -15,21 +15,21 @@ use super::windows::complete_window;
 /// goes to the disk from this thread. A read the ring cannot take is done
 /// here and recorded as completed.
 pub(super) fn issue_queued(sh: &Shared) {
-    let Some(ring) = &sh.ring else {
+    let Some(ring) = &sh.ring() else {
         return;
     };
     let jobs = sh.lock().prefetch.take_queued();
     for mut job in jobs {
         let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
-        let dst = sh.views.pager_addr(job.first);
+        let dst = sh.views().pager_addr(job.first);
         // Into free frames: a worker fills them (see `Ring`).
         let punt = job.victims.is_empty();
         if !punt {
             sh.evict(&mut job.victims);
         }
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
-        let submitted = sh.store.read_source(first, n).is_some_and(|(fd, off)| {
+        let submitted = sh.store().read_source(first, n).is_some_and(|(fd, off)| {
             // SAFETY: the window's pages are Loading until the read is
             // reaped: nobody maps or touches their frames. The pager view
             // and the store's descriptor outlive the ring's requests (it is
@@ -38,7 +38,7 @@ pub(super) fn issue_queued(sh: &Shared) {
         });
         if !submitted {
             // SAFETY: as above: the pages are Loading, their frames unused.
-            let res = match unsafe { sh.store.read(first, n, dst) } {
+            let res = match unsafe { sh.store().read(first, n, dst) } {
                 Ok(have) => (have * PAGE) as i32,
                 Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
             };
@@ -60,7 +60,7 @@ pub(super) fn ring_wait<'a>(
     mut g: crate::lock::Locked<'a>,
     s: u32,
 ) -> crate::lock::Locked<'a> {
-    let Some(ring) = &sh.ring else {
+    let Some(ring) = &sh.ring() else {
         return g;
     };
     while waits_for_ring(&g, s) {
@@ -81,7 +81,7 @@ pub(super) fn ring_wait<'a>(
 /// their pages become Resident and PENDING, mapped but for the marker, as a
 /// reader thread would leave them.
 pub(super) fn complete_ready(sh: &Shared, g: &mut RegionState) {
-    let Some(ring) = &sh.ring else {
+    let Some(ring) = &sh.ring() else {
         return;
     };
     while let Some((first, n)) = g.prefetch.oldest_in_flight() {
@@ -104,8 +104,11 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut RegionState) {
         if read.is_ok() && whole < n {
             let q = first + whole as u32;
             // SAFETY: the window's pages are still Loading: frames unused.
-            read = unsafe { sh.store.read(q as usize, n - whole, sh.views.pager_addr(q)) }
-                .map(|have| whole + have);
+            read = unsafe {
+                sh.store()
+                    .read(q as usize, n - whole, sh.views().pager_addr(q))
+            }
+            .map(|have| whole + have);
         }
         complete_window(sh, g, first, n, read);
     }

@@ -28,7 +28,7 @@ pub(super) fn enter_window(sh: &Shared, g: &mut RegionState, s: u32) {
     let Some(i) = g.prefetch.pending_index(s) else {
         return;
     };
-    g.readahead.enter_window(sh.tuning.readahead_max);
+    g.readahead.enter_window(sh.tuning().readahead_max);
     prefetch_ahead(sh, g, i + 1);
     hand_over(g, i + 1);
 }
@@ -72,18 +72,18 @@ pub(super) fn hand_over(g: &mut RegionState, count: usize) {
 /// first, then in flight: the ones the application is in or has passed).
 /// All of them fit in half the budget, or they would evict each other.
 pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
-    if !sh.tuning.async_readahead {
+    if !sh.tuning().async_readahead {
         return;
     }
     // Windows go to the ring where there is one (reader threads may be
     // there for faults' reads only).
-    let tx = g.readers.clone().filter(|_| sh.ring.is_none());
-    if tx.is_none() && sh.ring.is_none() {
+    let tx = g.readers.clone().filter(|_| sh.ring().is_none());
+    if tx.is_none() && sh.ring().is_none() {
         return;
     }
     let w = g.readahead.window().max(1);
     let room = (g.table.usable() / 2 / w).saturating_sub(1).max(1);
-    let depth = sh.tuning.readahead_depth.min(room);
+    let depth = sh.tuning().readahead_depth.min(room);
     while g.prefetch.ahead().saturating_sub(behind) < depth {
         let Some((first, n)) = next_window(sh, g) else {
             break;
@@ -163,7 +163,7 @@ pub fn run_reader(
 pub fn settle(sh: &Shared) {
     let mut g = sh.lock();
     while let Some((first, _)) = g.prefetch.oldest_in_flight() {
-        g = if sh.ring.is_some() {
+        g = if sh.ring().is_some() {
             super::ring_wait::ring_wait(sh, g, first)
         } else {
             // A reader thread completes the window and notifies.
@@ -188,19 +188,19 @@ pub(super) fn complete_window(
     read: std::io::Result<usize>,
 ) {
     let Ok(have) = read else {
-        Counters::add(&sh.stats.read_errors, 1);
+        Counters::add(&sh.stats().read_errors, 1);
         forget(sh, &mut g.table, first, n);
         return;
     };
     forget(sh, &mut g.table, first + have as u32, n - have);
-    Counters::add(&sh.stats.bytes_read, (have * PAGE) as u64);
-    Counters::add(&sh.stats.missing_faults, have as u64);
-    Counters::add(&sh.stats.readahead_pages, have as u64);
+    Counters::add(&sh.stats().bytes_read, (have * PAGE) as u64);
+    Counters::add(&sh.stats().missing_faults, have as u64);
+    Counters::add(&sh.stats().readahead_pages, have as u64);
     for q in first..first + have as u32 {
         g.table.complete_load(q, PENDING);
     }
     g.prefetch.read(first, have);
     if have > 1 {
-        sh.views.map(first + 1, have - 1, sh.views.writable());
+        sh.views().map(first + 1, have - 1, sh.views().writable());
     }
 }
