@@ -3,9 +3,9 @@
 //! own ("pagepilot-dirty"), so that the daemon can write back the pages of
 //! a client that died (SIGKILL runs no exit handler).
 //!
-//! The frame table mirrors its flags into it under the region's lock
-//! ([`crate::frame_table::Table::set`], [`crate::frame_table::Table::set_flags`]):
-//! a page's bit is set while the page holds a frame and is MODIFIED or
+//! The frame table mirrors its flags into it under the region's lock (in
+//! its transitions and [`crate::frame_table::FrameTable::set_flags`]): a
+//! page's bit is set while the page holds a frame and is MODIFIED or
 //! FLUSHING, and it is set before the ioctl that lets the application write
 //! the page (every path sets MODIFIED first, then maps or un-protects). It
 //! is cleared when the flags no longer say so: a flush's write-back ended
