@@ -154,7 +154,8 @@ fn half_a_frame_holds_up_no_other_client() {
     let daemon = Daemon::start_with(CONFIG, |o| o.frame_timeout = 6 * WAIT);
     let mut other = daemon.client();
     let s = daemon.raw();
-    (&s).write_all(&encode(&live::hello()).unwrap()[..5]).unwrap();
+    (&s).write_all(&encode(&live::hello()).unwrap()[..5])
+        .unwrap();
     still_served(&daemon, &mut other);
     assert!(still_open(&s), "the half frame's connection was closed");
     assert_eq!(unread(&s), 0, "the half frame was answered");
@@ -378,7 +379,10 @@ fn a_client_that_never_reads_its_replies_is_dropped_without_delaying_others() {
     let guard = Instant::now();
     let mut last = 0;
     loop {
-        assert!(guard.elapsed() < WAIT, "the flooder's replies never backed up");
+        assert!(
+            guard.elapsed() < WAIT,
+            "the flooder's replies never backed up"
+        );
         std::thread::sleep(Duration::from_millis(100));
         let now = unread(&flood);
         if now > 0 && now == last {
@@ -395,7 +399,10 @@ fn a_client_that_never_reads_its_replies_is_dropped_without_delaying_others() {
             Message::StatusReply(_)
         ));
     }
-    assert!(still_open(&flood), "the flooder was dropped before others were served");
+    assert!(
+        still_open(&flood),
+        "the flooder was dropped before others were served"
+    );
     // Then dropped after 2 s of taking nothing: its hang-up is awaited
     // unread (a read would take bytes, and keep it connected).
     while still_open(&flood) {
