@@ -188,12 +188,16 @@ fn test_faults_bench_times_pagepilot_and_kernel_faults_with_a_breakdown() {
             assert!(r[key][ratio].as_f64().unwrap() > 0.0, "{key}.{ratio}: {r}");
         }
     }
-    // The faulting thread's fault: delivery (fault entry, signal, sigreturn) + the ioctl make
-    // up the bare SIGBUS probe's fault.
+    // The faulting thread's fault: the bare SIGBUS probe's access is timed around the store,
+    // its UFFDIO_ZEROPAGE separately inside the handler. Each fault's ioctl lies inside its
+    // access, so the ioctl's median is below the access's (same faults, same count), and
+    // delivery (fault entry, signal, sigreturn), the difference, is left over.
     let b = &r["faulting_thread_breakdown"];
     let probe = b["probe"]["cost"]["p50_ns"].as_u64().unwrap();
-    let parts = b["delivery_ns"].as_u64().unwrap() + b["zeropage_ioctl_ns"].as_u64().unwrap();
-    assert!(probe > 0 && parts == probe, "{b}");
+    let ioctl = b["zeropage_ioctl_ns"].as_u64().unwrap();
+    assert!(ioctl > 0, "the handler's ioctl was not timed: {b}");
+    assert!(ioctl < probe, "the ioctl took the whole fault: {b}");
+    assert!(b["delivery_ns"].as_u64().unwrap() > 0, "{b}");
     for kind in ["probe_missing_zero", "probe_missing_copy", "probe_minor"] {
         let b = &r[kind];
         let total = b["total"]["mean_ns"].as_u64().unwrap();

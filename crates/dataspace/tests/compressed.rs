@@ -357,7 +357,7 @@ fn test_concurrent_readers_and_writers_under_a_small_budget_see_their_own_writes
 /// not a check: `cargo test --release -p pagepilot-dataspace --test
 /// compressed -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a measurement, not a check: run with --release -- --ignored --nocapture"]
 fn measure_tier_ratio_and_read_path_pages_per_second() {
     let n = 16384;
     let dir = tempfile::tempdir().unwrap();

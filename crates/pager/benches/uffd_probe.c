@@ -1,6 +1,6 @@
 /* The floor of a userfaultfd missing fault on these machines, side by side
  * with the kernel's own first touch of shmem (memfd): nothing but the ioctls
- * per fault. Referenced by docs/pager.md ("Fault cost").
+ * per fault. Referenced by docs/results/2026-11-22-fault-cost.md.
  *   gcc -O2 -o /tmp/uffd_probe crates/pager/benches/uffd_probe.c -lpthread
  *   /tmp/uffd_probe MODE [ROUNDS] [PAGES]
  * Rounds alternate the kernel's first touch of a fresh memfd and the probe's

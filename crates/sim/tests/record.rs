@@ -7,11 +7,17 @@ use std::process::Command;
 use pagepilot_sim::trace::record::{record, RecordError, RecordOptions};
 use pagepilot_sim::trace::{self, Format};
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
+/// Fails the test unless `tool` runs: CI has valgrind and cc (scripts/setup
+/// installs them), so a missing one is a failure, not a skip.
+fn need(tool: &str) {
+    let runs = Command::new(tool)
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        runs,
+        "{tool} is not installed: recording runs programs under valgrind (scripts/setup installs it)"
+    );
 }
 
 fn scratch(tag: &str) -> PathBuf {
@@ -43,10 +49,8 @@ int main(void) {
 
 #[test]
 fn test_record_streams_a_real_programs_page_writes() {
-    if !have("valgrind") || !have("cc") {
-        eprintln!("skipped: valgrind or cc not installed");
-        return;
-    }
+    need("valgrind");
+    need("cc");
     let dir = scratch("sweep");
     std::fs::write(dir.join("sweep.c"), SWEEP_C).unwrap();
     let bin = dir.join("sweep");
@@ -93,10 +97,7 @@ fn test_record_streams_a_real_programs_page_writes() {
 
 #[test]
 fn test_record_compressed_output_and_missing_program() {
-    if !have("valgrind") {
-        eprintln!("skipped: valgrind not installed");
-        return;
-    }
+    need("valgrind");
     let dir = scratch("true");
     let out = dir.join("true.pptrace.zst");
     let opts = RecordOptions {
