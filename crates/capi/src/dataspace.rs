@@ -16,11 +16,11 @@ use pagepilot_pager::dataspace::{
     CreateError, DataspaceId, DeleteError, IdentifyError, Manager, NoSuch, OpenError,
     PersistentManager,
 };
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::{Attachment, Backing, MapError, Region, RegionOptions};
 
 use crate::message::{write_message, CallError};
 use crate::{guard, guard_region, path_arg, pp_region, str_arg};
-use pagepilot_pager::policy::chain;
 
 /// Why a persistent dataspace could not be mapped or deleted.
 #[derive(Debug, thiserror::Error)]
