@@ -108,9 +108,9 @@ pub enum MapError {
     #[error("attached dataspaces: {0}")]
     Attachments(String),
     /// A pinned dataspace's pages could not be pinned (over the budget or
-    /// the pin quota).
-    #[error("pinning the pinned dataspace's pages")]
-    Pin(#[source] crate::PinError),
+    /// the pin quota). The reason is in the message, not in `source()`.
+    #[error("pinning the pinned dataspace's pages: {0}")]
+    Pin(crate::PinError),
     /// The swap file for an anonymous region could not be created.
     #[error("cannot create swap file in {dir}")]
     Swap {
