@@ -58,9 +58,17 @@ void     pp_pool_destroy(pp_pool *p);  /* regions in it keep it until they are u
 #define PP_ERR_MAX 1024
 
 /* policy: a built-in name ("lru", "fifo", "clock", "mru", "seq", ...) or a policy program path.
-   On failure: NULL, and a message in err (if errlen > 0). Nothing is mapped on failure:
-   missing or empty file, read-only file mapped writable, budget smaller than one page,
-   unknown policy, NULL arguments. */
+   On failure: NULL, errno set, and a message in err (if errlen > 0) saying what failed
+   and, after ": ", why. Nothing is mapped on failure: missing or empty file, read-only
+   file mapped writable, budget smaller than one page, unknown policy, NULL arguments.
+   errno, for every pp_map* call: the system's where it said why (ENOENT: no such file,
+   ENOTDIR, EACCES, ... from opening the file; EPERM: userfaultfd refused), EINVAL for a
+   bad argument (NULL, a budget below a page, an unknown policy, an empty file, an option
+   out of range, a fault limit or reserve not admitted), EACCES (a read-only file mapped
+   writable), ENOMEM (a minimum the pool cannot hold), EBUSY (a dataspace open already),
+   ENOTSUP (a kernel without the userfaultfd features needed), EAGAIN (every
+   faulting-thread slot taken), the daemon's (as pp_connect's) when it refused, EIO (an
+   internal error). */
 pp_region *pp_map_file(const char *path, int writable, size_t budget_bytes,
                        const char *policy, char *err, size_t errlen);
 /* An anonymous region is private to this process: a child after fork does not
@@ -85,7 +93,8 @@ pp_region *pp_map_anon(size_t len, size_t budget_bytes, const char *policy,
    (pp_addr, pp_flush, pp_pin, pp_stats_json, pp_unmap...); pp_flush makes what was
    written durable in NAME.pages. A read-write open is exclusive across processes: a
    second map of it, here or elsewhere, is refused while the first is mapped. On failure:
-   NULL, and a message in err naming the dataspace and directory (a bad name, no such
+   NULL, errno (ENOENT: no such dataspace; EBUSY: mapped already; EINVAL: a bad name or
+   length; as pp_map_file's otherwise) and a message in err naming the dataspace and directory (a bad name, no such
    dataspace, a shorter one than len, mapped already, a corrupt header or data file,
    and pp_map_file's refusals: budget, policy, NULL arguments). A dataspace this call
    created stays when the region is then refused (a bad budget or policy): reuse it, or

@@ -5,6 +5,7 @@
 use std::ffi::{c_char, c_int, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::Client;
 
 use crate::guard;
@@ -31,7 +32,7 @@ pub unsafe extern "C" fn pp_connect(path: *const c_char, err: *mut c_char, errle
     let joined = guard(None, || Some(Client::connect(path)));
     let (errno, message) = match joined {
         Some(Ok(_)) => return 0,
-        Some(Err(e)) => (e.errno(), e.to_string()),
+        Some(Err(e)) => (e.errno(), chain(&e).to_string()),
         None => (
             libc::EIO,
             "internal error in pagepilot (panic caught at the C API)".into(),

@@ -16,6 +16,7 @@ use pagepilot_pager::dataspace::{
     CreateError, DataspaceId, DeleteError, IdentifyError, Manager, NoSuch, OpenError,
     PersistentManager,
 };
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::{Attachment, Backing, MapError, Region, RegionOptions};
 
 use crate::message::{write_message, CallError};
@@ -39,7 +40,7 @@ pub enum PersistentError {
         dir: PathBuf,
     },
     /// The manager refused the name, or found the dataspace damaged.
-    #[error("persistent dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("persistent dataspace {name:?} in {}", dir.display())]
     Identify {
         /// Its name.
         name: String,
@@ -49,7 +50,7 @@ pub enum PersistentError {
         source: IdentifyError,
     },
     /// It could not be created.
-    #[error("creating persistent dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("creating persistent dataspace {name:?} in {}", dir.display())]
     Create {
         /// Its name.
         name: String,
@@ -75,7 +76,7 @@ pub enum PersistentError {
     },
     /// The manager would not open it (open already, here or in another
     /// process; damaged).
-    #[error("opening persistent dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("opening persistent dataspace {name:?} in {}", dir.display())]
     Open {
         /// Its name.
         name: String,
@@ -85,7 +86,7 @@ pub enum PersistentError {
         source: OpenError,
     },
     /// It could not be deleted.
-    #[error("deleting persistent dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("deleting persistent dataspace {name:?} in {}", dir.display())]
     Delete {
         /// Its name.
         name: String,
@@ -97,8 +98,9 @@ pub enum PersistentError {
 }
 
 impl PersistentError {
-    /// The errno a C caller of `pp_delete_persistent` gets.
-    fn errno(&self) -> c_int {
+    /// The errno a C caller of `pp_map_persistent` (in `errno`) or
+    /// `pp_delete_persistent` (returned) gets.
+    pub(crate) fn errno(&self) -> c_int {
         match self {
             PersistentError::NoDefaultDir => libc::EINVAL,
             PersistentError::Missing { .. } => libc::ENOENT,
@@ -257,7 +259,7 @@ pub unsafe extern "C" fn pp_delete_persistent(
         Ok(()) => 0,
         Err((errno, e)) => {
             // SAFETY: the caller guarantees err is NULL or writable for errlen.
-            unsafe { write_message(err, errlen, &e.to_string()) };
+            unsafe { write_message(err, errlen, &chain(&e).to_string()) };
             -errno
         }
     }

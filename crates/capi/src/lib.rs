@@ -2,8 +2,11 @@
 //! `include/pagepilot.h`.
 //!
 //! Every entry point catches panics (none crosses the FFI boundary), checks
-//! its pointers for NULL, and reports failure the C way: NULL plus a message
-//! in the caller's `err` buffer for the mapping calls, `-errno` for the rest.
+//! its pointers for NULL, and reports failure the C way: NULL, `errno` and
+//! a message in the caller's `err` buffer for the mapping calls, `-errno`
+//! for the rest. Messages show the error with its causes
+//! ([`pagepilot_pager::policy::chain`]); errnos are the pager's errors' own
+//! (`errno()`), the same Python's exceptions carry.
 //! A region handle is a boxed [`Region`]; `pp_unmap` frees it, except when
 //! the final write-back fails: then the region stays mapped with its dirty
 //! data and the handle stays valid, so nothing is silently dropped.
@@ -13,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use pagepilot_pager::{Backing, FaultService, FlushError, PrefaultError, Region, RegionOptions};
+use pagepilot_pager::{Backing, FaultService, FlushError, Region, RegionOptions};
 
 mod daemon;
 mod dataspace;
@@ -28,7 +31,7 @@ pub use pins::{
 };
 pub use pool::{pp_pool, pp_pool_create, pp_pool_destroy, pp_pool_stats_json};
 
-use message::{write_message, CallError};
+use message::CallError;
 
 /// The opaque region handle of the C API (`pp_region *`).
 #[allow(non_camel_case_types)]
@@ -319,7 +322,7 @@ unsafe fn write_back(r: *mut pp_region, op: fn(&Region) -> Result<(), FlushError
         };
         match op(region) {
             Ok(()) => 0,
-            Err(e) => -flush_errno(&e),
+            Err(e) => -e.errno(),
         }
     })
 }
@@ -344,7 +347,7 @@ pub unsafe extern "C" fn pp_prefault(
         };
         match region.prefault(offset, len, write != 0) {
             Ok(()) => 0,
-            Err(PrefaultError::OutOfRange { .. }) => -libc::ERANGE,
+            Err(e) => -e.errno(),
         }
     })
 }
@@ -417,7 +420,7 @@ pub unsafe extern "C" fn pp_unmap(r: *mut pp_region) -> c_int {
             }
             Err((region, e)) => {
                 h.region = Some(region);
-                -flush_errno(&e)
+                -e.errno()
             }
         }
     })
@@ -438,8 +441,8 @@ fn guard_map(
     })
 }
 
-/// Runs a call that maps a region: its handle, or NULL and the reason in
-/// `err` (a panic is caught and reported as such).
+/// Runs a call that maps a region: its handle, or NULL with the reason in
+/// `err` and `errno` (a panic is caught and reported as such, `EIO`).
 fn guard_region(
     err: *mut c_char,
     errlen: usize,
@@ -456,7 +459,7 @@ fn guard_region(
         Err(_) => CallError::Panic,
     };
     // SAFETY: the caller guarantees err is NULL or writable for errlen bytes.
-    unsafe { write_message(err, errlen, &e.to_string()) };
+    unsafe { e.report(err, errlen) };
     std::ptr::null_mut()
 }
 
@@ -486,11 +489,4 @@ unsafe fn path_arg(s: *const c_char, what: &'static str) -> Result<PathBuf, Call
     // SAFETY: forwarded.
     let c = unsafe { cstr(s, what)? };
     Ok(PathBuf::from(OsStr::from_bytes(c.to_bytes())))
-}
-
-fn flush_errno(e: &FlushError) -> c_int {
-    match e {
-        FlushError::WriteBack { pages } => pages.first().map_or(libc::EIO, |p| p.errno),
-        FlushError::Sync(io) => io.raw_os_error().unwrap_or(libc::EIO),
-    }
 }

@@ -1,7 +1,9 @@
-//! Errors of the C API's calls and how they reach the caller's `err` buffer.
+//! Errors of the C API's calls and how they reach the caller: the message
+//! with its causes in the `err` buffer, the errno in `errno` or returned.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::MapError;
 
 /// Why a mapping call failed.
@@ -22,6 +24,37 @@ pub enum CallError {
     /// A bug inside pagepilot panicked; the panic was stopped at the API.
     #[error("internal error in pagepilot (panic caught at the C API)")]
     Panic,
+}
+
+impl CallError {
+    /// The errno a C caller finds in `errno` (`EINVAL`: a bad argument).
+    pub fn errno(&self) -> c_int {
+        match self {
+            CallError::Null(_) | CallError::Invalid(_) => libc::EINVAL,
+            CallError::Map(e) => e.errno(),
+            CallError::Persistent(e) => e.errno(),
+            CallError::Panic => libc::EIO,
+        }
+    }
+
+    /// Tells a caller of a mapping call why it failed: the message and its
+    /// causes in `err`, the errno in `errno`.
+    ///
+    /// # Safety
+    /// `err` must be NULL or writable for `errlen` bytes.
+    pub unsafe fn report(&self, err: *mut c_char, errlen: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { write_message(err, errlen, &chain(self).to_string()) };
+        // Last: nothing after it may overwrite errno before the return.
+        set_errno(self.errno());
+    }
+}
+
+/// Sets the calling thread's `errno`.
+pub fn set_errno(errno: c_int) {
+    // SAFETY: __errno_location returns the calling thread's errno, valid
+    // and writable for the thread's life.
+    unsafe { *libc::__errno_location() = errno };
 }
 
 /// Copies `msg` into `err` (at most `errlen - 1` bytes, then a NUL).

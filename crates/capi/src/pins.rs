@@ -34,15 +34,6 @@ impl From<Eviction> for pp_eviction {
     }
 }
 
-fn pin_errno(e: &PinError) -> c_int {
-    match e {
-        PinError::OutOfRange { .. } | PinError::NotPinned { .. } => libc::EINVAL,
-        PinError::OverBudget { .. } => libc::ENOMEM,
-        PinError::Unreadable { .. } => libc::EIO,
-        PinError::Daemon { errno, .. } => *errno,
-    }
-}
-
 /// Runs a pin call on the region behind `r`: 0, or -errno.
 ///
 /// # Safety
@@ -55,7 +46,7 @@ unsafe fn pin_call(r: *mut pp_region, op: impl FnOnce(&Region) -> Result<(), Pin
         };
         match op(region) {
             Ok(()) => 0,
-            Err(e) => -pin_errno(&e),
+            Err(e) => -e.errno(),
         }
     })
 }
@@ -175,9 +166,15 @@ mod tests {
             pinned: 1,
             budget_frames: 2,
         };
-        assert_eq!(pin_errno(&bad), libc::EINVAL);
-        assert_eq!(pin_errno(&PinError::NotPinned { page: 0 }), libc::EINVAL);
-        assert_eq!(pin_errno(&over), libc::ENOMEM);
-        assert_eq!(pin_errno(&PinError::Unreadable { page: 0 }), libc::EIO);
+        assert_eq!(PinError::errno(&bad), libc::EINVAL);
+        assert_eq!(
+            PinError::errno(&PinError::NotPinned { page: 0 }),
+            libc::EINVAL
+        );
+        assert_eq!(PinError::errno(&over), libc::ENOMEM);
+        assert_eq!(
+            PinError::errno(&PinError::Unreadable { page: 0 }),
+            libc::EIO
+        );
     }
 }

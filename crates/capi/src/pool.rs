@@ -3,6 +3,7 @@
 
 use std::ffi::{c_char, c_int};
 
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::Pool;
 
 use crate::message::write_message;
@@ -29,7 +30,7 @@ pub unsafe extern "C" fn pp_pool_create(
     let made = guard(None, || Some(Pool::new(budget_bytes)));
     let message = match made {
         Some(Ok(pool)) => return Box::into_raw(Box::new(pp_pool { pool })),
-        Some(Err(e)) => e.to_string(),
+        Some(Err(e)) => chain(&e).to_string(),
         None => "internal error in pagepilot (panic caught at the C API)".to_string(),
     };
     // SAFETY: the caller guarantees err is NULL or writable for errlen bytes.

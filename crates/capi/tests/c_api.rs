@@ -214,3 +214,24 @@ fn test_join_program_refuses_bad_arguments_naming_them() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_refused_map_call_sets_errno_as_well_as_the_message() {
+    let dir = scratch("capi-errno");
+    let exe = compile(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/map_errno.c"),
+        &dir,
+    );
+    let out = c_program(&exe)
+        .arg(&dir)
+        .output()
+        .expect("run the errno program");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success() && stdout.contains("\nOK\n"),
+        "errno program failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

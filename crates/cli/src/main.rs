@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pagepilot_policy::chain;
 
 mod cmd;
 
@@ -63,7 +64,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("pagepilot: {e}");
+            eprintln!("pagepilot: {}", chain(&*e));
             ExitCode::FAILURE
         }
     }

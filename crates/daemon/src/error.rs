@@ -15,10 +15,10 @@ pub enum CoreError {
     #[error("a budget of {0} frames does not fit in usize")]
     BudgetTooLarge(u64),
     /// The frame manager refused the configuration.
-    #[error("frame manager: {0}")]
+    #[error("frame manager")]
     Frames(#[from] FrameError),
     /// RAPHA's controller refused the configuration.
-    #[error("rate control: {0}")]
+    #[error("rate control")]
     Rate(#[from] RateError),
 }
 

@@ -100,7 +100,7 @@ pub enum IdentifyError {
     #[error("{0} is not a regular file")]
     NotAFile(PathBuf),
     /// The system refused.
-    #[error("cannot identify {path}: {source}")]
+    #[error("cannot identify {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -147,7 +147,7 @@ pub enum OpenError {
     #[error("{0} is open already")]
     Busy(DataspaceId),
     /// The system refused.
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -177,7 +177,7 @@ pub enum CloseError {
         id: DataspaceId,
     },
     /// Completed writes could not be made durable.
-    #[error("closing {id}: sync failed: {source}")]
+    #[error("closing {id}: sync failed")]
     Sync {
         /// The dataspace.
         id: DataspaceId,
@@ -211,7 +211,7 @@ pub enum CreateError {
     #[error("cannot create {0}: it exists")]
     Exists(PathBuf),
     /// The system refused (for anonymous dataspaces `path` is the swap directory).
-    #[error("cannot create {path}: {source}")]
+    #[error("cannot create {path}")]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -236,7 +236,7 @@ pub enum DeleteError {
     #[error("cannot delete {0}: it is open")]
     Open(DataspaceId),
     /// The system refused.
-    #[error("cannot delete {path}: {source}")]
+    #[error("cannot delete {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -258,7 +258,7 @@ pub enum ShareError {
     #[error(transparent)]
     NoSuch(#[from] NoSuch),
     /// The system refused the handle.
-    #[error("cannot share {path}: {source}")]
+    #[error("cannot share {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -287,7 +287,7 @@ pub enum CopyError {
     Create(#[from] CreateError),
     /// The dataspace to copy could not be opened (from its manager, which
     /// is named).
-    #[error("cannot copy {id}: the {manager} manager cannot open it: {source}")]
+    #[error("cannot copy {id}: the {manager} manager cannot open it")]
     Open {
         /// The dataspace to copy.
         id: DataspaceId,
@@ -316,7 +316,7 @@ pub enum CopyError {
         depth: usize,
     },
     /// The bytes could not be copied (`path` is the copy, removed again).
-    #[error("cannot copy into {path}: {source}")]
+    #[error("cannot copy into {path}")]
     Io {
         /// The copy.
         path: PathBuf,
@@ -365,7 +365,7 @@ pub enum TransferError {
     },
     /// The dataspace could not be opened to be handed over (it is open, or
     /// its store failed).
-    #[error("cannot transfer {id}: {source}")]
+    #[error("cannot transfer {id}")]
     Open {
         /// The dataspace.
         id: DataspaceId,
@@ -373,7 +373,7 @@ pub enum TransferError {
         source: Box<OpenError>,
     },
     /// The receiving manager could not take it over.
-    #[error("the {manager} manager cannot take over {id}: {source}")]
+    #[error("the {manager} manager cannot take over {id}")]
     Io {
         /// The receiving manager.
         manager: &'static str,

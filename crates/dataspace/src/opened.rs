@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use pagepilot_policy::chain;
+
 use crate::{Access, DataspaceId, Manager, OpenError, PageStore};
 
 /// A page store that its manager closes when it is dropped.
@@ -50,7 +52,7 @@ impl Drop for Opened {
     fn drop(&mut self) {
         if let Some(store) = self.store.take() {
             if let Err(e) = self.manager.close(&self.id, store) {
-                eprintln!("pagepilot: closing {}: {e}", self.id);
+                eprintln!("pagepilot: closing {}: {}", self.id, chain(&e));
             }
         }
     }

@@ -17,6 +17,7 @@ use pagepilot_dataspace::{
     Unsupported,
 };
 use pagepilot_far::{RedisConfig, RedisManager};
+use pagepilot_pager::policy::chain;
 use redis::Commands;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -62,7 +63,7 @@ fn test_create_refuses_taken_bad_and_missing_names_and_empty_or_absurd_lengths()
     );
     for bad in ["a{b}", "a:b", "with space", "", &"x".repeat(200)] {
         let e = far.create(name(bad), 4096).unwrap_err();
-        let msg = e.to_string();
+        let msg = chain(&e).to_string();
         assert!(msg.contains("bad far dataspace name"), "{bad:?}: {msg}");
     }
     assert!(matches!(
@@ -74,7 +75,7 @@ fn test_create_refuses_taken_bad_and_missing_names_and_empty_or_absurd_lengths()
         Err(CreateError::Empty { .. })
     ));
     let e = far.create(name("huge"), 1 << 50).unwrap_err();
-    assert!(e.to_string().contains("more than the most"), "{e}");
+    assert!(chain(&e).to_string().contains("more than the most"), "{e}");
     // Nothing but the one dataspace's metadata was stored.
     let keys: Vec<String> = server.raw().keys("*").unwrap();
     assert_eq!(keys, vec!["pp:{taken}:meta".to_string()]);
@@ -362,7 +363,8 @@ fn test_an_unreachable_server_fails_within_the_retry_time_naming_it() {
     )
     .unwrap();
     let e = far.create(name("x"), 4096).unwrap_err();
-    let msg = e.to_string();
+    // What failed, then why (the Redis round trip's reason is the cause).
+    let msg = chain(&e).to_string();
     // Within the retry time: its pauses (20 ms, doubling) fit at most five
     // attempts into 300 ms, however slow the machine (a count, not a time).
     let attempts: u32 = msg
@@ -387,7 +389,8 @@ fn test_an_unreachable_server_fails_within_the_retry_time_naming_it() {
         .open(&DataspaceId::Name("x".into()), Access::ReadWrite, None)
         .unwrap_err();
     assert!(
-        e.to_string()
+        chain(&e)
+            .to_string()
             .contains(&format!("redis cluster 127.0.0.1:{port}")),
         "{e}"
     );
@@ -439,7 +442,8 @@ fn test_a_stored_value_of_the_wrong_size_or_bad_metadata_is_an_error_naming_the_
         )
         .unwrap_err();
     assert!(
-        e.to_string()
+        chain(&e)
+            .to_string()
             .contains("pp:{garbled}:meta is not far-dataspace metadata"),
         "{e}"
     );

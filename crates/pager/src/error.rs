@@ -9,15 +9,17 @@ use thiserror::Error;
 /// Why a region could not be mapped. Nothing is mapped when this is returned.
 #[derive(Debug, Error)]
 pub enum MapError {
-    /// The fault limit was not admitted (RAPHA's admission control).
+    /// The fault limit was not admitted (RAPHA's admission control). The
+    /// reason is in the message, not in `source()` (callers match on its
+    /// text).
     #[error("the region's fault limit: {0}")]
-    FaultLimit(#[from] pagepilot_frames::RateError),
+    FaultLimit(pagepilot_frames::RateError),
     /// The pool could not guarantee the region's minimum (`min_frames`, or
-    /// its budget).
+    /// its budget). The reason is in the message, not in `source()`.
     #[error("the region's minimum in the pool: {0}")]
-    Pool(#[from] pagepilot_frames::FrameError),
+    Pool(pagepilot_frames::FrameError),
     /// The pagepilot daemon refused the region, or could not be reached.
-    #[error("{0}")]
+    #[error(transparent)]
     Daemon(#[from] crate::DaemonError),
     /// The guaranteed minimum is above the budget.
     #[error(
@@ -31,7 +33,7 @@ pub enum MapError {
         budget_frames: usize,
     },
     /// The backing file could not be opened.
-    #[error("cannot open backing file {path}: {source}")]
+    #[error("cannot open backing file {path}")]
     Open {
         /// The file.
         path: PathBuf,
@@ -106,11 +108,11 @@ pub enum MapError {
     #[error("attached dataspaces: {0}")]
     Attachments(String),
     /// A pinned dataspace's pages could not be pinned (over the budget or
-    /// the pin quota).
+    /// the pin quota). The reason is in the message, not in `source()`.
     #[error("pinning the pinned dataspace's pages: {0}")]
-    Pin(#[source] crate::PinError),
+    Pin(crate::PinError),
     /// The swap file for an anonymous region could not be created.
-    #[error("cannot create swap file in {dir}: {source}")]
+    #[error("cannot create swap file in {dir}")]
     Swap {
         /// The directory.
         dir: PathBuf,
@@ -118,7 +120,7 @@ pub enum MapError {
         source: io::Error,
     },
     /// A system call of the userfaultfd set-up failed.
-    #[error("{call} failed: {source}")]
+    #[error("{call} failed")]
     Sys {
         /// The call.
         call: &'static str,
@@ -234,6 +236,118 @@ pub enum FlushError {
     /// Syncing the backing file failed.
     #[error("sync of the backing store failed: {0}")]
     Sync(io::Error),
+}
+
+// The fault limit's and the pool's refusals are shown in their variants'
+// messages (callers match on that text), so they are not sources and the
+// conversions are written out rather than derived with `#[from]`.
+impl From<pagepilot_frames::RateError> for MapError {
+    fn from(e: pagepilot_frames::RateError) -> MapError {
+        MapError::FaultLimit(e)
+    }
+}
+
+impl From<pagepilot_frames::FrameError> for MapError {
+    fn from(e: pagepilot_frames::FrameError) -> MapError {
+        MapError::Pool(e)
+    }
+}
+
+/// The errno of a system error, `EIO` if it carries none.
+fn os_errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The errno of a dataspace manager's refusal to open a dataspace.
+fn open_errno(e: &pagepilot_dataspace::OpenError) -> i32 {
+    use pagepilot_dataspace::OpenError as O;
+    match e {
+        O::Busy(_) => libc::EBUSY,
+        O::NoSuch(_) => libc::ENOENT,
+        O::Io { source, .. } => os_errno(source),
+        _ => libc::EINVAL,
+    }
+}
+
+impl MapError {
+    /// The errno a C caller of `pp_map*` finds in `errno`, and Python's
+    /// `MapError.errno`: the system's where it said why, else the one
+    /// nearest the refusal (`EINVAL` for a bad argument).
+    pub fn errno(&self) -> i32 {
+        match self {
+            MapError::Open { source, .. }
+            | MapError::Swap { source, .. }
+            | MapError::Sys { source, .. } => os_errno(source),
+            MapError::MissingFile(_) => libc::ENOENT,
+            MapError::ReadOnly(_) => libc::EACCES,
+            MapError::Daemon(d) => d.errno(),
+            MapError::Pool(_) => libc::ENOMEM,
+            MapError::Pin(p) => p.errno(),
+            MapError::Dataspace(o) | MapError::Attach { source: o, .. } => open_errno(o),
+            MapError::Userfaultfd(crate::sys::OpenError::Denied { syscall, .. }) => {
+                syscall.raw_os_error().unwrap_or(libc::EPERM)
+            }
+            MapError::Userfaultfd(crate::sys::OpenError::Api(e)) => os_errno(e),
+            MapError::Unsupported(_) => libc::ENOTSUP,
+            MapError::FaultingThreadSlots { .. } => libc::EAGAIN,
+            MapError::FaultLimit(_)
+            | MapError::MinAboveBudget { .. }
+            | MapError::EmptyFile(_)
+            | MapError::ShortFile { .. }
+            | MapError::NotAFile(_)
+            | MapError::BadLength(_)
+            | MapError::BudgetTooSmall { .. }
+            | MapError::BadOption { .. }
+            | MapError::Policy { .. }
+            | MapError::Attachments(_) => libc::EINVAL,
+        }
+    }
+}
+
+impl PrefaultError {
+    /// The errno of `pp_prefault`'s refusal (`ERANGE`: outside the region).
+    pub fn errno(&self) -> i32 {
+        match self {
+            PrefaultError::OutOfRange { .. } => libc::ERANGE,
+        }
+    }
+}
+
+impl PinError {
+    /// The errno a C caller of `pp_pin`/`pp_unpin` gets negated.
+    pub fn errno(&self) -> i32 {
+        match self {
+            PinError::OutOfRange { .. } | PinError::NotPinned { .. } => libc::EINVAL,
+            PinError::OverBudget { .. } => libc::ENOMEM,
+            PinError::Unreadable { .. } => libc::EIO,
+            PinError::Daemon { errno, .. } => *errno,
+        }
+    }
+}
+
+impl FlushError {
+    /// The errno of a failed write-back (`pp_flush`, `pp_unmap`; Python's
+    /// `FlushError.errno`): the first failed page's, or the sync's.
+    pub fn errno(&self) -> i32 {
+        match self {
+            FlushError::WriteBack { pages } => pages.first().map_or(libc::EIO, |p| p.errno),
+            FlushError::Sync(e) => os_errno(e),
+        }
+    }
+}
+
+impl crate::HandleError {
+    /// The errno of a shared region's handle that could not be opened
+    /// (Python's `MapError.errno` at unpickling).
+    pub fn errno(&self) -> i32 {
+        use crate::{ClaimError, HandleError as H};
+        match self {
+            H::Open { source, .. } | H::Map { source, .. } => os_errno(source),
+            H::Lease(ClaimError::Io(e)) => os_errno(e),
+            H::Lease(ClaimError::Used) => libc::EINVAL,
+            H::Lease(ClaimError::Paged(_)) => libc::EBUSY,
+        }
+    }
 }
 
 impl PinError {

@@ -5,6 +5,7 @@
 //! simulator.
 
 pub mod builtin;
+mod chain;
 pub mod hash;
 pub mod list;
 mod memory;
@@ -13,6 +14,7 @@ mod policy;
 pub mod program;
 pub mod registry;
 
+pub use chain::{chain, Chain};
 pub use memory::Memory;
 pub use page::{Page, SPACE_SHIFT};
 pub use policy::{Fault, FaultKind, Policy, ReferencePolicy};

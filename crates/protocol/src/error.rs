@@ -190,6 +190,6 @@ impl DecodeError {
 pub enum EncodeError {
     /// The message breaks a bound of the protocol: the peer would refuse
     /// it. The error is the one the peer's decoder would report.
-    #[error("message out of the protocol's bounds: {0}")]
+    #[error("message out of the protocol's bounds")]
     Invalid(#[from] DecodeError),
 }

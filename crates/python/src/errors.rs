@@ -1,6 +1,9 @@
 //! The Python exception classes and how Rust errors become them. Messages
-//! are the pager's own, the ones the C API writes into its `err` buffer.
+//! are the pager's own with their causes ([`chain`]), the ones the C API
+//! writes into its `err` buffer; `errno` is the pager's errors' own
+//! (`errno()`), the one the C API sets.
 
+use pagepilot_policy::chain;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
@@ -17,7 +20,8 @@ pyo3::create_exception!(
     MapError,
     PagepilotError,
     "A region could not be mapped (missing file, unknown policy, budget below a page, \
-     a bad option, no userfaultfd); nothing was mapped. `errno` is set when the system said why."
+     a bad option, no userfaultfd); nothing was mapped. `errno` as the C API's `pp_map*` set: \
+     the system's when it said why, EINVAL for a bad argument."
 );
 pyo3::create_exception!(
     pagepilot,
@@ -69,19 +73,10 @@ pub fn size_error(e: SizeError) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())
 }
 
-/// A `MapError` from the pager's, with `errno` when the system gave one.
+/// A `MapError` from the pager's, with the errno `pp_map*` sets.
 pub fn map_error(py: Python<'_>, e: &pagepilot_pager::MapError) -> PyErr {
-    use pagepilot_pager::MapError as M;
-    let errno = match e {
-        M::Open { source, .. } | M::Swap { source, .. } | M::Sys { source, .. } => {
-            source.raw_os_error()
-        }
-        M::MissingFile(_) => Some(ENOENT),
-        M::Daemon(d) => Some(d.errno()),
-        _ => None,
-    };
-    let err = MapError::new_err(e.to_string());
-    set_attr(py, &err, "errno", errno);
+    let err = MapError::new_err(chain(e).to_string());
+    set_attr(py, &err, "errno", e.errno());
     err
 }
 
@@ -92,25 +87,21 @@ pub fn map_refused(message: impl Into<String>) -> PyErr {
 
 /// A `FlushError` from the pager's, listing the failed pages.
 pub fn flush_error(py: Python<'_>, e: &pagepilot_pager::FlushError) -> PyErr {
-    let err = FlushError::new_err(e.to_string());
+    let err = FlushError::new_err(chain(e).to_string());
     let pages: Vec<(u32, i32)> = match e {
         pagepilot_pager::FlushError::WriteBack { pages } => {
             pages.iter().map(|p| (p.page, p.errno)).collect()
         }
         pagepilot_pager::FlushError::Sync(_) => Vec::new(),
     };
-    let errno = match e {
-        pagepilot_pager::FlushError::WriteBack { pages } => pages.first().map(|p| p.errno),
-        pagepilot_pager::FlushError::Sync(io) => io.raw_os_error(),
-    };
     set_attr(py, &err, "pages", pages);
-    set_attr(py, &err, "errno", errno);
+    set_attr(py, &err, "errno", e.errno());
     err
 }
 
 /// A `DaemonError` with the errno the C API's `pp_connect` returns.
 pub fn daemon_error(py: Python<'_>, e: &pagepilot_pager::DaemonError) -> PyErr {
-    let err = DaemonError::new_err(e.to_string());
+    let err = DaemonError::new_err(chain(e).to_string());
     set_attr(py, &err, "errno", e.errno());
     err
 }
@@ -130,7 +121,8 @@ pub fn share_error(py: Python<'_>, e: &pagepilot_pager::ShareError) -> PyErr {
     match e {
         pagepilot_pager::ShareError::WriteBack(f) => flush_error(py, f),
         other => PagepilotError::new_err(format!(
-            "the region cannot be shared with another process: {other}"
+            "the region cannot be shared with another process: {}",
+            chain(other)
         )),
     }
 }
@@ -138,14 +130,8 @@ pub fn share_error(py: Python<'_>, e: &pagepilot_pager::ShareError) -> PyErr {
 /// A `MapError` for another process's region that could not be mapped
 /// here (unpickling), with `errno`.
 pub fn handle_error(py: Python<'_>, e: &pagepilot_pager::HandleError) -> PyErr {
-    use pagepilot_pager::HandleError as H;
-    let errno = match e {
-        H::Open { source, .. } | H::Map { source, .. } => source.raw_os_error(),
-        H::Lease(pagepilot_pager::ClaimError::Io(source)) => source.raw_os_error(),
-        H::Lease(_) => None,
-    };
-    let err = MapError::new_err(e.to_string());
-    set_attr(py, &err, "errno", errno);
+    let err = MapError::new_err(chain(e).to_string());
+    set_attr(py, &err, "errno", e.errno());
     err
 }
 
@@ -165,9 +151,6 @@ pub fn closed(what: &str) -> PyErr {
 fn set_attr<'py, T: IntoPyObject<'py>>(py: Python<'py>, err: &PyErr, name: &str, value: T) {
     let _ = err.value(py).setattr(name, value);
 }
-
-/// `ENOENT` on Linux: the errno of a missing backing file.
-const ENOENT: i32 = 2;
 
 /// The exception classes, to add to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use pagepilot_policy::chain;
 use pagepilot_policy::program::{self, asm, disasm, translator, verify, Verified};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -112,11 +113,11 @@ impl Policy {
         let path = args::path(path, "path")?;
         let verified = program::load(&path).map_err(|e| {
             let at = match &e {
-                program::LoadError::Translate { source, .. } => Some((source.line, source.col)),
-                program::LoadError::Asm { source, .. } => Some((source.line, source.col)),
+                program::LoadError::Translate { error, .. } => Some((error.line, error.col)),
+                program::LoadError::Asm { error, .. } => Some((error.line, error.col)),
                 _ => None,
             };
-            policy_error(py, e.to_string(), at)
+            policy_error(py, chain(&e).to_string(), at)
         })?;
         let name = Path::new(&path)
             .file_stem()

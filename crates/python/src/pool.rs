@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use pagepilot_pager::{Client, Pool};
+use pagepilot_policy::chain;
 use pyo3::prelude::*;
 
 use crate::args;
@@ -49,7 +50,7 @@ impl PyPool {
             .transpose()?;
         let mut pool = py
             .detach(|| Pool::new(budget))
-            .map_err(|e| PoolError::new_err(e.to_string()))?;
+            .map_err(|e| PoolError::new_err(chain(&e).to_string()))?;
         if let Some(b) = burst {
             pool = pool.with_partition_burst(b);
         }

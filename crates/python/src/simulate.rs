@@ -1,6 +1,7 @@
 //! `simulate` and `curve`: the trace-driven simulator of `pagepilot sim`,
 //! on a trace file (any format the CLI reads) or page numbers from Python.
 
+use pagepilot_policy::chain;
 use pagepilot_sim::curve::StackPolicy;
 use pagepilot_sim::sweep::{self, Parallelism};
 use pagepilot_sim::trace::{self, Format, LoadOptions, DEFAULT_PAGE_SIZE};
@@ -52,7 +53,7 @@ fn trace_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, load: &Load<'_>) -> PyResul
         let options = load.options()?;
         return py
             .detach(|| trace::load_with(&path, &options))
-            .map_err(|e| TraceError::new_err(e.to_string()));
+            .map_err(|e| TraceError::new_err(chain(&e).to_string()));
     }
     let pages = pages_arg(py, obj)?;
     if pages.is_empty() {
@@ -199,7 +200,7 @@ pub fn simulate<'py>(
     let specs: Vec<String> = policies.iter().map(|(s, _)| s.clone()).collect();
     let rows = py
         .detach(|| sweep::sweep(&trace, &specs, &frames, Parallelism::AllCores, &|_| {}))
-        .map_err(|e| SimulationError::new_err(e.to_string()))?;
+        .map_err(|e| SimulationError::new_err(chain(&e).to_string()))?;
     let mut rows = rows;
     for row in &mut rows {
         if let Some((_, label)) = policies.iter().find(|(s, _)| *s == row.policy) {

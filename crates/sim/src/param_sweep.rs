@@ -112,7 +112,7 @@ pub enum ParamSweepError {
         points: u128,
     },
     /// The policy refused a point of the grid.
-    #[error("sweep point `{spec}`: {source}")]
+    #[error("sweep point `{spec}`")]
     Rejected {
         /// The point's spec.
         spec: String,
@@ -472,7 +472,7 @@ mod tests {
         let sweep = ParamSweep::parse("seq:N=0..2").unwrap();
         let err = sweep.points().unwrap_err();
         assert!(matches!(err, ParamSweepError::Rejected { .. }));
-        let text = err.to_string();
+        let text = pagepilot_policy::chain(&err).to_string();
         assert!(
             text.contains("seq:N=0") && text.contains("between 1"),
             "{text}"

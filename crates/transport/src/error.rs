@@ -5,9 +5,10 @@ use pagepilot_protocol::{DecodeError, EncodeError, Kind};
 /// A connection's failure.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
-    /// The socket failed.
+    /// The socket failed. The system's reason is in the message, not in
+    /// `source()`: the pager's log of a lost daemon shows this error alone.
     #[error("socket: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// The peer closed the connection (in the middle of a frame when
     /// `pending` is not 0).
     #[error("the peer closed the connection ({pending} bytes of a frame unread)")]
@@ -16,10 +17,10 @@ pub enum TransportError {
         pending: usize,
     },
     /// A frame the peer sent does not decode.
-    #[error("{0}")]
+    #[error(transparent)]
     Decode(#[from] DecodeError),
     /// A message beyond the protocol's bounds was not sent.
-    #[error("{0}")]
+    #[error(transparent)]
     Encode(#[from] EncodeError),
     /// A frame announced descriptors that did not come with it.
     #[error("{kind} announced {announced} file descriptors, {arrived} arrived with it")]
@@ -49,4 +50,12 @@ pub enum TransportError {
     /// The peer did not take a frame within the send timeout.
     #[error("the peer did not read for {0:?}")]
     SendTimeout(std::time::Duration),
+}
+
+// Written out, not derived with `#[from]`, which would also make the
+// reason the error's source (see `Io`).
+impl From<std::io::Error> for TransportError {
+    fn from(e: std::io::Error) -> TransportError {
+        TransportError::Io(e)
+    }
 }

@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static unsigned char page_byte(unsigned tag, unsigned page, unsigned off) {
+__attribute__((unused)) static unsigned char page_byte(unsigned tag, unsigned page,
+                                                   unsigned off) {
     uint32_t x = (uint32_t)page * 0x9E3779B1u ^ (uint32_t)off * 0x85EBCA77u ^
                  (uint32_t)tag * 0xC2B2AE3Du;
     return (unsigned char)(x ^ (x >> 15));

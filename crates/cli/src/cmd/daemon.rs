@@ -83,7 +83,7 @@ pub const DEFAULT_USER: &str = "nobody";
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     /// The configuration file cannot be read.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -91,7 +91,7 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     /// The configuration file is refused.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Config {
         /// The file.
         path: PathBuf,

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use pagepilot_pager::dataspace::{
     CreateError, DataspaceId, DeleteError, IdentifyError, Manager, PersistentManager, PAGE,
 };
+use pagepilot_policy::chain;
 use serde::Serialize;
 
 use super::CmdResult;
@@ -99,7 +100,7 @@ pub enum DataspacesError {
     )]
     NoDir,
     /// The directory could not be read.
-    #[error("cannot list {}: {source}", dir.display())]
+    #[error("cannot list {}", dir.display())]
     List {
         /// The directory.
         dir: PathBuf,
@@ -115,7 +116,7 @@ pub enum DataspacesError {
         dir: PathBuf,
     },
     /// The manager refused the name, or found the dataspace damaged.
-    #[error("dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("dataspace {name:?} in {}", dir.display())]
     Identify {
         /// Its name.
         name: String,
@@ -125,7 +126,7 @@ pub enum DataspacesError {
         source: IdentifyError,
     },
     /// It could not be created.
-    #[error("cannot create dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("cannot create dataspace {name:?} in {}", dir.display())]
     Create {
         /// Its name.
         name: String,
@@ -135,7 +136,7 @@ pub enum DataspacesError {
         source: CreateError,
     },
     /// It could not be deleted.
-    #[error("cannot delete dataspace {name:?} in {}: {source}", dir.display())]
+    #[error("cannot delete dataspace {name:?} in {}", dir.display())]
     Delete {
         /// Its name.
         name: String,
@@ -145,7 +146,7 @@ pub enum DataspacesError {
         source: DeleteError,
     },
     /// Its data file could not be examined.
-    #[error("cannot examine {}: {source}", path.display())]
+    #[error("cannot examine {}", path.display())]
     Examine {
         /// The data file.
         path: PathBuf,
@@ -338,7 +339,7 @@ fn list(args: ListArgs) -> CmdResult {
             Ok(info) => rows.push(Ok(info)),
             Err(e) => {
                 damaged.push(name.clone());
-                rows.push(Err((name, e.to_string())));
+                rows.push(Err((name, chain(&e).to_string())));
             }
         }
     }

@@ -85,7 +85,7 @@ pub enum SimError {
     #[error("{0} traces given: simulate one trace at a time, or several with --global")]
     SeveralTraces(usize),
     /// A `--sweep` spec was not accepted.
-    #[error("--sweep: {0}")]
+    #[error("--sweep")]
     Sweep(#[from] ParamSweepError),
 }
 

@@ -45,7 +45,7 @@ enum Format {
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
     /// Nothing answers at the socket.
-    #[error("no daemon answers at {path}: {source} (start one with `pagepilot daemon`)")]
+    #[error("no daemon answers at {path} (start one with `pagepilot daemon`)")]
     NotRunning {
         /// The socket.
         path: PathBuf,
@@ -53,7 +53,7 @@ pub enum StatusError {
         source: pagepilot_transport::TransportError,
     },
     /// The conversation failed.
-    #[error("the daemon at {path}: {source}")]
+    #[error("the daemon at {path}")]
     Transport {
         /// The socket.
         path: PathBuf,
@@ -62,7 +62,7 @@ pub enum StatusError {
     },
     /// The socket is held by a user this process does not trust: nothing
     /// was sent (`pagepilot_transport::trusted_daemon`).
-    #[error("refusing the daemon at {path}: {source}")]
+    #[error("refusing the daemon at {path}")]
     Untrusted {
         /// The socket.
         path: PathBuf,

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
+use pagepilot_policy::chain;
 use pagepilot_protocol::{ClientId, ErrorCode, Message, RegionId, MAX_FDS};
 use pagepilot_transport::{Connection, ReadOutcome, Received, TransportError};
 
@@ -162,7 +163,7 @@ impl Client {
                     );
                 }
                 Err(e) => {
-                    let why = format!("read failed: {e}");
+                    let why = format!("read failed: {}", chain(&e));
                     return (inputs, Some(End { reply: None, why }));
                 }
             }
@@ -214,7 +215,7 @@ impl Client {
                 Err(e) => {
                     return Some(End {
                         reply: None,
-                        why: format!("decoding failed: {e}"),
+                        why: format!("decoding failed: {}", chain(&e)),
                     })
                 }
             }

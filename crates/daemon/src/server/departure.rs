@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use pagepilot_policy::chain;
 use pagepilot_protocol::{Message, RegionId};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
@@ -343,9 +344,9 @@ fn log_write_back(name: &str, region: RegionId, outcome: &Result<WriteBack, Writ
                 );
             }
             for e in &w.errors {
-                log!("{name}: region {region}: {e}");
+                log!("{name}: region {region}: {}", chain(e));
             }
         }
-        Err(e) => log!("{name}: region {region}: WRITE-BACK FAILED: {e}"),
+        Err(e) => log!("{name}: region {region}: WRITE-BACK FAILED: {}", chain(&e)),
     }
 }

@@ -52,7 +52,7 @@ pub enum FilesError {
     )]
     TimedOut(std::time::Duration),
     /// `fstat` failed.
-    #[error("the {which} descriptor: fstat failed: {source}")]
+    #[error("the {which} descriptor: fstat failed")]
     Stat {
         /// Which descriptor.
         which: &'static str,
@@ -61,7 +61,7 @@ pub enum FilesError {
     },
     /// The memory or dirty descriptor is not a memfd (nor other shared
     /// memory): `fcntl(F_GET_SEALS)` failed on it.
-    #[error("the {which} descriptor is not a memfd but a {kind} (F_GET_SEALS: {source})")]
+    #[error("the {which} descriptor is not a memfd but a {kind} (F_GET_SEALS failed)")]
     NotMemfd {
         /// Which descriptor.
         which: &'static str,
@@ -109,7 +109,7 @@ pub enum FilesError {
     #[error("the dirty descriptor cannot be read: {0}")]
     DirtyRead(std::io::Error),
     /// The dirty map's header is wrong.
-    #[error("the dirty descriptor: {0}")]
+    #[error("the dirty descriptor")]
     DirtyMap(#[from] DirtyMapError),
     /// The dirty map covers more pages than the memory file holds.
     #[error(

@@ -136,7 +136,7 @@ impl ServerOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// The configuration does not make a core.
-    #[error("{0}")]
+    #[error(transparent)]
     Core(#[from] CoreError),
     /// A daemon answers at the socket already.
     #[error("another daemon is listening at {0}")]
@@ -145,7 +145,7 @@ pub enum ServerError {
     #[error("{0} exists and is not a socket: not removing it")]
     NotASocket(PathBuf),
     /// The socket could not be made.
-    #[error("cannot listen at {path}: {source}")]
+    #[error("cannot listen at {path}")]
     Listen {
         /// The socket's path.
         path: PathBuf,

@@ -28,7 +28,7 @@ pub enum OutboxError {
     #[error("it has not read {0} bytes sent to it")]
     Full(usize),
     /// A message beyond the protocol's bounds (a daemon bug).
-    #[error("a message could not be encoded: {0}")]
+    #[error("a message could not be encoded")]
     Encode(#[from] pagepilot_protocol::EncodeError),
 }
 

@@ -187,7 +187,7 @@ pub enum PrivilegeError {
         name: String,
     },
     /// The user database could not be read.
-    #[error("cannot look up the user `{name}`: {source}")]
+    #[error("cannot look up the user `{name}`")]
     LookUp {
         /// The name asked for.
         name: String,
@@ -203,7 +203,7 @@ pub enum PrivilegeError {
     },
     /// A step failed; what came before it stays done (the process must
     /// not go on).
-    #[error("cannot drop privileges: {step}: {source}")]
+    #[error("cannot drop privileges: {step}")]
     Failed {
         /// The step.
         step: Step,

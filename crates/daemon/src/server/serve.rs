@@ -7,6 +7,7 @@
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use pagepilot_policy::chain;
 use pagepilot_protocol::{ClientId, ErrorCode, Kind, Message, Peer};
 use pagepilot_transport::{Connection, Received};
 
@@ -65,7 +66,7 @@ impl Server {
         let id = match self.core.connect(peer) {
             Ok(id) => id,
             Err(e) => {
-                let text = e.to_string();
+                let text = chain(&e).to_string();
                 let _ = conn.send(
                     &Message::error(ErrorCode::BeyondQuota, None, None, &text),
                     &[],
@@ -187,7 +188,7 @@ impl Server {
         match Vetting::start(r, fds, c.account, &self.in_flight, self.wake_tx.clone()) {
             Ok(v) => c.vetting = Some(v),
             Err(e) => {
-                let why = e.to_string();
+                let why = chain(&e).to_string();
                 log!("{}: region {}: {why}", c.name(), r.region.0);
                 let reply = bad_files(r.region, &why);
                 self.route(vec![Outgoing::send(id, reply)]);
@@ -232,8 +233,9 @@ impl Server {
         let kept = match checked {
             Ok(kept) => kept,
             Err(e) => {
-                log!("client {}: region {}: {e}", id.0, r.region.0);
-                let reply = bad_files(r.region, &e.to_string());
+                let text = chain(&e).to_string();
+                log!("client {}: region {}: {text}", id.0, r.region.0);
+                let reply = bad_files(r.region, &text);
                 return self.route(vec![Outgoing::send(id, reply)]);
             }
         };
@@ -253,7 +255,7 @@ impl Server {
 
     pub(super) fn ask_core(&mut self, id: ClientId, message: Message) -> Vec<Outgoing> {
         self.core.on_message(id, message).unwrap_or_else(|e| {
-            log!("core: {e}");
+            log!("core: {}", chain(&e));
             Vec::new()
         })
     }
@@ -283,7 +285,7 @@ impl Server {
                     }
                 }
             } else if let Err(e) = sent {
-                let why = e.to_string();
+                let why = chain(&e).to_string();
                 self.doom(o.to, End { reply: None, why });
             }
         }
@@ -308,7 +310,7 @@ impl Server {
                 }
             }
             (Err(e), false) => {
-                let why = e.to_string();
+                let why = chain(&e).to_string();
                 self.doom(id, End { reply: None, why });
             }
         }
@@ -429,7 +431,7 @@ impl Server {
     pub(super) fn forget(&mut self, id: ClientId) {
         match self.core.disconnect(id) {
             Ok(out) => self.route(out),
-            Err(e) => log!("core: {e}"),
+            Err(e) => log!("core: {}", chain(&e)),
         }
     }
 

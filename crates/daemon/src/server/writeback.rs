@@ -41,10 +41,10 @@ pub enum WriteBackError {
     #[error("no {0} descriptor came with the region")]
     Missing(&'static str),
     /// The dirty map could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Dirty(#[from] FilesError),
     /// The size of the memory or backing file is unknown.
-    #[error("fstat of the {which} file: {source}")]
+    #[error("fstat of the {which} file")]
     Stat {
         /// Which file.
         which: &'static str,
@@ -62,7 +62,7 @@ pub enum WriteBackError {
     },
     /// Where the memory file has data could not be found out; the pages
     /// from there on were not examined.
-    #[error("SEEK_DATA/SEEK_HOLE in the memory file from page {page}: {source}")]
+    #[error("SEEK_DATA/SEEK_HOLE in the memory file from page {page}")]
     Seek {
         /// The page.
         page: u64,
@@ -70,7 +70,7 @@ pub enum WriteBackError {
         source: std::io::Error,
     },
     /// Pages could not be read from the memory file.
-    #[error("reading pages {first}..{end} of the memory file: {source}")]
+    #[error("reading pages {first}..{end} of the memory file")]
     Read {
         /// The first page.
         first: u64,
@@ -80,7 +80,7 @@ pub enum WriteBackError {
         source: std::io::Error,
     },
     /// Pages could not be written to the backing file.
-    #[error("writing pages {first}..{end} to the backing file: {source}")]
+    #[error("writing pages {first}..{end} to the backing file")]
     Write {
         /// The first page.
         first: u64,

@@ -417,9 +417,11 @@ fn regular_files_as_memory_or_dirty_are_refused_as_not_memfds() {
         ),
         "{err}"
     );
-    let text = err.to_string();
+    let text = pagepilot_policy::chain(&err).to_string();
     assert!(
-        text.starts_with("the memory descriptor is not a memfd but a regular file (F_GET_SEALS:"),
+        text.starts_with(
+            "the memory descriptor is not a memfd but a regular file (F_GET_SEALS failed): "
+        ),
         "{text}"
     );
     let err = checked(

@@ -51,7 +51,7 @@ pub enum LoadError {
         message: String,
     },
     /// A compiled program with a bad container.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Format {
         /// The file.
         path: String,
@@ -59,23 +59,27 @@ pub enum LoadError {
         source: FormatError,
     },
     /// Pseudo-code that does not compile.
-    #[error("{path}:{source}")]
+    // The position follows the path as a compiler's does (`file:3:5: ...`):
+    // the error is part of the message, not a source.
+    #[error("{path}:{error}")]
     Translate {
         /// The file.
         path: String,
         /// What was wrong, with line and column.
-        source: translator::TranslateError,
+        error: translator::TranslateError,
     },
     /// Assembler text that does not assemble.
-    #[error("{path}:{source}")]
+    // The position follows the path as a compiler's does (`file:3:5: ...`):
+    // the error is part of the message, not a source.
+    #[error("{path}:{error}")]
     Asm {
         /// The file.
         path: String,
         /// What was wrong, with line and column.
-        source: asm::AsmError,
+        error: asm::AsmError,
     },
     /// The checker rejected the program.
-    #[error("{path}: rejected: {source}")]
+    #[error("{path}: rejected")]
     Verify {
         /// The file.
         path: String,
@@ -117,15 +121,9 @@ pub fn read(path: &Path) -> Result<Program, LoadError> {
         message: "not UTF-8 text and not a compiled program".into(),
     })?;
     if path.extension().is_some_and(|e| e == "hpa") {
-        asm::assemble(&text).map_err(|source| LoadError::Asm {
-            path: shown,
-            source,
-        })
+        asm::assemble(&text).map_err(|error| LoadError::Asm { path: shown, error })
     } else {
-        translator::translate(&text).map_err(|source| LoadError::Translate {
-            path: shown,
-            source,
-        })
+        translator::translate(&text).map_err(|error| LoadError::Translate { path: shown, error })
     }
 }
 
@@ -187,7 +185,8 @@ pub fn build_spec(
             OnOverrun::Fallback(v.clone())
         };
     }
-    let verified = load(Path::new(path)).map_err(|e| RegistryError::Program(e.to_string()))?;
+    let verified =
+        load(Path::new(path)).map_err(|e| RegistryError::Program(crate::chain(&e).to_string()))?;
     let name = Path::new(path)
         .file_name()
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned());

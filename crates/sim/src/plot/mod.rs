@@ -71,7 +71,7 @@ pub enum PlotError {
         path: PathBuf,
     },
     /// Creating or writing the output file failed.
-    #[error("{path}: cannot write the plot: {source}", path = .path.display())]
+    #[error("{path}: cannot write the plot", path = .path.display())]
     Io {
         /// The output path.
         path: PathBuf,
@@ -79,7 +79,7 @@ pub enum PlotError {
         source: std::io::Error,
     },
     /// Encoding the PNG failed.
-    #[error("{path}: cannot encode the PNG: {source}", path = .path.display())]
+    #[error("{path}: cannot encode the PNG", path = .path.display())]
     Encode {
         /// The output path.
         path: PathBuf,

@@ -173,7 +173,7 @@ pub enum PooledError {
         need: usize,
     },
     /// The frame manager refused a process's minimum.
-    #[error("process {process} ({name}): {source}")]
+    #[error("process {process} ({name})")]
     Frames {
         /// The process.
         process: usize,
@@ -202,7 +202,7 @@ pub enum PooledError {
     #[error("fault limits need a fault period")]
     NoFaultPeriod,
     /// The rate controller refused its parameters or a process.
-    #[error("{}{source}", .process.as_ref().map(|(p, n)| format!("process {p} ({n}): ")).unwrap_or_default())]
+    #[error("{}", .process.as_ref().map_or_else(|| "the fault-rate controller".into(), |(p, n)| format!("process {p} ({n})")))]
     Rate {
         /// The process refused, if it was one.
         process: Option<(usize, String)>,
@@ -222,7 +222,7 @@ pub enum PooledError {
         unit: u64,
     },
     /// A policy spec was not accepted.
-    #[error("process {process} ({name}): {source}")]
+    #[error("process {process} ({name})")]
     Policy {
         /// The process.
         process: usize,

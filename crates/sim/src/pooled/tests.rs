@@ -342,7 +342,10 @@ fn test_admission_is_refused_just_past_eq_2_and_accepted_at_the_boundary() {
         ),
         "{err}"
     );
-    assert!(err.to_string().contains("Eq. 2"), "{err}");
+    assert!(
+        pagepilot_policy::chain(&err).to_string().contains("Eq. 2"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -27,7 +27,7 @@ impl fmt::Display for Position {
 #[derive(Debug, Error)]
 pub enum TraceError {
     /// The file could not be opened, read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -57,7 +57,7 @@ pub enum RecordError {
     #[error("no command to record (usage: pagepilot trace record -o OUT -- CMD ARGS...)")]
     NoCommand,
     /// Valgrind could not be started.
-    #[error("cannot run {}: {source} (is valgrind installed?)", valgrind.display())]
+    #[error("cannot run {} (is valgrind installed?)", valgrind.display())]
     Spawn {
         /// The executable tried.
         valgrind: PathBuf,
@@ -68,7 +68,7 @@ pub enum RecordError {
     #[error("pipe from valgrind: {0}")]
     Pipe(std::io::Error),
     /// The output could not be written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Output {
         /// The output file.
         path: PathBuf,
