@@ -331,7 +331,7 @@ impl StreamSeries {
                 self.wall
                     .iter()
                     .zip(&self.kernel_wall)
-                    .map(|(&x, &y)| ratio(x as f64, y as f64))
+                    .map(|(&x, &y)| ratio(x as f64, y as f64).unwrap_or(0.0))
                     .collect(),
             ),
             fault_events_per_page: median(self.events.clone()),
@@ -365,7 +365,7 @@ impl Series {
             median(
                 a.iter()
                     .zip(b)
-                    .map(|(&x, &y)| ratio(x as f64, y as f64))
+                    .map(|(&x, &y)| ratio(x as f64, y as f64).unwrap_or(0.0))
                     .collect(),
             )
         };
@@ -608,7 +608,7 @@ fn rounds_in_fresh_cgroup(
 ) -> Result<Rounds, Box<dyn std::error::Error>> {
     let home = own_memory_cgroup().ok_or("--cgroup: this process's memory cgroup is unknown")?;
     let cg = MemCgroup::create(1 << 30)?;
-    cgroup::join(cg.dir())?;
+    cgroup::enter(cg.dir(), cgroup::Entry::AsIs)?;
     let result = rounds(pages, zero_around, n, "fresh");
     // Back home before the cgroup is removed (its drop empties it).
     cgroup::join(&home)?;

@@ -296,7 +296,7 @@ pub fn run(args: Args) -> BenchResult {
                 per_run[v]
                     .iter()
                     .zip(&per_run[0])
-                    .map(|(&m, &d)| ratio(m as f64, d as f64))
+                    .map(|(&m, &d)| ratio(m as f64, d as f64).unwrap_or(0.0))
                     .collect(),
             ),
             fork_ns: forks[v].iter().map(|t| t.0).collect(),
@@ -309,7 +309,7 @@ pub fn run(args: Args) -> BenchResult {
         child_vs_parent: median(
             faults
                 .iter()
-                .map(|f| ratio(f[child] as f64, f[parent] as f64))
+                .map(|f| ratio(f[child] as f64, f[parent] as f64).unwrap_or(0.0))
                 .collect(),
         ),
     };

@@ -86,13 +86,11 @@ pub fn median_of(runs: &[Measured]) -> Measured {
     }
 }
 
-/// `a / b`, or 0 when `b` is 0.
-pub fn ratio(a: f64, b: f64) -> f64 {
-    if b == 0.0 {
-        0.0
-    } else {
-        a / b
-    }
+/// `a / b`; `None` when `b` is 0 (nothing to compare with). The bench's one ratio: a report
+/// shows the `None` as it always has, `null` or `-` where it says "no ratio", 0 where its
+/// field is a number (`.unwrap_or(0.0)`).
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0).then(|| a / b)
 }
 
 /// Per-round speedups over the kernel and their median and range.
@@ -114,7 +112,7 @@ impl PairedSpeedup {
         let rounds: Vec<f64> = kernel
             .iter()
             .zip(policy)
-            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64))
+            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64).unwrap_or(0.0))
             .collect();
         let mut sorted = rounds.clone();
         sorted.sort_by(f64::total_cmp);
@@ -163,9 +161,6 @@ pub struct FileBenchArgs {
     /// Directory for the data file (must be on a disk, not tmpfs).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Set by the benchmark itself when it re-executes as its kernel-baseline child.
-    #[arg(long = "internal-kernel-child", hide = true)]
-    pub internal_kernel_child: Option<String>,
 }
 
 /// A count argument outside its bounds.

@@ -161,9 +161,6 @@ fn cases(args: &Args) -> Vec<Case> {
 
 /// Runs `pagepilot bench scan`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = args.common.internal_kernel_child {
-        return Ok(kernel::child_main(&job)?);
-    }
     let format = args.common.format;
     let report = measure(args)?;
     let mut out = std::io::stdout().lock();
