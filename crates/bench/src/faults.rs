@@ -24,6 +24,7 @@ use super::cgroup::{self, MemCgroup};
 use super::measure::{check_range, median, ratio, Format};
 use super::probe::{self, run_delay_ns, Fill, Split};
 use super::sigprobe;
+use crate::emit::emit;
 use crate::BenchResult;
 use pagepilot_pager::{sys, Backing, FaultService, Region, RegionOptions};
 
@@ -620,10 +621,9 @@ fn rounds_in_fresh_cgroup(
 pub fn run(args: Args) -> BenchResult {
     let report = measure(&args)?;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

@@ -33,6 +33,7 @@ mod probe;
 use probe::{serve, Handler, Probe};
 
 use super::measure::{check_range, median, ratio, Format};
+use crate::emit::emit;
 use crate::BenchResult;
 
 /// Arguments of `pagepilot bench fork-ways`.
@@ -322,10 +323,9 @@ pub fn run(args: Args) -> BenchResult {
         faults: vec![fault("missing", 0, 2), fault("minor", 1, 3)],
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

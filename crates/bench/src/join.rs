@@ -14,11 +14,12 @@ use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::{
-    check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange, PairedSpeedup,
+    check_range, median_of, ratio, FileBenchArgs, Measured, OutOfRange, PairedSpeedup,
 };
 use super::window::{mru_window_faults, Window};
 use super::workload::Workload;
 use super::{cjoin, kernel, live};
+use crate::emit::emit;
 use crate::BenchResult;
 use pagepilot_pager::sys::PAGE;
 
@@ -299,10 +300,7 @@ pub fn run(args: Args) -> BenchResult {
     let setup = setup_of(args)?;
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, format, &report, |out| print_text(&report, out))?;
     Ok(())
 }
 

@@ -13,6 +13,7 @@ mod child;
 mod cjoin;
 mod daemon;
 mod datafile;
+mod emit;
 mod far;
 mod faults;
 mod fork;

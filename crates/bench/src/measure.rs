@@ -6,15 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Output format of the benchmarks.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A table for people (also `table`).
-    #[value(alias = "table")]
-    Text,
-    /// One JSON document.
-    Json,
-}
+pub use crate::emit::Format;
 
 /// One run of a workload.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]

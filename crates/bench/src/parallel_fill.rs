@@ -27,6 +27,7 @@ use super::cgroup::MemCgroup;
 use super::child::{self as harness, ChildError, Exit, Role};
 use super::datafile::{self, DataFile};
 use super::measure::{check_range, median, ratio, Format};
+use crate::emit::emit;
 use crate::BenchResult;
 
 mod child;
@@ -267,10 +268,9 @@ pub fn run(args: Args) -> BenchResult {
     }
     let report = report(&args, runs);
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

@@ -35,6 +35,7 @@ use crate::BenchResult;
 
 mod child;
 
+use crate::emit::emit;
 pub(crate) use child::{child_main, Job};
 use child::{ChildOut, SideName};
 
@@ -278,10 +279,9 @@ pub fn run(args: Args) -> BenchResult {
         points,
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

@@ -28,13 +28,13 @@ pub(crate) mod report;
 mod round;
 pub(crate) mod summary;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::datafile::{self, DataFile};
 use super::kernel;
 use super::measure::Format;
+use crate::emit::emit;
 use crate::measure::ratio;
 use crate::BenchResult;
 pub(crate) use job::Job;
@@ -247,10 +247,9 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
 pub fn run(args: Args) -> BenchResult {
     let report = measure(&args)?;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        report::print_text(&report, out)
+    })?;
     Ok(())
 }
 

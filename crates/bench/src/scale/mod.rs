@@ -8,7 +8,7 @@ mod child;
 mod report;
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use report::{Outcome, Report, Row};
 use super::cgroup::{CgroupError, MemCgroup};
 use super::kernel;
 use super::measure::{check_range, Format};
+use crate::emit::emit;
 use crate::BenchResult;
 use pagepilot_pager::sys::{self, PAGE};
 
@@ -339,11 +340,8 @@ pub fn run(args: Args) -> BenchResult {
         }
     }
     let report = Report::new(&args, rows, kernel_skipped, t0.elapsed().as_secs_f64());
-    let mut out = io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report.write_text(&mut out)?,
-    }
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, args.format, &report, |out| report.write_text(out))?;
     Ok(())
 }
 

@@ -15,7 +15,6 @@
 mod daemon;
 mod report;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -36,6 +35,7 @@ use super::join::analytic_faults;
 use super::kernel;
 use super::measure::{check_range, median, read_bytes_thread, Format};
 use super::workload::{Plan, Workload};
+use crate::emit::emit;
 use crate::BenchResult;
 
 const MB: usize = 1 << 20;
@@ -210,10 +210,9 @@ pub fn run(args: Args) -> BenchResult {
         kernel_skipped,
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        report::print_text(&report, out)
+    })?;
     Ok(())
 }
 
