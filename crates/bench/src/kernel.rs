@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cgroup::{self, CgroupError, Entry, MemCgroup};
 use super::child::{self, ChildError, Exit, Role};
+use super::cold::make_cold;
 use super::datafile::DataFile;
 use super::measure::{self, Measured};
 use super::workload::{self, Cache, Plan, Workload};
@@ -153,7 +154,7 @@ pub fn run_with(
     } = start;
     let cg = MemCgroup::create(limit_bytes)?;
     if cache == Cache::Cold {
-        sys::drop_page_cache().map_err(KernelError::DropCaches)?;
+        make_cold(&[file.path()], true).map_err(KernelError::DropCaches)?;
     }
     let job = ChildJob {
         file: file.path().to_path_buf(),
@@ -191,7 +192,7 @@ pub fn child_main(job: ChildJob) -> Result<(), KernelError> {
         .open(&job.file)
         .map_err(|e| side(&e))?;
     if job.cache == Cache::Cold {
-        sys::fadvise_dontneed(&file).map_err(|e| side(&e))?;
+        make_cold(&[&job.file], false).map_err(|e| side(&e))?;
     }
     let len = file.metadata().map_err(|e| side(&e))?.len() as usize;
     let map = Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, writes)

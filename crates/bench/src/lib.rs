@@ -11,6 +11,7 @@ mod appel_li;
 mod cgroup;
 mod child;
 mod cjoin;
+mod cold;
 mod daemon;
 mod datafile;
 mod emit;

@@ -20,7 +20,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pagepilot_pager::sys;
 use serde::{Deserialize, Serialize};
 
 use super::cgroup::MemCgroup;
@@ -202,7 +201,7 @@ fn run_child(
     timeout: Duration,
 ) -> Result<Option<FillRun>, Box<dyn std::error::Error>> {
     let cg = MemCgroup::create(job.budget as usize)?;
-    sys::drop_page_cache()?;
+    crate::cold::make_cold(&[&job.file], true)?;
     job.cgroup = cg.dir().to_path_buf();
     let variant = job.variant;
     let run = match harness::run(

@@ -182,7 +182,7 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
         .write(true)
         .open(&job.file)?;
     data.sync_all()?;
-    sys::fadvise_dontneed(&data)?;
+    crate::cold::make_cold(&[&job.file], false)?;
     let len = data.metadata()?.len() as usize;
     let (region, kernel) = match job.side {
         SideName::Pagepilot => {

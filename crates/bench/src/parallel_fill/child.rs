@@ -80,7 +80,7 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
         .read(true)
         .write(true)
         .open(&job.file)?;
-    sys::fadvise_dontneed(&file)?;
+    crate::cold::make_cold(&[&job.file], false)?;
     let len = file.metadata()?.len() as usize;
     let budget = job.budget as usize;
     let (region, kernel) = match job.variant {

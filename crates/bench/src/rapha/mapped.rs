@@ -31,8 +31,8 @@ impl Mapped {
             Mapping::Kernel { cgroup } => {
                 cgroup::enter(cgroup, cgroup::Entry::AsIs)?;
                 cgroup::limit_above_charged(cgroup, budget)?;
+                crate::cold::make_cold(&[file], false)?;
                 let f = std::fs::File::open(file)?;
-                sys::fadvise_dontneed(&f)?;
                 let len = f.metadata()?.len() as usize;
                 let map = sys::Mapping::shared(f.as_raw_fd(), len, false)?;
                 map.advise_random()?;

@@ -9,7 +9,6 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use pagepilot_pager::sys;
 use serde::de::DeserializeOwned;
 
 use super::job::{now_ns, Config, DecoderJob, DecoderOut, Job, LauncherJob, LauncherOut, Mapping};
@@ -77,7 +76,7 @@ pub struct ConfigRun {
 
 /// Runs `config` once.
 pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::error::Error>> {
-    cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)?;
+    crate::cold::make_cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)?;
     let mut decoder = setup.decoder.clone();
     let mut launcher = setup.launcher.clone();
     // The kernel's cgroups live until both children are gone.
@@ -201,16 +200,4 @@ fn spawn(
 /// Waits for `child` and parses the last line it printed.
 fn finish<T: DeserializeOwned>(child: Running, role: &'static str) -> Result<T, ChildError> {
     child.finish(None)?.reported(role)
-}
-
-/// Makes both files' reads go to the disk: the whole page cache dropped
-/// (root), else the files' pages.
-fn cold(files: &[&Path], root: bool) -> std::io::Result<()> {
-    for f in files {
-        sys::fadvise_dontneed(&std::fs::File::open(f)?)?;
-    }
-    if root {
-        sys::drop_page_cache()?;
-    }
-    Ok(())
 }

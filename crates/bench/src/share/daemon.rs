@@ -14,7 +14,7 @@ use std::process::ChildStdin;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pagepilot_pager::{sys, Backing, Client, Region, RegionOptions};
+use pagepilot_pager::{Backing, Client, Region, RegionOptions};
 use serde::{Deserialize, Serialize};
 
 use super::{window_frames, JoinRun, POLICIES};
@@ -252,7 +252,7 @@ fn wait_bounded(
 /// its run as JSON.
 pub fn child_main(job: ChildJob) -> BenchResult {
     // Cold, as the other sides start.
-    sys::fadvise_dontneed(&std::fs::File::open(&job.file)?)?;
+    crate::cold::make_cold(&[&job.file], false)?;
     let backing = Backing::File {
         path: job.file.clone(),
         writable: false,

@@ -227,7 +227,7 @@ fn live_round(
     let mut regions = Vec::new();
     for (file, policy) in files.iter().zip(POLICIES) {
         // Cold, as the kernel's side starts.
-        sys::fadvise_dontneed(&std::fs::File::open(file.path())?)?;
+        crate::cold::make_cold(&[file.path()], false)?;
         let backing = Backing::File {
             path: file.path().to_path_buf(),
             writable: false,
@@ -349,7 +349,7 @@ fn kernel_round(
     loops: usize,
 ) -> Result<([JoinRun; 2], u64), Box<dyn std::error::Error>> {
     let cg = MemCgroup::create(budget)?;
-    sys::drop_page_cache()?;
+    crate::cold::make_cold(&files.each_ref().map(|f| f.path()), true)?;
     let job = ChildJob {
         files: files.each_ref().map(|f| f.path().to_path_buf()),
         cgroup: cg.dir().to_path_buf(),
@@ -381,8 +381,8 @@ pub(crate) fn child_main(job: ChildJob) -> BenchResult {
     cgroup::enter(&job.cgroup, cgroup::Entry::AsIs)?;
     let mut maps = Vec::new();
     for path in &job.files {
+        crate::cold::make_cold(&[path], false)?;
         let file = std::fs::File::open(path)?;
-        sys::fadvise_dontneed(&file)?;
         let len = file.metadata()?.len() as usize;
         let map = sys::Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)?;
         maps.push((map, Plan::new(Workload::Join { loops: job.loops }, len)));
