@@ -111,7 +111,16 @@ pub enum ChildError {
         /// The parse error.
         source: serde_json::Error,
     },
-    /// It exited with a failure other than SIGKILL (its stderr was passed through).
+    /// It ran past its time limit and was killed, where the caller counts that a failure.
+    #[error("{role} child killed after {after:?} (its time limit)")]
+    TimedOut {
+        /// What the child was for.
+        role: &'static str,
+        /// Its limit.
+        after: Duration,
+    },
+    /// It exited with a failure (its stderr was passed through); SIGKILL too where the
+    /// caller counts that a failure.
     #[error("{role} child failed ({status})")]
     Failed {
         /// What the child was for.
@@ -282,13 +291,7 @@ impl<T> Exit<T> {
         match self {
             Exit::Reported(t) => Ok(t),
             Exit::Killed(status) => Err(ChildError::Failed { role, status }),
-            Exit::TimedOut(after) => Err(ChildError::Io {
-                role,
-                source: std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("ran past {after:?} and was killed"),
-                ),
-            }),
+            Exit::TimedOut(after) => Err(ChildError::TimedOut { role, after }),
         }
     }
 }
