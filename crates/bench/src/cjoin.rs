@@ -15,7 +15,6 @@ use serde::Deserialize;
 use super::datafile::DataFile;
 use super::measure::Measured;
 use super::workload::{self, Workload};
-use pagepilot_pager::sys;
 
 /// The C program's file name beside the `pagepilot` executable.
 pub const PROGRAM_NAME: &str = "pp-join-c";
@@ -124,9 +123,7 @@ pub fn run(
         program: program.to_path_buf(),
         source,
     };
-    let data = std::fs::File::open(file.path()).map_err(io)?;
-    sys::fadvise_dontneed(&data).map_err(io)?;
-    drop(data);
+    crate::cold::make_cold(&[file.path()], false).map_err(io)?;
     let out = Command::new(program)
         .arg(file.path())
         .arg(budget.to_string())

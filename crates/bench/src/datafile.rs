@@ -64,7 +64,7 @@ impl DataFile {
             file.write_all(&chunk).map_err(io_err(&df.path))?;
         }
         file.sync_all().map_err(io_err(&df.path))?;
-        sys::fadvise_dontneed(&file).map_err(io_err(&df.path))?;
+        crate::cold::make_cold(&[&df.path], false).map_err(io_err(&df.path))?;
         Ok(df)
     }
 

@@ -24,6 +24,7 @@ use super::cgroup::{self, MemCgroup};
 use super::measure::{check_range, median, ratio, Format};
 use super::probe::{self, run_delay_ns, Fill, Split};
 use super::sigprobe;
+use crate::emit::emit;
 use crate::BenchResult;
 use pagepilot_pager::{sys, Backing, FaultService, Region, RegionOptions};
 
@@ -331,7 +332,7 @@ impl StreamSeries {
                 self.wall
                     .iter()
                     .zip(&self.kernel_wall)
-                    .map(|(&x, &y)| ratio(x as f64, y as f64))
+                    .map(|(&x, &y)| ratio(x as f64, y as f64).unwrap_or(0.0))
                     .collect(),
             ),
             fault_events_per_page: median(self.events.clone()),
@@ -365,7 +366,7 @@ impl Series {
             median(
                 a.iter()
                     .zip(b)
-                    .map(|(&x, &y)| ratio(x as f64, y as f64))
+                    .map(|(&x, &y)| ratio(x as f64, y as f64).unwrap_or(0.0))
                     .collect(),
             )
         };
@@ -608,7 +609,7 @@ fn rounds_in_fresh_cgroup(
 ) -> Result<Rounds, Box<dyn std::error::Error>> {
     let home = own_memory_cgroup().ok_or("--cgroup: this process's memory cgroup is unknown")?;
     let cg = MemCgroup::create(1 << 30)?;
-    cgroup::join(cg.dir())?;
+    cgroup::enter(cg.dir(), cgroup::Entry::AsIs)?;
     let result = rounds(pages, zero_around, n, "fresh");
     // Back home before the cgroup is removed (its drop empties it).
     cgroup::join(&home)?;
@@ -620,10 +621,9 @@ fn rounds_in_fresh_cgroup(
 pub fn run(args: Args) -> BenchResult {
     let report = measure(&args)?;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

@@ -33,6 +33,7 @@ mod probe;
 use probe::{serve, Handler, Probe};
 
 use super::measure::{check_range, median, ratio, Format};
+use crate::emit::emit;
 use crate::BenchResult;
 
 /// Arguments of `pagepilot bench fork-ways`.
@@ -296,7 +297,7 @@ pub fn run(args: Args) -> BenchResult {
                 per_run[v]
                     .iter()
                     .zip(&per_run[0])
-                    .map(|(&m, &d)| ratio(m as f64, d as f64))
+                    .map(|(&m, &d)| ratio(m as f64, d as f64).unwrap_or(0.0))
                     .collect(),
             ),
             fork_ns: forks[v].iter().map(|t| t.0).collect(),
@@ -309,7 +310,7 @@ pub fn run(args: Args) -> BenchResult {
         child_vs_parent: median(
             faults
                 .iter()
-                .map(|f| ratio(f[child] as f64, f[parent] as f64))
+                .map(|f| ratio(f[child] as f64, f[parent] as f64).unwrap_or(0.0))
                 .collect(),
         ),
     };
@@ -322,10 +323,9 @@ pub fn run(args: Args) -> BenchResult {
         faults: vec![fault("missing", 0, 2), fault("minor", 1, 3)],
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

@@ -14,11 +14,12 @@ use serde::Serialize;
 
 use super::datafile::DataFile;
 use super::measure::{
-    check_range, median_of, ratio, FileBenchArgs, Format, Measured, OutOfRange, PairedSpeedup,
+    check_range, median_of, ratio, FileBenchArgs, Measured, OutOfRange, PairedSpeedup,
 };
 use super::window::{mru_window_faults, Window};
 use super::workload::Workload;
 use super::{cjoin, kernel, live};
+use crate::emit::emit;
 use crate::BenchResult;
 use pagepilot_pager::sys::PAGE;
 
@@ -295,17 +296,11 @@ fn parse_sizes(text: &str) -> Result<Vec<usize>, JoinArgError> {
 
 /// Runs `pagepilot bench join`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = args.common.internal_kernel_child {
-        return Ok(kernel::child_main(&job)?);
-    }
     let format = args.common.format;
     let setup = setup_of(args)?;
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, format, &report, |out| print_text(&report, out))?;
     Ok(())
 }
 
@@ -363,7 +358,7 @@ pub fn measure(
             for (row, runs) in rows.iter().zip(runs.iter_mut()) {
                 let measured = match row.kind {
                     RowKind::Kernel => {
-                        kernel::run("join", &file, budget, workload, kernel::Advice::Normal)?
+                        kernel::run(&file, budget, workload, kernel::Advice::Normal)?
                     }
                     RowKind::CApi => {
                         let program = s.c_program.as_deref().ok_or("no C program")?;
@@ -406,13 +401,14 @@ pub fn measure(
                     minor_faults: med.minor_faults,
                     bytes_read: med.bytes_read,
                     analytic_faults: analytic,
-                    faults_vs_analytic: analytic.map(|a| ratio(med.faults as f64, a as f64)),
+                    faults_vs_analytic: analytic
+                        .map(|a| ratio(med.faults as f64, a as f64).unwrap_or(0.0)),
                     window_formula_faults: window
                         .filter(|_| mru)
                         .map(|w| mru_window_faults(o, m, s.loops as u64, w)),
                     speedup_vs_kernel: kernel_ns
                         .filter(|_| pagepilot)
-                        .map(|k| ratio(k, med.elapsed_ns as f64)),
+                        .map(|k| ratio(k, med.elapsed_ns as f64).unwrap_or(0.0)),
                     speedup_per_round: kernel_runs
                         .as_deref()
                         .filter(|_| pagepilot)

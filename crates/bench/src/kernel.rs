@@ -4,21 +4,19 @@
 //! with the file left in the page cache).
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::cgroup::{self, CgroupError, MemCgroup};
+use super::cgroup::{self, CgroupError, Entry, MemCgroup};
+use super::child::{self, ChildError, Exit, Role};
+use super::cold::make_cold;
 use super::datafile::DataFile;
 use super::measure::{self, Measured};
 use super::workload::{self, Cache, Plan, Workload};
 use pagepilot_pager::sys::{self, Mapping};
-
-/// Hidden flag of `pagepilot bench join|scan` that runs the child side.
-pub const CHILD_FLAG: &str = "--internal-kernel-child";
 
 /// Failure of a kernel-baseline run.
 #[derive(Debug, thiserror::Error)]
@@ -29,23 +27,15 @@ pub enum KernelError {
     /// Dropping the page cache failed (needs root).
     #[error("dropping the page cache: {0}")]
     DropCaches(io::Error),
-    /// The child could not be started.
-    #[error("starting the kernel-baseline child {exe}: {source}")]
-    Spawn {
-        /// The executable.
-        exe: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
-    /// The child failed (its stderr was passed through).
+    /// The child could not be run, failed, or printed no result.
+    #[error(transparent)]
+    Child(#[from] ChildError),
+    /// The child was killed by SIGKILL.
     #[error("kernel-baseline child failed ({status}); killed by the cgroup's OOM killer?")]
-    Child {
+    Killed {
         /// Its exit status.
         status: std::process::ExitStatus,
     },
-    /// The child's report was not understood.
-    #[error("kernel-baseline child printed no result: {0}")]
-    Report(serde_json::Error),
     /// The child's workload read wrong data.
     #[error("kernel baseline checksum {got} != expected {want}")]
     Checksum {
@@ -67,8 +57,7 @@ impl KernelError {
     /// not keep the workload within the limit. That is an outcome of the baseline, not a
     /// failure of the benchmark.
     pub fn is_oom_kill(&self) -> bool {
-        use std::os::unix::process::ExitStatusExt;
-        matches!(self, KernelError::Child { status } if status.signal() == Some(libc::SIGKILL))
+        matches!(self, KernelError::Killed { .. })
     }
 }
 
@@ -101,7 +90,7 @@ pub fn baseline_available() -> Result<(), BaselineUnavailable> {
 
 /// What the parent tells the child.
 #[derive(Serialize, Deserialize)]
-struct ChildJob {
+pub struct ChildJob {
     file: PathBuf,
     cgroup: PathBuf,
     budget: u64,
@@ -136,10 +125,8 @@ pub struct Start {
 }
 
 /// Runs `workload` over `file` in a fresh memory cgroup limited to `limit_bytes`, the page
-/// cache dropped first. `subcommand` is the bench subcommand whose hidden flag runs
-/// [`child_main`].
+/// cache dropped first; the workload runs in a child ([`child_main`]).
 pub fn run(
-    subcommand: &str,
     file: &DataFile,
     limit_bytes: usize,
     workload: Workload,
@@ -149,13 +136,12 @@ pub fn run(
         advice,
         ..Start::default()
     };
-    run_with(subcommand, file, limit_bytes, workload, start)
+    run_with(file, limit_bytes, workload, start)
 }
 
 /// [`run`], starting as `start` says. A writing workload maps the file writable and its time
 /// includes `msync(MS_SYNC)` and `munmap`.
 pub fn run_with(
-    subcommand: &str,
     file: &DataFile,
     limit_bytes: usize,
     workload: Workload,
@@ -168,7 +154,7 @@ pub fn run_with(
     } = start;
     let cg = MemCgroup::create(limit_bytes)?;
     if cache == Cache::Cold {
-        sys::drop_page_cache().map_err(KernelError::DropCaches)?;
+        make_cold(&[file.path()], true).map_err(KernelError::DropCaches)?;
     }
     let job = ChildJob {
         file: file.path().to_path_buf(),
@@ -178,31 +164,11 @@ pub fn run_with(
         advice,
         cache,
     };
-    let job = serde_json::to_string(&job).map_err(KernelError::Report)?;
-    // The running binary, even when a rebuild has replaced (unlinked) its file meanwhile.
-    let exe = PathBuf::from("/proc/self/exe");
-    let spawn_err = |source| KernelError::Spawn {
-        exe: exe.clone(),
-        source,
+    let m: Measured = match child::run("kernel-baseline", &Role::Kernel(job), timeout)? {
+        Exit::Reported(m) => m,
+        Exit::Killed(status) => return Err(KernelError::Killed { status }),
+        Exit::TimedOut(after) => return Err(KernelError::TimedOut(after)),
     };
-    let mut child = Command::new(&exe)
-        .args(["bench", subcommand, CHILD_FLAG, &job])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(spawn_err)?;
-    let Some(status) = wait_for(&mut child, timeout).map_err(spawn_err)? else {
-        return Err(KernelError::TimedOut(timeout.unwrap_or_default()));
-    };
-    if !status.success() {
-        return Err(KernelError::Child { status });
-    }
-    let mut stdout = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_end(&mut stdout).map_err(spawn_err)?;
-    }
-    let m: Measured = serde_json::from_slice(&stdout).map_err(KernelError::Report)?;
     let want = workload::expected(workload, file.len());
     if m.checksum != want {
         return Err(KernelError::Checksum {
@@ -214,42 +180,11 @@ pub fn run_with(
     Ok(m)
 }
 
-/// Waits for `child` to exit, at most `timeout` (then kills and reaps it: `None`). Its one
-/// line of output fits in the pipe, so it can wait before reading it.
-pub(crate) fn wait_for(
-    child: &mut Child,
-    timeout: Option<Duration>,
-) -> io::Result<Option<ExitStatus>> {
-    let Some(timeout) = timeout else {
-        return child.wait().map(Some);
-    };
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
-        }
-        if Instant::now() >= deadline {
-            child.kill()?;
-            child.wait()?;
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// The child side: joins the cgroup, maps the file (writable if the workload writes), runs the
 /// workload and prints its [`Measured`] as JSON on stdout.
-pub fn child_main(job: &str) -> Result<(), KernelError> {
+pub fn child_main(job: ChildJob) -> Result<(), KernelError> {
     let side = |e: &dyn std::fmt::Display| KernelError::ChildSide(e.to_string());
-    let job: ChildJob = serde_json::from_str(job).map_err(KernelError::Report)?;
-    // Page in and lock the child's own code and data while it is still charged to the parent's
-    // cgroup: code run for the first time inside the workload would otherwise be read from the
-    // disk (after the page cache was dropped, up to `read_ahead_kb` per fault), counted in
-    // `read_bytes` as if the workload had read it. Best effort: without the privilege the
-    // counts are only less exact.
-    // SAFETY: mlockall changes no memory contents, only keeps the current pages resident.
-    let _ = unsafe { libc::mlockall(libc::MCL_CURRENT) };
-    cgroup::join(&job.cgroup)?;
+    cgroup::enter(&job.cgroup, Entry::CodeLocked)?;
     let writes = job.workload.writes();
     let file = File::options()
         .read(true)
@@ -257,7 +192,7 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
         .open(&job.file)
         .map_err(|e| side(&e))?;
     if job.cache == Cache::Cold {
-        sys::fadvise_dontneed(&file).map_err(|e| side(&e))?;
+        make_cold(&[&job.file], false).map_err(|e| side(&e))?;
     }
     let len = file.metadata().map_err(|e| side(&e))?.len() as usize;
     let map = Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, writes)
@@ -273,8 +208,7 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
             s.spawn(|| std::hint::black_box([0u8; 64 << 10]));
         }
     });
-    let baseline = cgroup::usage(&job.cgroup)?;
-    cgroup::set_limit(&job.cgroup, job.budget + baseline)?;
+    let baseline = cgroup::limit_above_charged(&job.cgroup, job.budget)?;
     let (maj0, min0) = sys::faults_self();
     let read0 = measure::read_bytes_self().map_err(|e| side(&e))?;
     let t0 = Instant::now();
@@ -297,9 +231,5 @@ pub fn child_main(job: &str) -> Result<(), KernelError> {
         checksum,
         cgroup_baseline_bytes: baseline,
     };
-    println!(
-        "{}",
-        serde_json::to_string(&m).map_err(KernelError::Report)?
-    );
-    Ok(())
+    Ok(child::report(&m)?)
 }

@@ -9,9 +9,12 @@ pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
 
 mod appel_li;
 mod cgroup;
+mod child;
 mod cjoin;
+mod cold;
 mod daemon;
 mod datafile;
+mod emit;
 mod far;
 mod faults;
 mod fork;
@@ -70,6 +73,9 @@ pub enum Command {
     /// Page-ins of a region on far memory (a Redis Cluster, pagepilot-far): batched windows
     /// against one GET per page and a local file, 1/2/4 threads, against a PING's round trip.
     Far(far::Args),
+    /// Runs a child of a benchmark: the bench re-executing itself ([`child`]).
+    #[command(name = "internal-child", hide = true)]
+    InternalChild(child::Args),
 }
 
 /// Runs a benchmark.
@@ -88,5 +94,6 @@ pub fn run(command: Command) -> BenchResult {
         Command::Rapha(a) => rapha::run(a),
         Command::AppelLi(a) => appel_li::run(a),
         Command::Far(a) => far::run(a),
+        Command::InternalChild(a) => child::main(a),
     }
 }

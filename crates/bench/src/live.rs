@@ -130,8 +130,7 @@ pub fn run_with(
     if cache == Cache::Cold {
         // Cold, as the kernel's runs start (they drop the page cache): a page
         // the cache still held would be read from it, not from the disk.
-        let data = std::fs::File::open(file.path()).map_err(LiveError::Io)?;
-        sys::fadvise_dontneed(&data).map_err(LiveError::Io)?;
+        crate::cold::make_cold(&[file.path()], false).map_err(LiveError::Io)?;
     }
     let region = Region::map(opts).map_err(|source| LiveError::Map {
         path: file.path().display().to_string(),

@@ -6,15 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Output format of the benchmarks.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A table for people (also `table`).
-    #[value(alias = "table")]
-    Text,
-    /// One JSON document.
-    Json,
-}
+pub use crate::emit::Format;
 
 /// One run of a workload.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
@@ -86,13 +78,11 @@ pub fn median_of(runs: &[Measured]) -> Measured {
     }
 }
 
-/// `a / b`, or 0 when `b` is 0.
-pub fn ratio(a: f64, b: f64) -> f64 {
-    if b == 0.0 {
-        0.0
-    } else {
-        a / b
-    }
+/// `a / b`; `None` when `b` is 0 (nothing to compare with). The bench's one ratio: a report
+/// shows the `None` as it always has, `null` or `-` where it says "no ratio", 0 where its
+/// field is a number (`.unwrap_or(0.0)`).
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0).then(|| a / b)
 }
 
 /// Per-round speedups over the kernel and their median and range.
@@ -114,7 +104,7 @@ impl PairedSpeedup {
         let rounds: Vec<f64> = kernel
             .iter()
             .zip(policy)
-            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64))
+            .map(|(k, p)| ratio(k.elapsed_ns as f64, p.elapsed_ns as f64).unwrap_or(0.0))
             .collect();
         let mut sorted = rounds.clone();
         sorted.sort_by(f64::total_cmp);
@@ -163,9 +153,6 @@ pub struct FileBenchArgs {
     /// Directory for the data file (must be on a disk, not tmpfs).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Set by the benchmark itself when it re-executes as its kernel-baseline child.
-    #[arg(long = "internal-kernel-child", hide = true)]
-    pub internal_kernel_child: Option<String>,
 }
 
 /// A count argument outside its bounds.

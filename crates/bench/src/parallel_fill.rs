@@ -16,28 +16,24 @@
 //! Variants alternate within each run; reported are medians and, per run,
 //! each variant's wall time (fill and check) over the kernel's.
 
-use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use pagepilot_pager::sys;
 use serde::{Deserialize, Serialize};
 
 use super::cgroup::MemCgroup;
+use super::child::{self as harness, ChildError, Exit, Role};
 use super::datafile::{self, DataFile};
 use super::measure::{check_range, median, ratio, Format};
+use crate::emit::emit;
 use crate::BenchResult;
 
 mod child;
 
-use child::{child_main, Job};
+pub(crate) use child::{child_main, Job};
 
 const MB: usize = 1 << 20;
-
-/// Hidden flag of `pagepilot bench parallel-fill` that runs one variant.
-pub const CHILD_FLAG: &str = "--internal-parallel-fill-child";
 
 /// Arguments of `pagepilot bench parallel-fill`.
 #[derive(clap::Args)]
@@ -76,9 +72,6 @@ pub struct Args {
     /// Directory for the data file (must be on a disk, not tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Set by the benchmark itself when it re-executes as a variant's child.
-    #[arg(long = "internal-parallel-fill-child", hide = true)]
-    internal_child: Option<String>,
 }
 
 /// Who maps the array.
@@ -208,46 +201,34 @@ fn run_child(
     timeout: Duration,
 ) -> Result<Option<FillRun>, Box<dyn std::error::Error>> {
     let cg = MemCgroup::create(job.budget as usize)?;
-    sys::drop_page_cache()?;
+    crate::cold::make_cold(&[&job.file], true)?;
     job.cgroup = cg.dir().to_path_buf();
-    let mut child = Command::new("/proc/self/exe")
-        .args([
-            "bench",
-            "parallel-fill",
-            CHILD_FLAG,
-            &serde_json::to_string(&job)?,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let Some(status) = super::kernel::wait_for(&mut child, Some(timeout))? else {
-        return Err(FillError::TimedOut(job.variant, timeout).into());
+    let variant = job.variant;
+    let run = match harness::run(
+        "bench parallel-fill",
+        &Role::ParallelFill(job),
+        Some(timeout),
+    ) {
+        Ok(Exit::Reported(run)) => run,
+        Ok(Exit::TimedOut(_)) => return Err(FillError::TimedOut(variant, timeout).into()),
+        Ok(Exit::Killed(_)) => {
+            eprintln!(
+                "pagepilot: bench parallel-fill: the {variant:?} child was killed (its cgroup's \
+                 OOM killer): counted in oom_kills"
+            );
+            return Ok(None);
+        }
+        Err(ChildError::Failed { status, .. }) => {
+            return Err(FillError::Child(variant, status).into())
+        }
+        Err(e) => return Err(e.into()),
     };
-    if status.signal() == Some(libc::SIGKILL) {
-        eprintln!(
-            "pagepilot: bench parallel-fill: the {:?} child was killed (its cgroup's OOM killer): \
-             counted in oom_kills",
-            job.variant
-        );
-        return Ok(None);
-    }
-    if !status.success() {
-        return Err(FillError::Child(job.variant, status).into());
-    }
-    let mut out = Vec::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout.read_to_end(&mut out)?;
-    }
     drop(cg);
-    Ok(Some(serde_json::from_slice(&out)?))
+    Ok(Some(run))
 }
 
 /// Runs `pagepilot bench parallel-fill`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = &args.internal_child {
-        return child_main(job);
-    }
     check_range("--file-mb", args.file_mb, 1 << 16)?;
     check_range("--budget-mb", args.budget_mb, 1 << 14)?;
     check_range("--workers", args.workers, 64)?;
@@ -286,10 +267,9 @@ pub fn run(args: Args) -> BenchResult {
     }
     let report = report(&args, runs);
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 
@@ -302,7 +282,9 @@ fn report(args: &Args, runs: Vec<Vec<Option<FillRun>>>) -> FillReport {
         let per_run: Vec<f64> = mine
             .iter()
             .zip(theirs)
-            .filter_map(|(m, k)| Some(ratio(f(m.as_ref()?) as f64, f(k.as_ref()?) as f64)))
+            .filter_map(|(m, k)| {
+                Some(ratio(f(m.as_ref()?) as f64, f(k.as_ref()?) as f64).unwrap_or(0.0))
+            })
             .collect();
         (!per_run.is_empty()).then(|| median(per_run))
     };

@@ -26,6 +26,9 @@ use pagepilot_sim::{simulate, Counters, Trace};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
 
+use std::io::{self, Write};
+
+use crate::emit::{emit, Format};
 use crate::measure::median;
 use crate::BenchResult;
 
@@ -34,9 +37,9 @@ const FIFO2: &str = include_str!("../../../policies/fifo2.hp");
 /// Arguments of `pagepilot bench policy`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output format: table or json.
-    #[arg(long, default_value = "table")]
-    format: String,
+    /// Output format: table (text) or json.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
     /// Distinct pages of the synthetic trace.
     #[arg(long, default_value_t = 8192)]
     pages: u64,
@@ -259,9 +262,6 @@ pub fn run(args: Args) -> BenchResult {
 
 /// Measures what `pagepilot bench policy` reports; `None` when `--only` printed its one line.
 pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error::Error>> {
-    if !matches!(args.format.as_str(), "table" | "json") {
-        return Err(format!("--format {}: expected `table` or `json`", args.format).into());
-    }
     let (name, program) = match &args.program {
         Some(path) => (path.display().to_string(), program::load(path)?),
         None => (
@@ -424,34 +424,45 @@ pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error:
 
 /// Prints `report` as `--format` asks.
 fn print(args: &Args, report: &Report) -> BenchResult {
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, args.format, report, |out| {
+        print_text(args, report, out)
+    })?;
+    Ok(())
+}
+
+/// The text form of `report`.
+fn print_text(args: &Args, report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let (name, events, runs) = (&report.program, report.events, report.runs);
-    if args.format == "json" {
-        println!("{}", serde_json::to_string_pretty(report)?);
-    } else {
-        println!(
+    writeln!(
+ out,
             "PageFault event cost, {name} interpreted vs native `{}` ({events} events/run, median of {runs} runs)",
             args.native
-        );
-        println!(
-            "  native {:<12} {:8.1} ns/event",
-            args.native, report.native_ns_per_event
-        );
-        println!(
-            "  interpreted         {:8.1} ns/event  ratio {:.2}x  (adds {:.0}%)",
-            report.interpreted_ns_per_event, report.ratio, report.added_percent
-        );
-        println!(
-            "  optimiser off       {:8.1} ns/event  ratio {:.2}x",
-            report.unoptimised_ns_per_event, report.unoptimised_ratio
-        );
-        println!(
+        )?;
+    writeln!(
+        out,
+        "  native {:<12} {:8.1} ns/event",
+        args.native, report.native_ns_per_event
+    )?;
+    writeln!(
+        out,
+        "  interpreted         {:8.1} ns/event  ratio {:.2}x  (adds {:.0}%)",
+        report.interpreted_ns_per_event, report.ratio, report.added_percent
+    )?;
+    writeln!(
+        out,
+        "  optimiser off       {:8.1} ns/event  ratio {:.2}x",
+        report.unoptimised_ns_per_event, report.unoptimised_ratio
+    )?;
+    writeln!(
+ out,
             "  engine share        {:8.1} ns/event (subtracted; {:.2} bit clears, {:.2} minor faults per event)",
             report.engine_ns_per_event, report.clears_per_event, report.minor_faults_per_event
-        );
-        println!(
-            "    of which minor faults {:6.1} ns/event",
-            report.minor_fault_ns_per_event
-        );
-    }
+        )?;
+    writeln!(
+        out,
+        "    of which minor faults {:6.1} ns/event",
+        report.minor_fault_ns_per_event
+    )?;
     Ok(())
 }

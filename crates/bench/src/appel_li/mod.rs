@@ -187,13 +187,7 @@ fn one_run(run: usize, reps: usize, handler: Option<usize>, acc: &mut Runs) -> R
 pub fn run(args: Args) -> BenchResult {
     let r = measure_all(&args)?;
     let mut out = io::stdout().lock();
-    match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &r)?;
-            io::Write::write_all(&mut out, b"\n")?;
-        }
-        Format::Text => r.write_text(&mut out)?,
-    }
+    crate::emit::emit(&mut out, args.format, &r, |out| r.write_text(out))?;
     Ok(())
 }
 

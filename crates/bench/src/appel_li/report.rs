@@ -60,8 +60,8 @@ impl Report {
                     linux_us: l,
                     uffd_thread_us: t,
                     uffd_sigbus_us: s,
-                    ratio_thread: ratio(t, l),
-                    ratio_sigbus: ratio(s, l),
+                    ratio_thread: ratio(t, l).unwrap_or(0.0),
+                    ratio_sigbus: ratio(s, l).unwrap_or(0.0),
                     paper_us: paper(p.name()),
                     runs_us: per_side,
                 }

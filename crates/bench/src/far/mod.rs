@@ -165,10 +165,10 @@ pub fn run(args: Args) -> BenchResult {
     })();
     batched.delete(&id)?;
     let report = result?;
-    match args.format {
-        Format::Text => print!("{}", report.text()),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-    }
+    let mut out = std::io::stdout().lock();
+    crate::emit::emit(&mut out, args.format, &report, |out| {
+        std::io::Write::write_all(out, report.text().as_bytes())
+    })?;
     Ok(())
 }
 

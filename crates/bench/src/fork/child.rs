@@ -26,7 +26,7 @@ const RESUME_POLL: Duration = Duration::from_micros(200);
 /// Which mapping a child measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(super) enum SideName {
+pub(crate) enum SideName {
     /// A pagepilot region, the public API's defaults.
     Pagepilot,
     /// The kernel's `MAP_SHARED` mapping.
@@ -35,7 +35,7 @@ pub(super) enum SideName {
 
 /// What the parent tells a child.
 #[derive(Serialize, Deserialize)]
-pub(super) struct Job {
+pub(crate) struct Job {
     /// Which mapping.
     pub side: SideName,
     /// The data file.
@@ -175,17 +175,14 @@ fn kernel_run(
 /// on top of what it holds once mapped), maps the file, pages its working
 /// set in, forks once to warm up and, after a random part of the watcher's
 /// period, once measured; prints a [`ChildOut`].
-pub(super) fn child_main(job: &str) -> BenchResult {
-    let job: Job = serde_json::from_str(job)?;
-    // SAFETY: mlockall changes no memory contents, only keeps the current pages resident.
-    let _ = unsafe { libc::mlockall(libc::MCL_CURRENT) };
-    cgroup::join(&job.cgroup)?;
+pub(crate) fn child_main(job: Job) -> BenchResult {
+    cgroup::enter(&job.cgroup, cgroup::Entry::CodeLocked)?;
     let data = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(&job.file)?;
     data.sync_all()?;
-    sys::fadvise_dontneed(&data)?;
+    crate::cold::make_cold(&[&job.file], false)?;
     let len = data.metadata()?.len() as usize;
     let (region, kernel) = match job.side {
         SideName::Pagepilot => {
@@ -198,8 +195,7 @@ pub(super) fn child_main(job: &str) -> BenchResult {
         }
         SideName::Kernel => (None, Some(Mapping::shared(data.as_raw_fd(), len, true)?)),
     };
-    let baseline = cgroup::usage(&job.cgroup)?;
-    cgroup::set_limit(&job.cgroup, job.budget + job.slack + baseline)?;
+    let baseline = cgroup::limit_above_charged(&job.cgroup, job.budget + job.slack)?;
     let run = |tag: u8| -> Result<(ForkRun, u64), Box<dyn std::error::Error>> {
         match (&region, &kernel) {
             (Some(region), _) => {
@@ -236,6 +232,5 @@ pub(super) fn child_main(job: &str) -> BenchResult {
         written_back,
         peak_bytes,
     };
-    println!("{}", serde_json::to_string(&out)?);
-    Ok(())
+    Ok(crate::child::report(&out)?)
 }

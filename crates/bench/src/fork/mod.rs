@@ -20,30 +20,29 @@
 //! the watcher's period (the same for both sides) and forks once measured;
 //! the sides alternate.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use pagepilot_pager::sys::PAGE;
 use serde::{Deserialize, Serialize};
 
 use super::cgroup::MemCgroup;
+use super::child::{self as harness, Exit, Role};
 use super::datafile::{self, DataFile};
 use super::measure::{check_range, median, ratio, Format};
 use crate::BenchResult;
 
 mod child;
 
-use child::{child_main, ChildOut, Job, SideName};
+use crate::emit::emit;
+pub(crate) use child::{child_main, Job};
+use child::{ChildOut, SideName};
 
 const MB: usize = 1 << 20;
 
 /// Longest a side's child may run.
 const CHILD_LIMIT: Duration = Duration::from_secs(120);
-
-/// Hidden flag of `pagepilot bench fork` that runs one side's forks.
-const CHILD_FLAG: &str = "--internal-fork-child";
 
 /// Arguments of `pagepilot bench fork`.
 #[derive(clap::Args)]
@@ -75,9 +74,6 @@ pub struct Args {
     /// Directory for the data file (must be on a disk, not tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Set by the benchmark itself when it re-executes as one side's child.
-    #[arg(long = "internal-fork-child", hide = true)]
-    internal_child: Option<String>,
 }
 
 /// Why a run of `bench fork` stopped.
@@ -182,39 +178,25 @@ pub struct ForkReport {
 fn run_child(mut job: Job) -> Result<ChildOut, Box<dyn std::error::Error>> {
     let cg = MemCgroup::create(job.budget as usize)?;
     job.cgroup = cg.dir().to_path_buf();
-    let mut child = Command::new("/proc/self/exe")
-        .args(["bench", "fork", CHILD_FLAG, &serde_json::to_string(&job)?])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let Some(status) = super::kernel::wait_for(&mut child, Some(CHILD_LIMIT))? else {
-        return Err(format!(
-            "bench fork: the {:?} child ran past {CHILD_LIMIT:?}",
-            job.side
+    let side = job.side;
+    let out = match harness::run("bench fork", &Role::Fork(job), Some(CHILD_LIMIT))? {
+        Exit::Reported(out) => out,
+        Exit::TimedOut(_) => {
+            return Err(format!("bench fork: the {side:?} child ran past {CHILD_LIMIT:?}").into())
+        }
+        Exit::Killed(status) => {
+            return Err(format!(
+            "bench fork: the {side:?} child failed ({status}); killed by its cgroup's OOM killer?"
         )
-        .into());
+            .into())
+        }
     };
-    if !status.success() {
-        return Err(format!(
-            "bench fork: the {:?} child failed ({status}); killed by its cgroup's OOM killer?",
-            job.side
-        )
-        .into());
-    }
-    let mut out = Vec::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout.read_to_end(&mut out)?;
-    }
     drop(cg);
-    Ok(serde_json::from_slice(&out)?)
+    Ok(out)
 }
 
 /// Runs `pagepilot bench fork`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = &args.internal_child {
-        return child_main(job);
-    }
     check_range("--budget-mb", args.budget_mb, 1 << 14)?;
     check_range("--runs", args.runs, 1000)?;
     let working_mb = args.working_mb.unwrap_or(args.budget_mb.div_ceil(2));
@@ -272,14 +254,14 @@ pub fn run(args: Args) -> BenchResult {
         let totals = pp
             .iter()
             .zip(&k)
-            .map(|(p, k)| ratio(p.total_ns() as f64, k.total_ns() as f64))
+            .map(|(p, k)| ratio(p.total_ns() as f64, k.total_ns() as f64).unwrap_or(0.0))
             .collect();
         points.push(ForkPoint {
             dirty_mb,
             pagepilot: p,
             kernel: kn,
-            fork_ratio: ratio(p.fork_ns as f64, kn.fork_ns as f64),
-            after_ratio: ratio(p.after_ns as f64, kn.after_ns as f64),
+            fork_ratio: ratio(p.fork_ns as f64, kn.fork_ns as f64).unwrap_or(0.0),
+            after_ratio: ratio(p.after_ns as f64, kn.after_ns as f64).unwrap_or(0.0),
             total_ratio: median(totals),
             written_back_per_fork: written / args.runs as u64,
             pagepilot_peak_bytes: median(pp_peak),
@@ -297,10 +279,9 @@ pub fn run(args: Args) -> BenchResult {
         points,
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        print_text(&report, out)
+    })?;
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use crate::BenchResult;
 
 /// What the parent tells a variant's child.
 #[derive(Serialize, Deserialize)]
-pub(super) struct Job {
+pub(crate) struct Job {
     /// Who maps the array.
     pub variant: Variant,
     /// The data file.
@@ -74,16 +74,13 @@ fn pass(
 
 /// The child side: joins the cgroup, maps the file as `job.variant` says, runs the workload
 /// and prints its [`FillRun`] as JSON.
-pub(super) fn child_main(job: &str) -> BenchResult {
-    let job: Job = serde_json::from_str(job)?;
-    // SAFETY: mlockall changes no memory contents, only keeps the current pages resident.
-    let _ = unsafe { libc::mlockall(libc::MCL_CURRENT) };
-    cgroup::join(&job.cgroup)?;
+pub(crate) fn child_main(job: Job) -> BenchResult {
+    cgroup::enter(&job.cgroup, cgroup::Entry::CodeLocked)?;
     let file = std::fs::File::options()
         .read(true)
         .write(true)
         .open(&job.file)?;
-    sys::fadvise_dontneed(&file)?;
+    crate::cold::make_cold(&[&job.file], false)?;
     let len = file.metadata()?.len() as usize;
     let budget = job.budget as usize;
     let (region, kernel) = match job.variant {
@@ -105,8 +102,7 @@ pub(super) fn child_main(job: &str) -> BenchResult {
         (_, Some(k)) => k.ptr(),
         _ => unreachable!("one of the two is mapped"),
     };
-    let baseline = cgroup::usage(&job.cgroup)?;
-    cgroup::set_limit(&job.cgroup, job.budget + job.slack + baseline)?;
+    let baseline = cgroup::limit_above_charged(&job.cgroup, job.budget + job.slack)?;
     let words = len / 8;
     let slice = words.div_ceil(job.workers);
     let stats = || region.as_ref().map(Region::stats).unwrap_or_default();
@@ -171,8 +167,7 @@ pub(super) fn child_main(job: &str) -> BenchResult {
         resumed_during_check: after.resumes > at_check.resumes,
         check_page_ins: after.missing_faults - at_check.missing_faults,
     };
-    println!("{}", serde_json::to_string(&run)?);
-    Ok(())
+    Ok(crate::child::report(&run)?)
 }
 
 #[cfg(test)]

@@ -90,8 +90,7 @@ pub fn main(job: &DecoderJob) -> BenchResult {
         // After the unmap: its unregistration counted too.
         messages_sent: mapped::daemon_messages(),
     };
-    println!("{}", serde_json::to_string(&out)?);
-    Ok(())
+    Ok(crate::child::report(&out)?)
 }
 
 /// Gives the calling thread (and the threads it starts later) the

@@ -1,12 +1,10 @@
 //! What the parent tells its two children (the decoder and the launcher),
 //! what they answer, and the clock they share.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-
-use crate::cgroup;
 
 /// The configurations, side by side in every round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,15 +194,6 @@ pub fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// Joins the cgroup of a kernel-side child and sets its limit to `budget`
-/// plus what the process holds already (binary, heap, stacks), so that the
-/// file's pages get the budget.
-pub fn enter_cgroup(dir: &Path, budget: u64) -> Result<(), cgroup::CgroupError> {
-    cgroup::join(dir)?;
-    let baseline = cgroup::usage(dir)?;
-    cgroup::set_limit(dir, budget + baseline)
 }
 
 /// The page number a data-file page holds in bytes 8..16 (see `datafile`).

@@ -98,6 +98,5 @@ pub fn main(job: &LauncherJob) -> BenchResult {
         // After the unmap: its unregistration counted too.
         messages_sent: mapped::daemon_messages(),
     };
-    println!("{}", serde_json::to_string(&out)?);
-    Ok(())
+    Ok(crate::child::report(&out)?)
 }

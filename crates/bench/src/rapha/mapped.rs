@@ -8,6 +8,7 @@ use std::time::Duration;
 use pagepilot_pager::{sys, Backing, Region, RegionOptions};
 
 use super::job::{self, Mapping};
+use crate::cgroup;
 
 /// A mapped data file.
 pub enum Mapped {
@@ -28,9 +29,10 @@ impl Mapped {
     ) -> Result<Mapped, Box<dyn std::error::Error>> {
         match how {
             Mapping::Kernel { cgroup } => {
-                job::enter_cgroup(cgroup, budget)?;
+                cgroup::enter(cgroup, cgroup::Entry::AsIs)?;
+                cgroup::limit_above_charged(cgroup, budget)?;
+                crate::cold::make_cold(&[file], false)?;
                 let f = std::fs::File::open(file)?;
-                sys::fadvise_dontneed(&f)?;
                 let len = f.metadata()?.len() as usize;
                 let map = sys::Mapping::shared(f.as_raw_fd(), len, false)?;
                 map.advise_random()?;

@@ -28,16 +28,18 @@ pub(crate) mod report;
 mod round;
 pub(crate) mod summary;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::datafile::{self, DataFile};
 use super::kernel;
 use super::measure::Format;
+use crate::emit::emit;
+use crate::measure::ratio;
 use crate::BenchResult;
-use job::{Config, DecoderJob, Job, LauncherJob, Mapping, Priority};
-use summary::{ratio, Row};
+pub(crate) use job::Job;
+use job::{Config, DecoderJob, LauncherJob, Mapping, Priority};
+use summary::Row;
 
 const MB: usize = 1 << 20;
 const MS: u64 = 1_000_000;
@@ -107,9 +109,6 @@ pub struct Args {
     /// need root; without it the report says the priority was not set.
     #[arg(long, value_enum, default_value_t = Priority::Normal)]
     decoder_priority: Priority,
-    /// Runs a child (internal).
-    #[arg(long = "internal-rapha-child", hide = true)]
-    internal_rapha_child: Option<String>,
 }
 
 /// Bad arguments.
@@ -236,20 +235,21 @@ impl Args {
     }
 }
 
+/// Runs a child's job: the decoder or the launcher.
+pub(crate) fn child_main(job: Job) -> BenchResult {
+    match job {
+        Job::Decoder(j) => decoder::main(&j),
+        Job::Launcher(j) => launcher::main(&j),
+    }
+}
+
 /// Runs `pagepilot bench rapha`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = &args.internal_rapha_child {
-        return match serde_json::from_str::<Job>(job)? {
-            Job::Decoder(j) => decoder::main(&j),
-            Job::Launcher(j) => launcher::main(&j),
-        };
-    }
     let report = measure(&args)?;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        report::print_text(&report, out)
+    })?;
     Ok(())
 }
 

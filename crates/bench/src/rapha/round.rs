@@ -1,24 +1,20 @@
 //! One configuration of one round: the decoder starts alone, the launcher
 //! is launched beside it after a while, and when the launcher is done the
 //! decoder is stopped (once it has caught up with its releases). Both are
-//! children of the bench: this binary re-executed with a hidden flag. Under
+//! children of the bench: this binary re-executed ([`crate::child`]). Under
 //! [`Config::RaphaDaemon`] the round starts a daemon first, both children
 //! join it, and it is stopped after them (on errors too).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use pagepilot_pager::sys;
 use serde::de::DeserializeOwned;
 
 use super::job::{now_ns, Config, DecoderJob, DecoderOut, Job, LauncherJob, LauncherOut, Mapping};
 use crate::cgroup::MemCgroup;
+use crate::child::{self, ChildError, Options, Role, Running};
 use crate::daemon::{DaemonConfig, RoundDaemon, DAEMON_ENV};
-
-/// Hidden flag of `pagepilot bench rapha` that runs a child.
-pub const CHILD_FLAG: &str = "--internal-rapha-child";
 
 /// A child that failed.
 #[derive(Debug, thiserror::Error)]
@@ -31,22 +27,10 @@ pub enum RoundError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// It exited with a failure (its stderr was passed through).
-    #[error("rapha {role} failed ({status}); killed by its cgroup's OOM killer?")]
-    Failed {
-        /// `decoder` or `launcher`.
-        role: &'static str,
-        /// Its exit status.
-        status: std::process::ExitStatus,
-    },
-    /// Its report was not understood.
-    #[error("rapha {role} printed no report: {source}")]
-    Report {
-        /// `decoder` or `launcher`.
-        role: &'static str,
-        /// The parse error.
-        source: serde_json::Error,
-    },
+    /// It could not be started, failed (its stderr was passed through; killed by its
+    /// cgroup's OOM killer?) or printed no report.
+    #[error(transparent)]
+    Child(#[from] ChildError),
     /// The decoder did not say it was ready.
     #[error("rapha decoder exited before it was ready")]
     NotReady,
@@ -92,7 +76,7 @@ pub struct ConfigRun {
 
 /// Runs `config` once.
 pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::error::Error>> {
-    cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)?;
+    crate::cold::make_cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)?;
     let mut decoder = setup.decoder.clone();
     let mut launcher = setup.launcher.clone();
     // The kernel's cgroups live until both children are gone.
@@ -144,17 +128,11 @@ pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::erro
     };
     let socket = daemon.as_ref().map(|d| d.socket().to_path_buf());
     let socket = socket.as_deref();
-    let mut dec = spawn(&Job::Decoder(decoder), true, "decoder", socket)?;
-    let result = beside(&mut dec, &launcher, setup.alone, socket);
-    if result.is_err() {
-        // Our own child: stop it rather than wait for it forever, and reap
-        // it so that its cgroup can be removed.
-        let _ = dec.kill();
-        let _ = dec.wait();
-    }
-    let (launch_ns, launcher_out) = result?;
-    drop(dec.stdin.take());
-    let decoder_out: DecoderOut = finish(dec, "decoder")?;
+    let mut dec = spawn(Job::Decoder(decoder), true, "rapha decoder", socket)?;
+    // On an error the decoder is killed and reaped as it is dropped (before its cgroup).
+    let (launch_ns, launcher_out) = beside(&mut dec, &launcher, setup.alone, socket)?;
+    drop(dec.take_stdin());
+    let decoder_out: DecoderOut = finish(dec, "rapha decoder")?;
     drop(cgroups);
     if let Some(mut d) = daemon {
         // It must have served the whole round.
@@ -172,12 +150,12 @@ pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::erro
 /// Waits for the decoder to be ready, lets it run alone, then runs the
 /// launcher to its end.
 fn beside(
-    dec: &mut Child,
+    dec: &mut Running,
     launcher: &LauncherJob,
     alone: Duration,
     daemon: Option<&Path>,
 ) -> Result<(u64, LauncherOut), Box<dyn std::error::Error>> {
-    let stdout = dec.stdout.as_mut().ok_or(RoundError::NotReady)?;
+    let stdout = dec.stdout().ok_or(RoundError::NotReady)?;
     // One byte at a time: the rest of the stream is the decoder's report.
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
@@ -196,56 +174,30 @@ fn beside(
     }
     std::thread::sleep(alone);
     let launch_ns = now_ns();
-    let child = spawn(&Job::Launcher(launcher.clone()), false, "launcher", daemon)?;
-    Ok((launch_ns, finish(child, "launcher")?))
+    let child = spawn(
+        Job::Launcher(launcher.clone()),
+        false,
+        "rapha launcher",
+        daemon,
+    )?;
+    Ok((launch_ns, finish(child, "rapha launcher")?))
 }
 
 /// Starts a child, joined to the daemon at `daemon` if given.
 fn spawn(
-    job: &Job,
+    job: Job,
     stdin: bool,
     role: &'static str,
     daemon: Option<&Path>,
-) -> Result<Child, Box<dyn std::error::Error>> {
-    let mut command = Command::new("/proc/self/exe");
-    command.args(["bench", "rapha", CHILD_FLAG, &serde_json::to_string(job)?]);
-    match daemon {
-        Some(socket) => command.env(DAEMON_ENV, socket),
-        None => command.env_remove(DAEMON_ENV),
+) -> Result<Running, ChildError> {
+    let opts = Options {
+        stdin,
+        env: vec![(DAEMON_ENV, daemon.map(Into::into))],
     };
-    let child = command
-        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|source| RoundError::Io { role, source })?;
-    Ok(child)
+    child::spawn(role, &Role::Rapha(job), opts)
 }
 
 /// Waits for `child` and parses the last line it printed.
-fn finish<T: DeserializeOwned>(mut child: Child, role: &'static str) -> Result<T, RoundError> {
-    let io = |source| RoundError::Io { role, source };
-    let mut last = String::new();
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines() {
-            last = line.map_err(io)?;
-        }
-    }
-    let status = child.wait().map_err(io)?;
-    if !status.success() {
-        return Err(RoundError::Failed { role, status });
-    }
-    serde_json::from_str(&last).map_err(|source| RoundError::Report { role, source })
-}
-
-/// Makes both files' reads go to the disk: the whole page cache dropped
-/// (root), else the files' pages.
-fn cold(files: &[&Path], root: bool) -> std::io::Result<()> {
-    for f in files {
-        sys::fadvise_dontneed(&std::fs::File::open(f)?)?;
-    }
-    if root {
-        sys::drop_page_cache()?;
-    }
-    Ok(())
+fn finish<T: DeserializeOwned>(child: Running, role: &'static str) -> Result<T, ChildError> {
+    child.finish(None)?.reported(role)
 }

@@ -211,11 +211,6 @@ fn per_fault(runs: impl Iterator<Item = (Option<u64>, u64)>) -> Option<f64> {
     (!m.is_empty()).then(|| median(m))
 }
 
-/// `a / b`, `None` when `b` is 0.
-pub fn ratio(a: f64, b: f64) -> Option<f64> {
-    (b != 0.0).then(|| a / b)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

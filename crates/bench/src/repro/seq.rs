@@ -14,6 +14,7 @@ use pagepilot_sim::{global, Access, Machine, Trace};
 use super::report::{Claim, Relation};
 use super::seq_traces::Named;
 use super::{command_line, strings, Ctx, ExpError, Outcome};
+use crate::measure::ratio;
 use pagepilot_sim::synthetic::Behaviour;
 
 fn fail(e: impl std::fmt::Display) -> ExpError {
@@ -42,10 +43,6 @@ fn total(rows: &[Row], policy: &str, footprint: usize) -> f64 {
         })
         .map(warm)
         .sum::<u64>() as f64
-}
-
-fn ratio(a: f64, b: f64) -> Option<f64> {
-    (b > 0.0).then_some(a / b)
 }
 
 /// Warm faults per million references, one series per policy.

@@ -1,5 +1,5 @@
-//! One measurement of `bench scale`, in a fresh child process (this binary re-executed with
-//! [`CHILD_FLAG`]): map a region (pagepilot's defaults, or the kernel's `mmap` in a memory
+//! One measurement of `bench scale`, in a fresh child process (this binary re-executed by
+//! [`crate::child`]): map a region (pagepilot's defaults, or the kernel's `mmap` in a memory
 //! cgroup of the budget), touch it, unmap it, and print what it cost as one JSON line.
 
 use std::fs::File;
@@ -14,9 +14,6 @@ use super::{Backing, Order, Side};
 use crate::cgroup;
 use pagepilot_pager::sys::{self, Mapping, PAGE};
 use pagepilot_pager::Region;
-
-/// Hidden flag of `pagepilot bench scale` that runs one measurement as a child.
-pub const CHILD_FLAG: &str = "--internal-scale-child";
 
 /// The policy of the pagepilot rows: the name a user gives with no option beside it.
 pub const POLICY: &str = "lru";
@@ -102,9 +99,9 @@ pub struct Measurement {
 /// Failure inside the child.
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {
-    /// The job was not understood.
-    #[error("bad job: {0}")]
-    Job(#[from] serde_json::Error),
+    /// The report could not be written.
+    #[error(transparent)]
+    Report(#[from] crate::child::ChildError),
     /// A system call or file operation failed.
     #[error("{what}: {source}")]
     Io {
@@ -343,28 +340,23 @@ fn kernel_unmap(map: KernelMap) -> Result<Option<File>, ChildError> {
 }
 
 /// The child side: runs `job` (JSON) and prints its [`Measurement`] as JSON on stdout.
-pub fn main(job: &str) -> Result<(), ChildError> {
-    let job: Job = serde_json::from_str(job)?;
+pub fn main(job: Job) -> Result<(), ChildError> {
     // If anything is killed for memory, let it be this child (the current pager's per-page
     // arrays of a terabyte region can outgrow the machine).
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
     let touches = plan(&job);
     let mut times = vec![0u64; touches.len()];
     let mut read = vec![0u8; touches.len()];
-    if job.side == Side::Kernel {
-        // Page in and lock the child's own code and data while they are charged to the
-        // parent's cgroup, as the other kernel baselines do. Best effort.
-        // SAFETY: mlockall changes no memory contents, only keeps the current pages resident.
-        let _ = unsafe { libc::mlockall(libc::MCL_CURRENT) };
-    }
     let mut charged = 0;
     let mut allowance = 0;
     if let Some(cg) = &job.cgroup {
-        cgroup::join(cg)?;
         if job.side == Side::Kernel {
-            charged = cgroup::usage(cg)?;
+            // As the other kernel baselines: its code locked while charged to the parent.
+            cgroup::enter(cg, cgroup::Entry::CodeLocked)?;
             allowance = page_table_bytes(&touches);
-            cgroup::set_limit(cg, job.budget + charged + allowance)?;
+            charged = cgroup::limit_above_charged(cg, job.budget + allowance)?;
+        } else {
+            cgroup::enter(cg, cgroup::Entry::AsIs)?;
         }
     }
     let (rss0, pte0, anon0) = vm_status()?;
@@ -436,7 +428,7 @@ pub fn main(job: &str) -> Result<(), ChildError> {
     times.sort_unstable();
     m.touch_p50_ns = percentile(&times, 0.5);
     m.touch_p99_ns = percentile(&times, 0.99);
-    println!("{}", serde_json::to_string(&m)?);
+    crate::child::report(&m)?;
     Ok(())
 }
 

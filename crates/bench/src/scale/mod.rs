@@ -8,20 +8,21 @@ mod child;
 mod report;
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use child::CHILD_FLAG;
-use child::{Job, Measurement};
+use crate::child::{self as harness, Exit, Role};
+use child::Measurement;
+pub(crate) use child::{main as child_main, Job};
 use report::{Outcome, Report, Row};
 
 use super::cgroup::{CgroupError, MemCgroup};
 use super::kernel;
 use super::measure::{check_range, Format};
+use crate::emit::emit;
 use crate::BenchResult;
 use pagepilot_pager::sys::{self, PAGE};
 
@@ -71,9 +72,6 @@ pub struct Args {
     /// temporary directory.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Set by the benchmark itself when it re-executes as a measuring child.
-    #[arg(long = "internal-scale-child", hide = true)]
-    internal_child: Option<String>,
 }
 
 /// Backing of a region.
@@ -180,21 +178,14 @@ pub enum ScaleError {
     /// A memory cgroup could not be made.
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
-    /// A child failed otherwise than by the OOM killer (its stderr was passed through).
-    #[error("measuring {row}: the child failed ({status})")]
+    /// A child could not be run, failed otherwise than by the OOM killer (its stderr was
+    /// passed through), or printed no result.
+    #[error("measuring {row}: {source}")]
     Child {
         /// The row.
         row: String,
-        /// Its exit status.
-        status: std::process::ExitStatus,
-    },
-    /// A child's report was not understood.
-    #[error("measuring {row}: no result from the child: {source}")]
-    Report {
-        /// The row.
-        row: String,
-        /// The parse error.
-        source: serde_json::Error,
+        /// Why.
+        source: crate::child::ChildError,
     },
 }
 
@@ -259,41 +250,13 @@ fn measure(key: &Row, setup: &Setup) -> Result<Outcome, ScaleError> {
         madvise_random: args.kernel_madvise_random && key.order == Order::Random,
     };
     let row = key.label();
-    let job = serde_json::to_string(&job).map_err(|source| ScaleError::Report {
-        row: row.clone(),
-        source,
-    })?;
-    // The running binary, even when a rebuild has replaced (unlinked) its file meanwhile.
-    let exe = PathBuf::from("/proc/self/exe");
-    let spawn_err = |source| ScaleError::Io {
-        what: "running",
-        path: exe.clone(),
-        source,
-    };
-    let mut child = Command::new(&exe)
-        .args(["bench", "scale", CHILD_FLAG, &job])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(spawn_err)?;
     let timeout = Duration::from_secs(args.timeout_s as u64);
-    let Some(status) = kernel::wait_for(&mut child, Some(timeout)).map_err(spawn_err)? else {
-        return Ok(Outcome::Timeout);
+    let m: Measurement = match harness::run("bench scale", &Role::Scale(job), Some(timeout)) {
+        Ok(Exit::Reported(m)) => m,
+        Ok(Exit::TimedOut(_)) => return Ok(Outcome::Timeout),
+        Ok(Exit::Killed(_)) => return Ok(Outcome::Oom),
+        Err(source) => return Err(ScaleError::Child { row, source }),
     };
-    if !status.success() {
-        use std::os::unix::process::ExitStatusExt;
-        if status.signal() == Some(libc::SIGKILL) {
-            return Ok(Outcome::Oom);
-        }
-        return Err(ScaleError::Child { row, status });
-    }
-    let mut out = Vec::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout.read_to_end(&mut out).map_err(spawn_err)?;
-    }
-    let m: Measurement =
-        serde_json::from_slice(&out).map_err(|source| ScaleError::Report { row, source })?;
     drop(cgroup);
     drop(file);
     Ok(Outcome::Measured(m))
@@ -335,9 +298,6 @@ fn rows(sizes: &[u64], kernel_ok: bool) -> Vec<Row> {
 
 /// Runs `pagepilot bench scale`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = &args.internal_child {
-        return Ok(child::main(job)?);
-    }
     validate(&args)?;
     let dir = super::datafile::default_dir(args.dir.clone());
     let tmpfs = sys::is_tmpfs(&dir).map_err(|source| ScaleError::Io {
@@ -380,11 +340,8 @@ pub fn run(args: Args) -> BenchResult {
         }
     }
     let report = Report::new(&args, rows, kernel_skipped, t0.elapsed().as_secs_f64());
-    let mut out = io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report.write_text(&mut out)?,
-    }
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, args.format, &report, |out| report.write_text(out))?;
     Ok(())
 }
 

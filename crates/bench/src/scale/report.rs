@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::child::{Measurement, POLICY};
 use super::{size_label, Args, Backing, Order, Side, MIB};
-use crate::measure::median;
+use crate::measure::{median, ratio};
 
 /// Resident memory a region may add beyond its budget (page tables apart), MiB.
 pub const RSS_BEYOND_BUDGET_MIB: f64 = 48.0;
@@ -248,14 +248,6 @@ pub struct Report {
     pub wall_s: f64,
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
-    if b == 0.0 {
-        0.0
-    } else {
-        a / b
-    }
-}
-
 impl Report {
     /// Medians, ratios and verdicts of the rows run.
     pub fn new(args: &Args, rows: Vec<Row>, kernel_skipped: Option<String>, wall_s: f64) -> Report {
@@ -276,10 +268,11 @@ impl Report {
             let ratios = match (med, reference(row)) {
                 (Some(m), Some(base)) if row.size != smallest => Some(Ratios {
                     reference_size: size_label(smallest),
-                    touch_p50: ratio(m.touch_p50_us, base.touch_p50_us),
-                    touch_mean: ratio(m.touch_mean_us, base.touch_mean_us),
-                    unmap: ratio(m.unmap_ms, base.unmap_ms),
-                    resident: ratio(m.resident_pages as f64, base.resident_pages as f64),
+                    touch_p50: ratio(m.touch_p50_us, base.touch_p50_us).unwrap_or(0.0),
+                    touch_mean: ratio(m.touch_mean_us, base.touch_mean_us).unwrap_or(0.0),
+                    unmap: ratio(m.unmap_ms, base.unmap_ms).unwrap_or(0.0),
+                    resident: ratio(m.resident_pages as f64, base.resident_pages as f64)
+                        .unwrap_or(0.0),
                 }),
                 _ => None,
             };

@@ -229,7 +229,7 @@ pub fn run_side(
             cache: case.cache,
             timeout: Some(cx.kernel_timeout),
         };
-        match kernel::run_with("scan", cx.file, budget, plan.workload(), start) {
+        match kernel::run_with(cx.file, budget, plan.workload(), start) {
             Ok(m) => Ok(Ended::Ran(m)),
             Err(e) if e.is_oom_kill() => Ok(Ended::OomKilled),
             Err(KernelError::TimedOut(after)) => Ok(Ended::TimedOut(after)),

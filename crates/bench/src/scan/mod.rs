@@ -9,16 +9,16 @@ mod cases;
 mod fileio;
 pub(crate) mod report;
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use cases::{Case, Context, Knobs, Side};
 use report::{ScanPoint, ScanReport, SideRuns};
 
 use super::datafile::DataFile;
-use super::measure::{check_range, FileBenchArgs, Format, OutOfRange};
+use super::measure::{check_range, FileBenchArgs, OutOfRange};
 use super::workload::{Cache, Pattern, Plan, Workload};
 use super::{kernel, live};
+use crate::emit::emit;
 use crate::BenchResult;
 
 const MB: usize = 1 << 20;
@@ -161,16 +161,12 @@ fn cases(args: &Args) -> Vec<Case> {
 
 /// Runs `pagepilot bench scan`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = args.common.internal_kernel_child {
-        return Ok(kernel::child_main(&job)?);
-    }
     let format = args.common.format;
     let report = measure(args)?;
     let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::write_text(&mut out, &report)?,
-    }
+    emit(&mut out, format, &report, |out| {
+        report::write_text(out, &report)
+    })?;
     Ok(())
 }
 

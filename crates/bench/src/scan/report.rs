@@ -52,7 +52,8 @@ impl SideRuns {
         let Some(mid) = by_time.get(by_time.len() / 2) else {
             return;
         };
-        self.pages_per_s = Some(ratio(touched as f64, mid.measured.elapsed_ns as f64 / 1e9));
+        self.pages_per_s =
+            Some(ratio(touched as f64, mid.measured.elapsed_ns as f64 / 1e9).unwrap_or(0.0));
         self.pages_per_s_at_most = mid.timed_out;
         self.timeouts = self.runs.iter().filter(|r| r.timed_out).count() as u32;
         let finished: Vec<u64> = self
@@ -63,7 +64,7 @@ impl SideRuns {
             .collect();
         if !finished.is_empty() {
             let read = median(finished) as f64 / PAGE as f64;
-            self.disk_pages_per_touched = Some(ratio(read, touched as f64));
+            self.disk_pages_per_touched = Some(ratio(read, touched as f64).unwrap_or(0.0));
         }
     }
 }
@@ -121,7 +122,7 @@ impl ScanPoint {
         let of = |side| sides.iter().find(|s| s.side == side);
         let rate = |side| of(side).and_then(|s| s.pages_per_s);
         let at_most = |side: Option<Side>| side.and_then(of).is_some_and(|s| s.pages_per_s_at_most);
-        let div = |a: Option<f64>, b: Option<f64>| Some(ratio(a?, b?));
+        let div = |a: Option<f64>, b: Option<f64>| Some(ratio(a?, b?).unwrap_or(0.0));
         let (d, t) = (rate(Side::Defaults), rate(Side::Tuned));
         let b = rate(case.baseline());
         let r = case.reference().and_then(rate);

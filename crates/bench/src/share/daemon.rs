@@ -1,5 +1,5 @@
 //! The daemon side of `pagepilot bench share`: the two joins as two
-//! processes (this binary re-executed with a hidden flag), each mapping its
+//! processes (this binary re-executed, [`crate::child`]), each mapping its
 //! table as the in-process side does (its policy, half the frames as its
 //! budget and `minFrame`, the defaults otherwise), joined through
 //! `PAGEPILOT_DAEMON` to a daemon the round starts with the pool's frames,
@@ -10,21 +10,20 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::ChildStdin;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pagepilot_pager::{sys, Backing, Client, Region, RegionOptions};
+use pagepilot_pager::{Backing, Client, Region, RegionOptions};
 use serde::{Deserialize, Serialize};
 
 use super::{window_frames, JoinRun, POLICIES};
+use crate::child::{self, Options, Role, Running};
 use crate::daemon::{DaemonConfig, RoundDaemon, DAEMON_ENV};
 use crate::datafile::DataFile;
 use crate::workload::{Plan, Workload};
 use crate::BenchResult;
 
-/// Hidden flag of `pagepilot bench share` that runs a join under the daemon.
-pub const CHILD_FLAG: &str = "--internal-share-daemon-child";
 /// How long a child may take to map its table and join the daemon.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a join may run.
@@ -37,7 +36,7 @@ const FAULT_UNIT_US: u64 = 20;
 
 /// What a join's process is told.
 #[derive(Serialize, Deserialize)]
-struct ChildJob {
+pub struct ChildJob {
     file: PathBuf,
     policy: String,
     /// Its region's budget (and `minFrame`), bytes.
@@ -111,18 +110,7 @@ pub enum ShareDaemonError {
 
 /// The children of a round, killed and reaped when dropped (errors included).
 #[derive(Default)]
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            if matches!(c.try_wait(), Ok(None)) {
-                let _ = c.kill();
-            }
-            let _ = c.wait();
-        }
-    }
-}
+struct Children(Vec<Running>);
 
 /// A line a child printed, or its end (`None`).
 type Line = (usize, Option<String>);
@@ -145,17 +133,13 @@ pub fn round(
             budget: (budget / 2) as u64,
             loops,
         };
-        let io = |source| ShareDaemonError::Io { join: k, source };
-        let mut child = Command::new("/proc/self/exe")
-            .args(["bench", "share", CHILD_FLAG, &serde_json::to_string(&job)?])
-            .env(DAEMON_ENV, daemon.socket())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(io)?;
-        let out = child.stdout.take();
-        stdins.extend(child.stdin.take());
+        let opts = Options {
+            stdin: true,
+            env: vec![(DAEMON_ENV, Some(daemon.socket().into()))],
+        };
+        let mut child = child::spawn("bench share join", &Role::ShareDaemon(job), opts)?;
+        let out = child.take_stdout();
+        stdins.extend(child.take_stdin());
         kids.0.push(child);
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -251,33 +235,24 @@ fn ended(kids: &mut Children, k: usize) -> ShareDaemonError {
 
 /// Waits at most `limit` for `child` to exit (then kills it).
 fn wait_bounded(
-    child: &mut Child,
+    child: &mut Running,
     limit: Duration,
 ) -> Result<std::process::ExitStatus, ShareDaemonError> {
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(ShareDaemonError::Timeout {
-                    what: "exit of a join",
-                    waited: limit,
-                });
-            }
-        }
+    match child.wait(Some(limit)) {
+        Ok(Some(status)) => Ok(status),
+        _ => Err(ShareDaemonError::Timeout {
+            what: "exit of a join",
+            waited: limit,
+        }),
     }
 }
 
 /// A join's process: maps its table (joining the daemon of
 /// `PAGEPILOT_DAEMON`), says `ready`, runs the join when told, and prints
 /// its run as JSON.
-pub fn child_main(job: &str) -> BenchResult {
-    let job: ChildJob = serde_json::from_str(job)?;
+pub fn child_main(job: ChildJob) -> BenchResult {
     // Cold, as the other sides start.
-    sys::fadvise_dontneed(&std::fs::File::open(&job.file)?)?;
+    crate::cold::make_cold(&[&job.file], false)?;
     let backing = Backing::File {
         path: job.file.clone(),
         writable: false,
@@ -318,6 +293,5 @@ pub fn child_main(job: &str) -> BenchResult {
         fault_events: stats.fault_events,
         budget_frames: stats.budget_frames,
     };
-    println!("{}", serde_json::to_string(&run)?);
-    Ok(())
+    Ok(crate::child::report(&run)?)
 }

@@ -15,9 +15,7 @@
 mod daemon;
 mod report;
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use pagepilot_pager::{sys, Backing, Pool, Region, RegionOptions, RegionStats};
@@ -28,13 +26,16 @@ use pagepilot_sim::Trace;
 use serde::{Deserialize, Serialize};
 
 use self::daemon::DaemonJoinRun;
+pub(crate) use self::daemon::{child_main as daemon_child_main, ChildJob as DaemonJob};
 use self::report::{JoinResult, Report};
 use super::cgroup::{self, MemCgroup};
+use super::child::{self, ChildError, Exit, Role};
 use super::datafile::{self, DataFile};
 use super::join::analytic_faults;
 use super::kernel;
 use super::measure::{check_range, median, read_bytes_thread, Format};
 use super::workload::{Plan, Workload};
+use crate::emit::emit;
 use crate::BenchResult;
 
 const MB: usize = 1 << 20;
@@ -64,12 +65,6 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Runs the kernel side's child (internal).
-    #[arg(long = "internal-share-child", hide = true)]
-    internal_share_child: Option<String>,
-    /// Runs a join of the daemon side (internal).
-    #[arg(long = "internal-share-daemon-child", hide = true)]
-    internal_share_daemon_child: Option<String>,
 }
 
 /// One join of one round.
@@ -90,7 +85,7 @@ pub(crate) struct JoinRun {
 
 /// What the kernel side's child is told.
 #[derive(Serialize, Deserialize)]
-struct ChildJob {
+pub struct ChildJob {
     files: [PathBuf; 2],
     cgroup: PathBuf,
     budget: u64,
@@ -99,12 +94,6 @@ struct ChildJob {
 
 /// Runs `pagepilot bench share`.
 pub fn run(args: Args) -> BenchResult {
-    if let Some(job) = args.internal_share_child {
-        return child_main(&job);
-    }
-    if let Some(job) = args.internal_share_daemon_child {
-        return daemon::child_main(&job);
-    }
     check_range("--outer-mb", args.outer_mb, 1 << 16)?;
     check_range("--budget-mb", args.budget_mb, 1 << 16)?;
     check_range("--loops", args.loops, 1000)?;
@@ -221,10 +210,9 @@ pub fn run(args: Args) -> BenchResult {
         kernel_skipped,
     };
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => report::print_text(&report, &mut out)?,
-    }
+    emit(&mut out, args.format, &report, |out| {
+        report::print_text(&report, out)
+    })?;
     Ok(())
 }
 
@@ -239,7 +227,7 @@ fn live_round(
     let mut regions = Vec::new();
     for (file, policy) in files.iter().zip(POLICIES) {
         // Cold, as the kernel's side starts.
-        sys::fadvise_dontneed(&std::fs::File::open(file.path())?)?;
+        crate::cold::make_cold(&[file.path()], false)?;
         let backing = Backing::File {
             path: file.path().to_path_buf(),
             writable: false,
@@ -361,7 +349,7 @@ fn kernel_round(
     loops: usize,
 ) -> Result<([JoinRun; 2], u64), Box<dyn std::error::Error>> {
     let cg = MemCgroup::create(budget)?;
-    sys::drop_page_cache()?;
+    crate::cold::make_cold(&files.each_ref().map(|f| f.path()), true)?;
     let job = ChildJob {
         files: files.each_ref().map(|f| f.path().to_path_buf()),
         cgroup: cg.dir().to_path_buf(),
@@ -369,25 +357,14 @@ fn kernel_round(
         loops,
     };
     let t0 = Instant::now();
-    let out = Command::new("/proc/self/exe")
-        .args([
-            "bench",
-            "share",
-            "--internal-share-child",
-            &serde_json::to_string(&job)?,
-        ])
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()?;
+    let runs: [JoinRun; 2] = match child::run("bench share kernel", &Role::ShareKernel(job), None) {
+        Ok(Exit::Killed(status)) | Err(ChildError::Failed { status, .. }) => {
+            return Err(format!("kernel side of bench share failed ({status}); OOM-killed?").into())
+        }
+        Ok(exit) => exit.reported("bench share kernel")?,
+        Err(e) => return Err(e.into()),
+    };
     let wall = t0.elapsed().as_nanos() as u64;
-    if !out.status.success() {
-        return Err(format!(
-            "kernel side of bench share failed ({}); OOM-killed?",
-            out.status
-        )
-        .into());
-    }
-    let runs: [JoinRun; 2] = serde_json::from_slice(&out.stdout)?;
     for (k, (r, f)) in runs.iter().zip(files).enumerate() {
         let want = Plan::new(Workload::Join { loops }, f.len()).expected();
         if r.checksum != want {
@@ -400,20 +377,18 @@ fn kernel_round(
 
 /// The kernel side: joins the cgroup, maps both tables, runs both joins in
 /// two threads and prints their runs as JSON (pages read per thread).
-fn child_main(job: &str) -> BenchResult {
-    let job: ChildJob = serde_json::from_str(job)?;
-    cgroup::join(&job.cgroup)?;
+pub(crate) fn child_main(job: ChildJob) -> BenchResult {
+    cgroup::enter(&job.cgroup, cgroup::Entry::AsIs)?;
     let mut maps = Vec::new();
     for path in &job.files {
+        crate::cold::make_cold(&[path], false)?;
         let file = std::fs::File::open(path)?;
-        sys::fadvise_dontneed(&file)?;
         let len = file.metadata()?.len() as usize;
         let map = sys::Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)?;
         maps.push((map, Plan::new(Workload::Join { loops: job.loops }, len)));
     }
     // The process's own memory must not eat into the tables' budget.
-    let baseline = cgroup::usage(&job.cgroup)?;
-    cgroup::set_limit(&job.cgroup, job.budget + baseline)?;
+    cgroup::limit_above_charged(&job.cgroup, job.budget)?;
     let runs: Vec<JoinRun> = std::thread::scope(|s| {
         let joins: Vec<_> = maps
             .iter()
@@ -438,8 +413,7 @@ fn child_main(job: &str) -> BenchResult {
             .map(|j| j.join().unwrap_or_default())
             .collect()
     });
-    println!("{}", serde_json::to_string(&runs)?);
-    Ok(())
+    Ok(child::report(&runs)?)
 }
 
 /// Pages this thread has read from the disk so far: the kernel's page-ins,

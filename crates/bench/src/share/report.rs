@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::daemon::DaemonJoinRun;
 use super::JoinRun;
-use crate::measure::median;
+use crate::measure::{median, ratio};
 
 /// The band the daemon side's page-ins and time must stay in, as a share
 /// of the in-process pool's (issue 15: the same results within 10%).
@@ -81,11 +81,6 @@ pub struct DaemonVsInProcess {
     pub daemon_budget_frames: u64,
     /// Whether page-ins and time are both within [`TARGET`].
     pub within_target: bool,
-}
-
-/// `a / b`, `None` when `b` is 0.
-fn ratio(a: f64, b: f64) -> Option<f64> {
-    (b != 0.0).then(|| a / b)
 }
 
 /// Time per page-in of each run, ns.

@@ -25,6 +25,9 @@ use serde::Serialize;
 
 use super::lcs::{Driver, Run};
 use super::{median_s, timed};
+use std::io::{self, Write};
+
+use crate::emit::{emit, Format as OutFormat};
 use crate::measure::median;
 use crate::BenchResult;
 
@@ -64,8 +67,8 @@ pub struct Setting<'a> {
     pub sample: usize,
     /// `--python`.
     pub python: Option<&'a Path>,
-    /// Print JSON instead of a table.
-    pub json: bool,
+    /// `--format`.
+    pub format: OutFormat,
 }
 
 /// One policy's single-size figures, side by side.
@@ -307,30 +310,31 @@ pub fn run(s: Setting) -> BenchResult {
         all_cores_mreq_per_s: concurrent / median_s(&all_cores_t),
         exact_counts_equal,
     };
-    if s.json {
-        // NaN is not JSON: the variants' unmeasured rates print as null.
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_table(&report);
-    }
+    // NaN is not JSON: the variants' unmeasured rates print as null.
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, s.format, &report, |out| print_table(&report, out))?;
     Ok(())
 }
 
-fn print_table(r: &Report) {
-    println!(
+fn print_table(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
         "trace: {} ({} references, {} pages); single-size runs at {} frames; medians of {} rounds",
         r.trace, r.references, r.distinct_pages, r.frames, r.runs
-    );
-    println!(
+    )?;
+    writeln!(
+ out,
         "libCacheSim {} ({}), one object of size 1 per page; trace loading timed on both sides (pagepilot's load alone: {:.3}s)",
         r.libcachesim_version, r.python, r.pagepilot_load_s
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  {:<7} {:<11} {:>10} {:>12} {:>7} {:>12} {:>12}  equal",
         "policy", "libCacheSim", "ours M/s", "theirs M/s", "ratio", "our misses", "their misses"
-    );
+    )?;
     for p in &r.policies {
-        println!(
+        writeln!(
+            out,
             "  {:<7} {:<11} {:>10.1} {:>12.1} {:>6.2}x {:>12} {:>12}  {}",
             p.policy,
             p.libcachesim,
@@ -340,24 +344,30 @@ fn print_table(r: &Report) {
             p.pagepilot_misses,
             p.libcachesim_misses,
             if p.misses_equal { "yes" } else { "no" }
-        );
+        )?;
     }
-    println!("libCacheSim set to pagepilot's definitions (docs/bench-sim.md), misses only:");
+    writeln!(
+        out,
+        "libCacheSim set to pagepilot's definitions (docs/bench-sim.md), misses only:"
+    )?;
     for p in &r.variants {
-        println!(
+        writeln!(
+            out,
             "  {:<7} {:<40} {:>12} {:>12}  {}",
             p.policy,
             p.libcachesim,
             p.pagepilot_misses,
             p.libcachesim_misses,
             if p.misses_equal { "yes" } else { "no" }
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "whole curves against libCacheSim's separate runs (extrapolated from a sample of sizes):"
-    );
+    )?;
     for c in &r.curves {
-        println!(
+        writeln!(
+ out,
             "  {:<4} {} points: curve {:.2}s = {:.2}x one single-size run ({:.2}s); libCacheSim's {} runs {:.1}s ({} sampled) = {:.1}x the curve; sampled misses equal: {}",
             c.policy,
             c.points,
@@ -369,16 +379,19 @@ fn print_table(r: &Report) {
             c.sampled,
             c.speedup,
             c.sampled_misses_equal
-        );
+        )?;
     }
-    println!(
+    writeln!(
+ out,
         "pagepilot, six policies but OPT: {:.1} M refs/s one after another, {:.1} M refs/s at once on {} cores",
         r.one_core_mreq_per_s, r.all_cores_mreq_per_s, r.cores
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "LRU, FIFO and OPT miss counts equal on both sides: {}",
         r.exact_counts_equal
-    );
+    )?;
+    Ok(())
 }
 
 /// libCacheSim's run of class `cls` at `size` objects with the keyword

@@ -20,6 +20,9 @@ use pagepilot_sim::sweep::auto_frames;
 use pagepilot_sim::{simulate, Trace};
 use serde::Serialize;
 
+use std::io::{self, Write};
+
+use crate::emit::{emit, Format};
 use crate::measure::median;
 
 use crate::BenchResult;
@@ -76,13 +79,6 @@ pub struct Args {
 enum Against {
     /// libCacheSim, through its Python bindings (PyPI `libcachesim`).
     Libcachesim,
-}
-
-/// `--format` values.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Table,
-    Json,
 }
 
 /// Errors in the benchmark's arguments.
@@ -173,7 +169,7 @@ pub fn run(args: Args) -> BenchResult {
             points: args.points,
             sample: args.sample,
             python: args.python.as_deref(),
-            json: matches!(args.format, Format::Json),
+            format: args.format,
         });
     }
     let prefix = trace.refs[..trace.len().min(args.opt_refs as usize)].iter();
@@ -261,38 +257,42 @@ pub fn run(args: Args) -> BenchResult {
         opt_speedup: separate[1] / med[5],
         curves_match_single_runs: curves_match,
     };
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Table => print_table(&report),
-    }
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, args.format, &report, |out| {
+        print_table(&report, out)
+    })?;
     Ok(())
 }
 
-fn print_table(r: &Report) {
-    println!(
+fn print_table(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
         "trace: {} references, {} pages ({}); single-size runs at {} frames; medians of {} rounds",
         r.references, r.distinct_pages, r.trace_source, r.frames_single, r.runs
-    );
-    println!("single-size throughput (simulate, one thread):");
+    )?;
+    writeln!(out, "single-size throughput (simulate, one thread):")?;
     for (name, v, f) in [
         ("lru", r.lru_mrefs_per_s, r.lru_fault_ratio),
         ("fifo", r.fifo_mrefs_per_s, r.fifo_fault_ratio),
         ("clock", r.clock_mrefs_per_s, r.clock_fault_ratio),
         ("opt", r.opt_mrefs_per_s, r.opt_fault_ratio),
     ] {
-        println!(
+        writeln!(
+            out,
             "  {name:<6} {v:8.1} M refs/s  ({:.2}% of references fault)",
             f * 100.0
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "whole {}-point curves (separate runs extrapolated from {} sizes):",
         r.curve_points, r.separate_runs_sampled
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  policy  one run  curve  curve/one run  {} runs  runs/curve",
         r.curve_points
-    );
+    )?;
     for (name, one, curve, ratio, sep, speedup) in [
         (
             "lru",
@@ -311,19 +311,25 @@ fn print_table(r: &Report) {
             r.opt_speedup,
         ),
     ] {
-        println!("  {name:<6} {one:7.2}s {curve:5.2}s {ratio:13.2}x {sep:7.1}s {speedup:10.1}x");
+        writeln!(
+            out,
+            "  {name:<6} {one:7.2}s {curve:5.2}s {ratio:13.2}x {sep:7.1}s {speedup:10.1}x"
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "OPT figures on the first {} references; curves match the sampled single-size runs: {}",
         r.opt_references, r.curves_match_single_runs
-    );
+    )?;
     let verdict = |ok: bool| if ok { "met" } else { "not met" };
-    println!(
+    writeln!(
+        out,
         "targets: LRU >= 30 M refs/s: {}; LRU curve <= 3x one run: {}; OPT curve <= 3x one run: {}",
         verdict(r.lru_mrefs_per_s >= 30.0),
         verdict(r.lru_curve_over_single <= 3.0),
         verdict(r.opt_curve_over_single <= 3.0)
-    );
+    )?;
+    Ok(())
 }
 
 /// The trace as the benchmark reads it: written in pagepilot's binary
