@@ -34,7 +34,7 @@ pub struct ShareHandle {
 #[derive(Debug, thiserror::Error)]
 pub enum HandleError {
     /// The backing file could not be opened.
-    #[error("cannot open shared region's file {path}: {source}")]
+    #[error("cannot open shared region's file {path}")]
     Open {
         /// The file.
         path: PathBuf,
@@ -42,10 +42,10 @@ pub enum HandleError {
         source: std::io::Error,
     },
     /// The lease cannot be claimed while the sharing process runs.
-    #[error("cannot open shared region's handle: {0}")]
+    #[error("cannot open shared region's handle")]
     Lease(#[from] ClaimError),
     /// The file could not be mapped.
-    #[error("cannot map shared region's file {path}: {source}")]
+    #[error("cannot map shared region's file {path}")]
     Map {
         /// The file.
         path: PathBuf,

@@ -92,7 +92,7 @@ pub enum ClaimError {
     #[error("the region is paged again by process {0}; its handle came too late")]
     Paged(u32),
     /// The lease file could not be read or locked.
-    #[error("the lease: {0}")]
+    #[error("the lease failed")]
     Io(#[from] io::Error),
 }
 

@@ -233,7 +233,11 @@ fn describe(sh: &Shared) -> String {
 fn write_back_all(regions: &[Arc<Shared>], done: &std::sync::mpsc::Sender<()>) {
     for sh in regions {
         if let Err(e) = sh.write_back(None) {
-            eprintln!("pagepilot: at exit, {}: {e}", describe(sh));
+            eprintln!(
+                "pagepilot: at exit, {}: {}",
+                describe(sh),
+                pagepilot_policy::chain(&e)
+            );
         }
     }
     let _ = done.send(());
@@ -286,14 +290,15 @@ unsafe extern "C" fn before_fork() {
                 Err(e) => {
                     if let Err(e) = sh.write_back(None) {
                         eprintln!(
-                            "pagepilot: at fork, {}: {e}; the child reads the file without those pages",
+                            "pagepilot: at fork, {}: {}; the child reads the file without those pages",
                             describe(&sh)
-                        );
+                        , pagepilot_policy::chain(&e));
                     }
                     eprintln!(
-                        "pagepilot: at fork, {}: not shared with the child ({e}); \
+                        "pagepilot: at fork, {}: not shared with the child ({}); \
                          stores after the fork reach the other process through the file only",
-                        describe(&sh)
+                        describe(&sh),
+                        pagepilot_policy::chain(&e)
                     );
                 }
             }

@@ -84,7 +84,7 @@ pub enum PoolError {
     #[error("cannot start the pool's reclaimer thread: {0}")]
     Thread(std::io::Error),
     /// Its rate controller refused a setting (a fault unit of zero).
-    #[error("the pool's fault-rate controller: {0}")]
+    #[error("the pool's fault-rate controller refused")]
     Rate(#[from] RateError),
     /// A setting that only a pool no region has joined yet can take.
     #[error("{0} is set before any region joins the pool")]

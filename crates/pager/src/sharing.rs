@@ -70,7 +70,7 @@ pub enum ShareError {
     #[error("the region is being unmapped")]
     Closed,
     /// A system call failed.
-    #[error("{call} failed: {source}")]
+    #[error("{call} failed")]
     Sys {
         /// The call.
         call: &'static str,
@@ -364,9 +364,10 @@ fn repin(sh: &Shared, pinned: &[u32]) {
     for (first, n) in crate::evict::runs(pinned.iter().copied()) {
         if let Err(e) = sh.pin(first, first + n as u32) {
             eprintln!(
-                "pagepilot: region at {:#x}: pages {first}..{} could not be pinned again: {e}",
+                "pagepilot: region at {:#x}: pages {first}..{} could not be pinned again: {}",
                 sh.views().app(),
-                first + n as u32
+                first + n as u32,
+                pagepilot_policy::chain(&e)
             );
         }
     }
@@ -443,8 +444,9 @@ pub fn resume(sh: &Shared) -> bool {
         Ok(()) => true,
         Err(e) => {
             eprintln!(
-                "pagepilot: region at {:#x} stays shared: {e}",
-                sh.views().app()
+                "pagepilot: region at {:#x} stays shared: {}",
+                sh.views().app(),
+                pagepilot_policy::chain(&e)
             );
             let file = sh.store().file().unwrap_or(-1);
             // SAFETY: as above, the file mapped back in the view's place.

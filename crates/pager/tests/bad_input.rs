@@ -5,6 +5,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::policy::registry::RegistryError;
 use pagepilot_pager::{Backing, MapError, Region, RegionOptions, PAGE_SIZE};
 
@@ -110,7 +111,7 @@ fn test_unknown_policy_is_refused_with_the_available_ones() {
         matches!(&e, MapError::Policy { source: RegistryError::Unknown { name }, .. } if name == "lru2"),
         "{e}"
     );
-    assert!(e.to_string().contains("fifo"), "{e}");
+    assert!(chain(&e).to_string().contains("fifo"), "{e}");
 }
 
 #[test]

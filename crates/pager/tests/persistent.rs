@@ -16,6 +16,7 @@ use common::*;
 use pagepilot_pager::dataspace::{
     Access, AnonymousManager, DataspaceId, FileManager, Manager, PersistentManager, PinnedManager,
 };
+use pagepilot_pager::policy::chain;
 use pagepilot_pager::{Attachment, Backing, Eviction, MapError, Region, RegionOptions, PAGE_SIZE};
 
 const PAGE: usize = PAGE_SIZE;
@@ -170,7 +171,7 @@ fn test_persistent_dataspace_mapped_read_write_twice_is_refused_while_the_first_
     let first = map(pm.clone(), id.clone(), BUDGET).unwrap();
     let e = map(pm.clone(), id.clone(), BUDGET).expect_err("refused");
     assert!(matches!(e, MapError::Attach { .. }), "{e}");
-    assert!(e.to_string().contains("open already"), "{e}");
+    assert!(chain(&e).to_string().contains("open already"), "{e}");
     first.unmap().unwrap();
     map(pm, id, BUDGET).unwrap().unmap().unwrap();
 }

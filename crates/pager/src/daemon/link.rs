@@ -32,7 +32,7 @@ pub(super) fn spawn_reader(inner: Weak<RegionState>, mut conn: Connection) -> st
                 Ok(None) => {}
                 Err(e) => {
                     if inner.pid == std::process::id() && !inner.closed.load(SeqCst) {
-                        eprintln!("pagepilot: the daemon connection ended ({e}); regions keep their budgets");
+                        eprintln!("pagepilot: the daemon connection ended ({}); regions keep their budgets", pagepilot_policy::chain(&e));
                     }
                     inner.close();
                     return;

@@ -59,7 +59,7 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     /// Nothing answers at the socket.
-    #[error("cannot connect to the pagepilot daemon at {path}: {source}")]
+    #[error("cannot connect to the pagepilot daemon at {path}")]
     Connect {
         /// The socket.
         path: PathBuf,
@@ -77,7 +77,7 @@ pub enum DaemonError {
         message: String,
     },
     /// The connection failed.
-    #[error("the connection to the pagepilot daemon: {0}")]
+    #[error("the connection to the pagepilot daemon failed")]
     Transport(#[from] TransportError),
     /// No answer in time.
     #[error("the pagepilot daemon did not answer within {0:?}")]
