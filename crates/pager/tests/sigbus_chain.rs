@@ -63,28 +63,10 @@ fn install_application_handler() {
 
 /// Maps two pages of a one-page file, the application's own mapping.
 fn own_mapping(dir: &Scratch) -> (std::fs::File, *mut u8) {
-    let path = dir.file("own");
-    std::fs::write(&path, vec![7u8; PAGE_SIZE]).unwrap();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    // SAFETY: a fresh shared mapping of our own file.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            2 * PAGE_SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED);
-    OWN_START.store(p as usize, Ordering::SeqCst);
+    let (file, p) = map_past_end_of_one_page_file(dir);
     OWN_FD.store(file.as_raw_fd() as usize, Ordering::SeqCst);
-    (file, p.cast())
+    OWN_START.store(p as usize, Ordering::SeqCst);
+    (file, p)
 }
 
 /// A faulting-thread region over a random file: every page read right,

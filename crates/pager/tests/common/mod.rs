@@ -214,3 +214,29 @@ event ReclaimFrame() {
     return;
 }
 ";
+
+/// Maps two pages of a file of one page (`own` in `dir`), shared and
+/// writable: the application's own mapping, whose second page raises a
+/// SIGBUS of its own (beyond the file's end) until the file grows.
+pub fn map_past_end_of_one_page_file(dir: &Scratch) -> (std::fs::File, *mut u8) {
+    let path = dir.file("own");
+    std::fs::write(&path, vec![7u8; pagepilot_pager::PAGE_SIZE]).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    // SAFETY: a fresh shared mapping of our own file.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * pagepilot_pager::PAGE_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    (file, p.cast())
+}
