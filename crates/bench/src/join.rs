@@ -346,7 +346,7 @@ pub fn measure(
         .any(|p| p == "kernel")
         .then(kernel::baseline_available)
         .and_then(Result::err)
-        .map(|e| e.to_string());
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let mut sizes = Vec::new();
     for &outer_mb in &s.outer_mb {
         let file = DataFile::create(&s.dir, &format!("join-{outer_mb}mb"), outer_mb * MB)?;

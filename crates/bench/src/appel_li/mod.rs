@@ -78,7 +78,7 @@ pub enum Error {
         got: usize,
     },
     /// A system call failed.
-    #[error("{side}: {call}: {source}")]
+    #[error("{side}: {call}")]
     Sys {
         /// The side.
         side: &'static str,
@@ -88,7 +88,7 @@ pub enum Error {
         source: io::Error,
     },
     /// No userfaultfd.
-    #[error("{side}: {source}")]
+    #[error("{side}")]
     Open {
         /// The side.
         side: &'static str,

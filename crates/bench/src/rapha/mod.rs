@@ -266,7 +266,9 @@ pub(crate) fn measure(args: &Args) -> Result<report::Report, crate::BenchError> 
         args.fault_unit_us * 1000,
         args.launcher_fault_period_ms * MS,
     )?;
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let dir = datafile::default_dir(args.dir.clone());
     let dec_file = DataFile::create(&dir, "rapha-decoder", args.decoder_mb * MB)?;
     let lau_file = DataFile::create(&dir, "rapha-launcher", args.launcher_mb * MB)?;

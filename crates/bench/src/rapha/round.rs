@@ -21,7 +21,7 @@ use crate::daemon::{DaemonConfig, RoundDaemon, DAEMON_ENV};
 #[derive(Debug, thiserror::Error)]
 pub enum RoundError {
     /// It could not be started or talked to.
-    #[error("rapha {role}: {source}")]
+    #[error("rapha {role}")]
     Io {
         /// `decoder` or `launcher`.
         role: &'static str,

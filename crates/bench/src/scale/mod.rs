@@ -167,7 +167,7 @@ pub enum ScaleError {
     #[error("{0} is on tmpfs; give a directory on a disk with --dir")]
     Tmpfs(PathBuf),
     /// Creating or removing a file, or starting a child, failed.
-    #[error("{what} {path}: {source}")]
+    #[error("{what} {path}")]
     Io {
         /// What was being done.
         what: &'static str,
@@ -181,7 +181,7 @@ pub enum ScaleError {
     Cgroup(#[from] CgroupError),
     /// A child could not be run, failed otherwise than by the OOM killer (its stderr was
     /// passed through), or printed no result.
-    #[error("measuring {row}: {source}")]
+    #[error("measuring {row}")]
     Child {
         /// The row.
         row: String,
@@ -312,7 +312,9 @@ pub fn run(args: Args) -> BenchResult {
     if tmpfs {
         return Err(ScaleError::Tmpfs(dir).into());
     }
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     if let Some(why) = &kernel_skipped {
         eprintln!("bench scale: kernel rows skipped: {why}");
     }

@@ -184,7 +184,9 @@ pub(crate) fn measure(args: Args) -> Result<ScanReport, crate::BenchError> {
     let t0 = Instant::now();
     let cases = cases(&args);
     let runs = args.common.runs;
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let sides_of = |case: &Case| -> Vec<Side> {
         let mut sides = case.sides();
         sides.retain(|s| kernel_skipped.is_none() || !s.is_kernel());

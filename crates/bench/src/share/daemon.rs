@@ -63,7 +63,7 @@ pub struct DaemonJoinRun {
 #[derive(Debug, thiserror::Error)]
 pub enum ShareDaemonError {
     /// A child could not be started or told to go.
-    #[error("bench share, daemon side, join {join}: {source}")]
+    #[error("bench share, daemon side, join {join}")]
     Io {
         /// Which join.
         join: usize,
@@ -87,7 +87,7 @@ pub enum ShareDaemonError {
         status: String,
     },
     /// A child's report was not understood.
-    #[error("bench share, daemon side, join {join} printed no report: {source}")]
+    #[error("bench share, daemon side, join {join} printed no report")]
     Report {
         /// Which join.
         join: usize,

@@ -113,7 +113,9 @@ pub fn run(args: Args) -> BenchResult {
         DataFile::create(&dir, "share-b", args.outer_mb * MB)?,
     ];
     let budget = args.budget_mb * MB;
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let mut live: [Vec<JoinRun>; 2] = Default::default();
     let mut kern: [Vec<JoinRun>; 2] = Default::default();
     let mut under_daemon: [Vec<DaemonJoinRun>; 2] = Default::default();
