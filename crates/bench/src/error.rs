@@ -235,3 +235,34 @@ impl<T> IoContext<T> for io::Result<T> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagepilot_policy::chain;
+
+    #[test]
+    fn test_an_io_error_says_what_and_where_and_leaves_its_cause_to_source() {
+        let e = Err::<(), _>(io::Error::from(io::ErrorKind::NotFound))
+            .on("opening", "/nonexistent/data")
+            .unwrap_err();
+        let cause = io::Error::from(io::ErrorKind::NotFound).to_string();
+        assert_eq!(e.to_string(), "opening /nonexistent/data");
+        assert_eq!(
+            chain(&e).to_string(),
+            format!("opening /nonexistent/data: {cause}")
+        );
+        let e = Err::<(), _>(io::Error::from(io::ErrorKind::BrokenPipe))
+            .doing("writing the report")
+            .unwrap_err();
+        assert!(!e.to_string().contains("pipe"), "{e}");
+        assert!(chain(&e).to_string().starts_with("writing the report: "));
+    }
+
+    #[test]
+    fn test_a_wrapped_error_reads_as_itself() {
+        let e = BenchError::from(crate::measure::OutOfRange("--runs", 100));
+        assert_eq!(e.to_string(), "--runs must be between 1 and 100");
+        assert!(std::error::Error::source(&e).is_none());
+    }
+}
