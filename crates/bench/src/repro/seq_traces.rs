@@ -149,7 +149,7 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
                 file,
                 workload: None,
             })
-            .map_err(|e| e.to_string()),
+            .map_err(|e| pagepilot_policy::chain(&e).to_string()),
         Ok(s) => Err(format!(
             "`pagepilot trace record` failed ({s}); is valgrind installed?"
         )),
