@@ -15,7 +15,7 @@ pub enum CgroupError {
     #[error("the cgroup v1 memory controller is not mounted at {MEMORY_ROOT}")]
     NotMounted,
     /// A cgroup file operation failed.
-    #[error("cgroup {path}: {source}")]
+    #[error("cgroup {path}")]
     Io {
         /// The file or directory.
         path: PathBuf,

@@ -96,7 +96,7 @@ pub fn report<T: Serialize>(value: &T) -> Result<(), ChildError> {
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {
     /// Starting it, or talking to it, failed.
-    #[error("{role} child: {source}")]
+    #[error("{role} child")]
     Io {
         /// What the child was for.
         role: &'static str,
@@ -104,7 +104,7 @@ pub enum ChildError {
         source: std::io::Error,
     },
     /// The job could not be written, or the report not read.
-    #[error("{role} child: its job or report is not the JSON expected: {source}")]
+    #[error("{role} child: its job or report is not the JSON expected")]
     Job {
         /// What the child was for.
         role: &'static str,

@@ -26,7 +26,7 @@ pub enum CJoinError {
     #[error("--c-program {0}: no such executable (build it with scripts/pagepilot, or pass none)")]
     Missing(PathBuf),
     /// The program could not be started or the data file not reached.
-    #[error("running the C join program {program}: {source}")]
+    #[error("running the C join program {program}")]
     Io {
         /// The program.
         program: PathBuf,
@@ -44,12 +44,12 @@ pub enum CJoinError {
         stderr: String,
     },
     /// Its output was not the JSON it prints.
-    #[error("the C join program {program} printed no result ({source}): {stdout}")]
+    #[error("the C join program {program} printed no result ({error}): {stdout}")]
     Report {
         /// The program.
         program: PathBuf,
         /// The parse error.
-        source: serde_json::Error,
+        error: serde_json::Error,
         /// What it printed.
         stdout: String,
     },
@@ -141,7 +141,7 @@ pub fn run(
     let report: Report =
         serde_json::from_slice(&out.stdout).map_err(|source| CJoinError::Report {
             program: program.to_path_buf(),
-            source,
+            error: source,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         })?;
     if report.len != file.len() as u64 {

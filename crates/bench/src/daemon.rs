@@ -81,7 +81,7 @@ impl DaemonConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     /// Its directory, configuration or log could not be made.
-    #[error("the benchmark's daemon: {what} {path}: {source}")]
+    #[error("the benchmark's daemon: {what} {path}")]
     Setup {
         /// What was being made.
         what: &'static str,
@@ -274,7 +274,11 @@ impl RoundDaemon {
 impl Drop for RoundDaemon {
     fn drop(&mut self) {
         if let Some(Err(e)) = self.terminate() {
-            let _ = writeln!(io::stderr(), "pagepilot bench: {e}");
+            let _ = writeln!(
+                io::stderr(),
+                "pagepilot bench: {}",
+                pagepilot_policy::chain(&e)
+            );
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

@@ -26,7 +26,7 @@ pub enum DataFileError {
     #[error("{0} is on tmpfs; give a directory on a disk with --dir")]
     Tmpfs(PathBuf),
     /// Writing the file failed.
-    #[error("creating {path}: {source}")]
+    #[error("creating {path}")]
     Io {
         /// The file.
         path: PathBuf,

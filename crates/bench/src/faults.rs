@@ -14,6 +14,7 @@
 //! order, against the kernel's first touch of as many shmem pages in the same order in the
 //! same round: wall time per page and fault events per page.
 
+use crate::error::IoContext;
 use std::io::Write;
 use std::time::Instant;
 
@@ -241,19 +242,16 @@ struct PagerBlock {
     app_wait_ns: u64,
 }
 
-fn pager_block_pinned(pages: usize) -> Result<PagerBlock, Box<dyn std::error::Error>> {
+fn pager_block_pinned(pages: usize) -> Result<PagerBlock, crate::BenchError> {
     // The handler thread is created by Region::map and inherits the affinity.
-    let old = sys::affinity()?;
-    sys::pin_to_current_cpu()?;
+    let old = sys::affinity().doing("reading the CPU affinity")?;
+    sys::pin_to_current_cpu().doing("pinning to the current CPU")?;
     let block = pager_block(pages, FaultService::HandlerThreads);
-    sys::set_affinity(&old)?;
+    sys::set_affinity(&old).doing("restoring the CPU affinity")?;
     block
 }
 
-fn pager_block(
-    pages: usize,
-    service: FaultService,
-) -> Result<PagerBlock, Box<dyn std::error::Error>> {
+fn pager_block(pages: usize, service: FaultService) -> Result<PagerBlock, crate::BenchError> {
     let len = pages * sys::PAGE;
     // One fault per page: zero clusters off.
     let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
@@ -300,7 +298,7 @@ impl StreamSeries {
         order: &[usize],
         service: FaultService,
         zero_around: usize,
-    ) -> Result<(), Box<dyn std::error::Error>> {
+    ) -> Result<(), crate::BenchError> {
         let len = order.len() * sys::PAGE;
         let opts = RegionOptions::new(Backing::Anonymous { len }, len, "fifo")
             .with_readahead(1)
@@ -428,7 +426,7 @@ fn rounds(
     zero_around: usize,
     rounds: usize,
     cgroup: &'static str,
-) -> Result<Rounds, Box<dyn std::error::Error>> {
+) -> Result<Rounds, crate::BenchError> {
     let (mut k_missing, mut k_minor) = (Series::default(), Series::default());
     let mut k_anon = Series::default();
     let (mut handler, mut ft, mut sig) = (Series::default(), Series::default(), Series::default());
@@ -461,10 +459,12 @@ fn rounds(
             match step {
                 0 => {
                     let waited = run_delay_ns();
-                    let (m, n, wall) = probe::kernel_faults(pages)?;
+                    let (m, n, wall) =
+                        probe::kernel_faults(pages).doing("probing the kernel's file faults")?;
                     k_missing.add(&m, wall, run_delay_ns().saturating_sub(waited));
                     k_minor.add(&n, 0, 0);
-                    let (a, wall) = probe::kernel_anon_faults(pages)?;
+                    let (a, wall) = probe::kernel_anon_faults(pages)
+                        .doing("probing the kernel's anonymous faults")?;
                     k_anon.add(&a, wall, 0);
                 }
                 1 => {
@@ -473,7 +473,8 @@ fn rounds(
                     ft_svc.push(b.service_p50_ns);
                 }
                 2 => {
-                    let s = sigprobe::sigbus_probe(pages)?;
+                    let s = sigprobe::sigbus_probe(pages)
+                        .doing("probing faults served by a SIGBUS handler")?;
                     sig.add(&s.total, s.wall_ns, 0);
                     sig_ioctl.extend(s.ioctl);
                 }
@@ -498,18 +499,21 @@ fn rounds(
                     p_svc.push(b.service_p50_ns);
                 }
                 4 => {
-                    let run = probe::pagepilot_probe(pages, Fill::Zero)?;
+                    let run = probe::pagepilot_probe(pages, Fill::Zero)
+                        .doing("probing pagepilot's faults (zero fill)")?;
                     zero.add(run.missing, run.handler_wait_ns);
                     minor.add(run.minor, 0);
                 }
                 5 => {
-                    let run = probe::pagepilot_probe(pages, Fill::Copy)?;
+                    let run = probe::pagepilot_probe(pages, Fill::Copy)
+                        .doing("probing pagepilot's faults (copy fill)")?;
                     copy.add(run.missing, run.handler_wait_ns);
                 }
                 // The streams: the kernel's next to the pager's, both orders each.
                 7 => {
                     for (o, order) in orders {
-                        let wall = probe::kernel_stream(order)?;
+                        let wall = probe::kernel_stream(order)
+                            .doing("streaming a file through the kernel")?;
                         for series in streams[o].iter_mut() {
                             series.kernel_wall.push(wall);
                         }
@@ -606,8 +610,11 @@ fn rounds_in_fresh_cgroup(
     pages: usize,
     zero_around: usize,
     n: usize,
-) -> Result<Rounds, Box<dyn std::error::Error>> {
-    let home = own_memory_cgroup().ok_or("--cgroup: this process's memory cgroup is unknown")?;
+) -> Result<Rounds, crate::BenchError> {
+    let home = own_memory_cgroup().ok_or_else(|| crate::BenchError::Measurement {
+        bench: "faults",
+        what: "--cgroup: this process's memory cgroup is unknown".into(),
+    })?;
     let cg = MemCgroup::create(1 << 30)?;
     cgroup::enter(cg.dir(), cgroup::Entry::AsIs)?;
     let result = rounds(pages, zero_around, n, "fresh");
@@ -623,12 +630,13 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         print_text(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 
 /// Runs the rounds `args` ask for.
-pub(crate) fn measure(args: &Args) -> Result<FaultsReport, Box<dyn std::error::Error>> {
+pub(crate) fn measure(args: &Args) -> Result<FaultsReport, crate::BenchError> {
     check_range("--pages", args.pages, 1 << 20)?;
     check_range("--rounds", args.rounds, 1000)?;
     let (load_before, steal_before) = (loadavg(), steal_ms());

@@ -20,6 +20,7 @@
 //! The forking thread, the handler thread and the children share one CPU,
 //! as a fault and the CPU's own handler do under the pager's default service.
 
+use crate::error::IoContext;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -325,7 +326,8 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         print_text(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 

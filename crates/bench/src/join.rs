@@ -7,6 +7,7 @@
 //! pagepilot's live "lru" is CLOCK (second chance), which on a cyclic scan also faults on
 //! every page of every loop.
 
+use crate::error::IoContext;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -300,12 +301,12 @@ pub fn run(args: Args) -> BenchResult {
     let setup = setup_of(args)?;
     let report = measure(&setup, &mut |_| {})?;
     let mut out = std::io::stdout().lock();
-    emit(&mut out, format, &report, |out| print_text(&report, out))?;
+    emit(&mut out, format, &report, |out| print_text(&report, out)).doing("writing the report")?;
     Ok(())
 }
 
 /// The comparison `args` ask for, checked.
-pub(crate) fn setup_of(args: Args) -> Result<JoinSetup, Box<dyn std::error::Error>> {
+pub(crate) fn setup_of(args: Args) -> Result<JoinSetup, crate::BenchError> {
     check_range("--budget-mb", args.budget_mb, 1 << 16)?;
     check_range("--loops", args.loops, 1 << 12)?;
     check_range("--runs", args.common.runs, 100)?;
@@ -333,7 +334,7 @@ pub(crate) fn setup_of(args: Args) -> Result<JoinSetup, Box<dyn std::error::Erro
 pub fn measure(
     s: &JoinSetup,
     progress: &mut dyn FnMut(&str),
-) -> Result<JoinReport, Box<dyn std::error::Error>> {
+) -> Result<JoinReport, crate::BenchError> {
     let budget = s.budget_mb * MB;
     let workload = Workload::Join { loops: s.loops };
     for policy in s.policies.iter().filter(|p| *p != "kernel") {
@@ -345,7 +346,7 @@ pub fn measure(
         .any(|p| p == "kernel")
         .then(kernel::baseline_available)
         .and_then(Result::err)
-        .map(|e| e.to_string());
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let mut sizes = Vec::new();
     for &outer_mb in &s.outer_mb {
         let file = DataFile::create(&s.dir, &format!("join-{outer_mb}mb"), outer_mb * MB)?;
@@ -361,7 +362,12 @@ pub fn measure(
                         kernel::run(&file, budget, workload, kernel::Advice::Normal)?
                     }
                     RowKind::CApi => {
-                        let program = s.c_program.as_deref().ok_or("no C program")?;
+                        let program = s.c_program.as_deref().ok_or_else(|| {
+                            crate::BenchError::Measurement {
+                                bench: "join",
+                                what: "no C program".into(),
+                            }
+                        })?;
                         cjoin::run(program, &file, budget, &row.policy, s.loops)?
                     }
                     k => live::run(&file, budget, &row.policy, k.tuning(s), workload)?,
@@ -565,7 +571,7 @@ const DEMO_WINDOW: Window = Window {
 /// budget, 8 loops; smaller cgroup limits OOM-kill the kernel baseline's own process), each
 /// policy with its own tuning and with [`DEMO_WINDOW`], printed as a table: what
 /// `pagepilot demo` shows.
-pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
+pub fn demo_join(out: &mut dyn Write) -> Result<(), crate::BenchError> {
     let setup = JoinSetup {
         outer_mb: vec![24],
         budget_mb: 16,
@@ -581,13 +587,14 @@ pub fn demo_join(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> 
         c_program: None,
     };
     let report = measure(&setup, &mut |_| {})?;
-    print_text(&report, out)?;
+    print_text(&report, out).doing("writing the report")?;
     writeln!(
         out,
         "\nmru and seq read ahead in windows of (O-M)/212 pages by default, so that their \
          frames keep page-ins within 1% of PF_m;\nthe {DEMO_WINDOW} rows spend more frames \
          ahead (more page-ins for MRU, none for LRU) on fewer, larger reads."
-    )?;
+    )
+    .doing("writing the report")?;
     Ok(())
 }
 

@@ -5,7 +5,9 @@
 //! over [`Command`] and [`run`].
 
 /// What a benchmark returns: its report is printed; an error names what failed.
-pub type BenchResult = Result<(), Box<dyn std::error::Error>>;
+pub type BenchResult = Result<(), BenchError>;
+
+pub use error::BenchError;
 
 mod appel_li;
 mod cgroup;
@@ -15,6 +17,7 @@ mod cold;
 mod daemon;
 mod datafile;
 mod emit;
+mod error;
 mod far;
 mod faults;
 mod fork;

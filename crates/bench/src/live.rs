@@ -14,7 +14,7 @@ use pagepilot_pager::sys;
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     /// Mapping the region failed.
-    #[error("mapping {path} with policy {policy}: {source}")]
+    #[error("mapping {path} with policy {policy}")]
     Map {
         /// The file.
         path: String,

@@ -16,6 +16,7 @@
 //! Variants alternate within each run; reported are medians and, per run,
 //! each variant's wall time (fill and check) over the kernel's.
 
+use crate::error::IoContext;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -196,12 +197,9 @@ pub struct FillReport {
 /// Runs one variant's child in a fresh cgroup, the page cache dropped first.
 /// `None`: the child was killed by its cgroup's OOM killer (an outcome of the variant, counted
 /// in `oom_kills`, not a failure of the benchmark).
-fn run_child(
-    mut job: Job,
-    timeout: Duration,
-) -> Result<Option<FillRun>, Box<dyn std::error::Error>> {
+fn run_child(mut job: Job, timeout: Duration) -> Result<Option<FillRun>, crate::BenchError> {
     let cg = MemCgroup::create(job.budget as usize)?;
-    crate::cold::make_cold(&[&job.file], true)?;
+    crate::cold::make_cold(&[&job.file], true).on("dropping the cached pages of", &job.file)?;
     job.cgroup = cg.dir().to_path_buf();
     let variant = job.variant;
     let run = match harness::run(
@@ -235,7 +233,10 @@ pub fn run(args: Args) -> BenchResult {
     check_range("--runs", args.runs, 1000)?;
     check_range("--timeout-s", args.timeout_s as usize, 3600)?;
     if args.variants.is_empty() {
-        return Err("--variants: name at least one".into());
+        return Err(crate::BenchError::EmptyList {
+            option: "--variants",
+            why: "name at least one",
+        });
     }
     super::kernel::baseline_available()?;
     let dir = datafile::default_dir(args.dir.clone());
@@ -269,7 +270,8 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         print_text(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 

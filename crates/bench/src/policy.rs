@@ -19,6 +19,8 @@
 //! the thread's CPU time; medians are reported. `--only` times one variant
 //! alone, for profilers.
 
+use crate::error::IoContext;
+use crate::BenchError;
 use pagepilot_policy::program::{self, verify, ProgramPolicy, RunConfig};
 use pagepilot_policy::registry::{self, Built, Setup};
 use pagepilot_policy::{Fault, Memory, Page, Policy};
@@ -260,14 +262,30 @@ pub fn run(args: Args) -> BenchResult {
     print(&args, &report)
 }
 
+/// The measurement went wrong: `what`.
+fn failed(what: String) -> BenchError {
+    BenchError::Measurement {
+        bench: "policy",
+        what,
+    }
+}
+
 /// Measures what `pagepilot bench policy` reports; `None` when `--only` printed its one line.
-pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error::Error>> {
+pub(crate) fn measure(args: &Args) -> Result<Option<Report>, crate::BenchError> {
     let (name, program) = match &args.program {
         Some(path) => (path.display().to_string(), program::load(path)?),
         None => (
             "fifo2.hp".to_string(),
-            verify(program::translator::translate(FIFO2).map_err(|e| format!("fifo2.hp:{e}"))?)
-                .map_err(|e| format!("fifo2.hp: {e}"))?,
+            verify(program::translator::translate(FIFO2).map_err(|error| {
+                BenchError::Translate {
+                    program: "fifo2.hp",
+                    error,
+                }
+            })?)
+            .map_err(|source| BenchError::Verify {
+                program: "fifo2.hp",
+                source,
+            })?,
         ),
     };
     let mut rng = StdRng::seed_from_u64(42);
@@ -301,7 +319,11 @@ pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error:
         })),
         frames,
     );
-    let recorded = std::mem::take(&mut *log.lock().map_err(|_| "decision log poisoned")?);
+    let recorded = std::mem::take(
+        &mut *log
+            .lock()
+            .map_err(|_| failed("decision log poisoned".into()))?,
+    );
     let events = recorded.steps.iter().filter(|(v, _)| v.is_some()).count() as u64;
     let clears = recorded.clears.len();
     let log = std::sync::Arc::new(recorded);
@@ -321,24 +343,22 @@ pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error:
         ..simulate(&trace, Built::Live(replay(Bits::Untouched)), frames)
     };
     if cleared != native_counters || untouched != native_counters {
-        return Err(format!(
+        return Err(failed(format!(
             "the replays of `{}`'s decisions count {cleared:?} and {untouched:?}, the policy {native_counters:?}: the engine's share would be wrong",
             args.native
-        )
-        .into());
+        )));
     }
     if events == 0 {
-        return Err("no PageFault event had to choose a victim: use more --refs or --pages, or fewer --frames".into());
+        return Err(failed("no PageFault event had to choose a victim: use more --refs or --pages, or fewer --frames".into()));
     }
     for optimise in [true, false] {
         let c = simulate(&trace, Built::Live(interpreted(optimise)), frames);
         if c != native_counters {
-            return Err(format!(
+            return Err(failed(format!(
                 "{name} (optimiser {}) counts {c:?}, native `{}` {native_counters:?}: not a like-for-like comparison",
                 if optimise { "on" } else { "off" },
                 args.native
-            )
-            .into());
+            )));
         }
     }
 
@@ -358,7 +378,11 @@ pub(crate) fn measure(args: &Args) -> Result<Option<Report>, Box<dyn std::error:
         let which = VARIANTS
             .iter()
             .position(|w| w == only)
-            .ok_or_else(|| format!("--only {only}: expected one of {}", VARIANTS.join(", ")))?;
+            .ok_or_else(|| BenchError::BadArg {
+                option: "--only",
+                value: only.clone(),
+                why: format!("expected one of {}", VARIANTS.join(", ")),
+            })?;
         let t = pagepilot_pager::sys::thread_cpu_ns();
         for _ in 0..runs {
             let policy = variant(which)?;
@@ -427,7 +451,8 @@ fn print(args: &Args, report: &Report) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, report, |out| {
         print_text(args, report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 

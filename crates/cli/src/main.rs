@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         Command::Trace(c) => cmd::trace::run(c),
         Command::Plot(c) => cmd::plot::run(c),
         Command::Policy(c) => cmd::policy::run(c),
-        Command::Bench(c) => cmd::bench::run(c),
+        Command::Bench(c) => cmd::bench::run(c).map_err(Into::into),
         Command::Repro(a) => cmd::repro::run(a),
         Command::Daemon(a) => cmd::daemon::run(a),
         Command::Status(a) => cmd::status::run(a),

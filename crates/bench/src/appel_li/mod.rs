@@ -19,6 +19,7 @@ mod prims;
 pub(crate) mod report;
 mod uffd;
 
+use crate::error::IoContext;
 use std::io;
 
 use pagepilot_pager::sys;
@@ -77,7 +78,7 @@ pub enum Error {
         got: usize,
     },
     /// A system call failed.
-    #[error("{side}: {call}: {source}")]
+    #[error("{side}: {call}")]
     Sys {
         /// The side.
         side: &'static str,
@@ -87,7 +88,7 @@ pub enum Error {
         source: io::Error,
     },
     /// No userfaultfd.
-    #[error("{side}: {source}")]
+    #[error("{side}")]
     Open {
         /// The side.
         side: &'static str,
@@ -187,12 +188,13 @@ fn one_run(run: usize, reps: usize, handler: Option<usize>, acc: &mut Runs) -> R
 pub fn run(args: Args) -> BenchResult {
     let r = measure_all(&args)?;
     let mut out = io::stdout().lock();
-    crate::emit::emit(&mut out, args.format, &r, |out| r.write_text(out))?;
+    crate::emit::emit(&mut out, args.format, &r, |out| r.write_text(out))
+        .doing("writing the report")?;
     Ok(())
 }
 
 /// Runs the primitives `args` ask for.
-pub(crate) fn measure_all(args: &Args) -> Result<report::Report, Box<dyn std::error::Error>> {
+pub(crate) fn measure_all(args: &Args) -> Result<report::Report, crate::BenchError> {
     check("reps", args.reps, 1, 1_000_000)?;
     check("runs", args.runs, 1, 1000)?;
     prims::now_ns();

@@ -1,6 +1,8 @@
 //! A Redis Cluster of the bench's own, started with scripts/redis-cluster
 //! when none is given, and stopped when dropped.
 
+use crate::error::IoContext;
+use crate::BenchError;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -21,15 +23,18 @@ pub struct Own {
 
 impl Own {
     /// Three primaries with a replica each on free loopback ports.
-    pub fn start() -> Result<Own, Box<dyn std::error::Error>> {
+    pub fn start() -> Result<Own, crate::BenchError> {
         let dir =
             std::env::temp_dir().join(format!("pagepilot-bench-{}-redis", std::process::id()));
-        let base = free_base(6).ok_or("no 6 free loopback ports for a Redis Cluster")?;
+        let base = free_base(6).ok_or_else(|| BenchError::Measurement {
+            bench: "far",
+            what: "no 6 free loopback ports for a Redis Cluster".into(),
+        })?;
         let out = Command::new(script())
             .args(["start", "--port", &base.to_string()])
             .arg(&dir)
             .output()
-            .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
+            .on("running", script())?;
         let own = Own {
             dir,
             seeds: String::from_utf8_lossy(&out.stdout)
@@ -39,11 +44,13 @@ impl Own {
                 .collect(),
         };
         if !out.status.success() {
-            return Err(format!(
-                "starting a Redis Cluster failed (pass --cluster host:port,...): {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )
-            .into());
+            return Err(BenchError::Measurement {
+                bench: "far",
+                what: format!(
+                    "starting a Redis Cluster failed (pass --cluster host:port,...): {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
         }
         Ok(own)
     }

@@ -17,6 +17,7 @@
 mod cluster;
 mod report;
 
+use crate::error::IoContext;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -80,7 +81,7 @@ impl Side {
 
 /// Why the arguments were refused.
 #[derive(Debug, thiserror::Error)]
-enum FarBenchError {
+pub enum FarArgError {
     #[error("--threads: each must be in 1..=16, got {0}")]
     Threads(usize),
     #[error("--mb: must be in 1..=1024, got {0}")]
@@ -94,16 +95,16 @@ enum FarBenchError {
 /// Runs the benchmark.
 pub fn run(args: Args) -> BenchResult {
     if args.threads.is_empty() {
-        return Err(FarBenchError::Threads(0).into());
+        return Err(FarArgError::Threads(0).into());
     }
     if let Some(&t) = args.threads.iter().find(|&&t| t == 0 || t > 16) {
-        return Err(FarBenchError::Threads(t).into());
+        return Err(FarArgError::Threads(t).into());
     }
     if args.mb == 0 || args.mb > 1024 {
-        return Err(FarBenchError::Mb(args.mb).into());
+        return Err(FarArgError::Mb(args.mb).into());
     }
     if args.runs == 0 || args.runs > 20 {
-        return Err(FarBenchError::Runs(args.runs).into());
+        return Err(FarArgError::Runs(args.runs).into());
     }
     let given = args
         .cluster
@@ -117,7 +118,7 @@ pub fn run(args: Args) -> BenchResult {
                     .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
             });
             if !ok {
-                return Err(FarBenchError::Cluster(list).into());
+                return Err(FarArgError::Cluster(list).into());
             }
             (seeds, None)
         }
@@ -154,11 +155,11 @@ pub fn run(args: Args) -> BenchResult {
         let store = batched.open(&id, Access::ReadWrite, None)?;
         // SAFETY: `data` holds `pages` whole pages (a Vec<u8> is not page
         // aligned, which the store does not need: it copies).
-        unsafe { store.write(0, pages, data.as_ptr()) }?;
+        unsafe { store.write(0, pages, data.as_ptr()) }.doing("writing the data to far memory")?;
         batched.close(&id, store)?;
         let file =
             std::env::temp_dir().join(format!("pagepilot-bench-{}-far-data", std::process::id()));
-        std::fs::write(&file, &data)?;
+        std::fs::write(&file, &data).on("writing", &file)?;
         let out = measure(&args, &batched, &naive, &id, &file, pages);
         let _ = std::fs::remove_file(&file);
         out
@@ -168,7 +169,8 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     crate::emit::emit(&mut out, args.format, &report, |out| {
         std::io::Write::write_all(out, report.text().as_bytes())
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 
@@ -180,10 +182,15 @@ fn measure(
     id: &DataspaceId,
     file: &std::path::Path,
     pages: usize,
-) -> Result<Report, Box<dyn std::error::Error>> {
+) -> Result<Report, crate::BenchError> {
     let mut pings = Vec::new();
     for _ in 0..200 {
-        pings.push(batched.ping()?.as_nanos() as u64);
+        pings.push(
+            batched
+                .ping()
+                .doing("pinging the Redis Cluster")?
+                .as_nanos() as u64,
+        );
     }
     let ping_ns = median(pings);
     let mut rows = Vec::new();
@@ -226,7 +233,7 @@ fn one_run(
     pages: usize,
     threads: usize,
     random: bool,
-) -> Result<Duration, Box<dyn std::error::Error>> {
+) -> Result<Duration, crate::BenchError> {
     let len = pages * PAGE;
     let backing = match side {
         Side::File => Backing::File {

@@ -1,5 +1,6 @@
 //! One side's forks, in a child process of its own (see the parent module).
 
+use crate::error::IoContext;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -123,11 +124,11 @@ fn pagepilot_run(
     side: &mut Side,
     dirty_pages: usize,
     tag: u8,
-) -> Result<ForkRun, Box<dyn std::error::Error>> {
+) -> Result<ForkRun, crate::BenchError> {
     side.touch()?;
     side.dirty(dirty_pages, tag);
     let resumes = region.stats().resumes;
-    let fork_ns = timed_fork()?;
+    let fork_ns = timed_fork().doing("forking")?;
     let reaped = Instant::now();
     while region.stats().resumes == resumes {
         if reaped.elapsed() > RESUME_LIMIT {
@@ -150,14 +151,10 @@ fn pagepilot_run(
 }
 
 /// One kernel fork: dirty, fork and reap, touch again.
-fn kernel_run(
-    side: &mut Side,
-    dirty_pages: usize,
-    tag: u8,
-) -> Result<ForkRun, Box<dyn std::error::Error>> {
+fn kernel_run(side: &mut Side, dirty_pages: usize, tag: u8) -> Result<ForkRun, crate::BenchError> {
     side.touch()?;
     side.dirty(dirty_pages, tag);
-    let fork_ns = timed_fork()?;
+    let fork_ns = timed_fork().doing("forking")?;
     let (majors, _) = sys::faults_self();
     let t0 = Instant::now();
     side.touch()?;
@@ -180,10 +177,11 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
     let data = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .open(&job.file)?;
-    data.sync_all()?;
-    crate::cold::make_cold(&[&job.file], false)?;
-    let len = data.metadata()?.len() as usize;
+        .open(&job.file)
+        .on("opening", &job.file)?;
+    data.sync_all().on("syncing", &job.file)?;
+    crate::cold::make_cold(&[&job.file], false).on("dropping the cached pages of", &job.file)?;
+    let len = data.metadata().on("reading the size of", &job.file)?.len() as usize;
     let (region, kernel) = match job.side {
         SideName::Pagepilot => {
             let backing = Backing::File {
@@ -193,10 +191,13 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
             let opts = RegionOptions::new(backing, job.budget as usize, "clock");
             (Some(Region::map(opts)?), None)
         }
-        SideName::Kernel => (None, Some(Mapping::shared(data.as_raw_fd(), len, true)?)),
+        SideName::Kernel => (
+            None,
+            Some(Mapping::shared(data.as_raw_fd(), len, true).on("mapping", &job.file)?),
+        ),
     };
     let baseline = cgroup::limit_above_charged(&job.cgroup, job.budget + job.slack)?;
-    let run = |tag: u8| -> Result<(ForkRun, u64), Box<dyn std::error::Error>> {
+    let run = |tag: u8| -> Result<(ForkRun, u64), crate::BenchError> {
         match (&region, &kernel) {
             (Some(region), _) => {
                 let mut side = Side::new("pagepilot", region.as_ptr(), job.working_pages);

@@ -20,6 +20,8 @@
 //! the watcher's period (the same for both sides) and forks once measured;
 //! the sides alternate.
 
+use crate::error::IoContext;
+use crate::BenchError;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -175,20 +177,25 @@ pub struct ForkReport {
 }
 
 /// Runs one side's child in a fresh cgroup of the budget.
-fn run_child(mut job: Job) -> Result<ChildOut, Box<dyn std::error::Error>> {
+fn run_child(mut job: Job) -> Result<ChildOut, crate::BenchError> {
     let cg = MemCgroup::create(job.budget as usize)?;
     job.cgroup = cg.dir().to_path_buf();
     let side = job.side;
     let out = match harness::run("bench fork", &Role::Fork(job), Some(CHILD_LIMIT))? {
         Exit::Reported(out) => out,
         Exit::TimedOut(_) => {
-            return Err(format!("bench fork: the {side:?} child ran past {CHILD_LIMIT:?}").into())
+            return Err(BenchError::Measurement {
+                bench: "fork",
+                what: format!("the {side:?} child ran past {CHILD_LIMIT:?}"),
+            })
         }
         Exit::Killed(status) => {
-            return Err(format!(
-            "bench fork: the {side:?} child failed ({status}); killed by its cgroup's OOM killer?"
-        )
-            .into())
+            return Err(BenchError::Measurement {
+                bench: "fork",
+                what: format!(
+                    "the {side:?} child failed ({status}); killed by its cgroup's OOM killer?"
+                ),
+            })
         }
     };
     drop(cg);
@@ -203,9 +210,11 @@ pub fn run(args: Args) -> BenchResult {
     check_range("--working-mb", working_mb, args.budget_mb)?;
     for &d in &args.dirty_mb {
         if d > working_mb {
-            return Err(
-                format!("--dirty-mb {d} is more than the working set ({working_mb} MB)").into(),
-            );
+            return Err(BenchError::BadArg {
+                option: "--dirty-mb",
+                value: d.to_string(),
+                why: format!("more than the working set ({working_mb} MB)"),
+            });
         }
     }
     super::kernel::baseline_available()?;
@@ -281,7 +290,8 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         print_text(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 

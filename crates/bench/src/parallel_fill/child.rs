@@ -1,5 +1,6 @@
 //! One variant's run, in a child process of its own (see the parent module).
 
+use crate::error::IoContext;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -79,12 +80,16 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
     let file = std::fs::File::options()
         .read(true)
         .write(true)
-        .open(&job.file)?;
-    crate::cold::make_cold(&[&job.file], false)?;
-    let len = file.metadata()?.len() as usize;
+        .open(&job.file)
+        .on("opening", &job.file)?;
+    crate::cold::make_cold(&[&job.file], false).on("dropping the cached pages of", &job.file)?;
+    let len = file.metadata().on("reading the size of", &job.file)?.len() as usize;
     let budget = job.budget as usize;
     let (region, kernel) = match job.variant {
-        Variant::Kernel => (None, Some(Mapping::shared(file.as_raw_fd(), len, true)?)),
+        Variant::Kernel => (
+            None,
+            Some(Mapping::shared(file.as_raw_fd(), len, true).on("mapping", &job.file)?),
+        ),
         v => {
             let backing = Backing::File {
                 path: job.file.clone(),
@@ -126,11 +131,11 @@ pub(crate) fn child_main(job: Job) -> BenchResult {
             0
         };
         // SAFETY: the worker only stores to the array and returns: no lock, no allocation.
-        let pid = unsafe { sys::fork_child(fill) }?;
+        let pid = unsafe { sys::fork_child(fill) }.doing("forking a worker")?;
         pids.push(pid);
     }
     for (w, pid) in pids.into_iter().enumerate() {
-        let status = sys::wait_child(pid)?;
+        let status = sys::wait_child(pid).doing("waiting for a worker")?;
         if !status.success() {
             return Err(FillError::Worker(w, status).into());
         }

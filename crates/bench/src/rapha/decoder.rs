@@ -8,6 +8,7 @@
 //! up after it, as a player does. Asked to stop, it runs the periods
 //! released before then and no other.
 
+use crate::error::IoContext;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,8 +44,9 @@ pub fn main(job: &DecoderJob) -> BenchResult {
     let faults0 = map.faults();
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "ready")?;
-        out.flush()?;
+        writeln!(out, "ready").doing("telling the parent the decoder is ready")?;
+        out.flush()
+            .doing("telling the parent the decoder is ready")?;
     }
     let mut rng = job.seed | 1;
     let mut frames = Vec::new();
@@ -67,7 +69,10 @@ pub fn main(job: &DecoderJob) -> BenchResult {
                 // SAFETY: chunk < chunk_count, so every page lies inside the mapping.
                 let got = unsafe { map.page_number(p) };
                 if got != p as u64 {
-                    return Err(format!("decoder: page {p} holds {got}, wrong data").into());
+                    return Err(crate::BenchError::Measurement {
+                        bench: "rapha",
+                        what: format!("decoder: page {p} holds {got}, wrong data"),
+                    });
                 }
             }
         }

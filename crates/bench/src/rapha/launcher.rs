@@ -76,9 +76,10 @@ pub fn main(job: &LauncherJob) -> BenchResult {
         (bad, end_ns)
     });
     if let Some((p, got)) = bad {
-        return Err(
-            format!("launcher: page {p} holds {got}, wrong data (or a thread died)").into(),
-        );
+        return Err(crate::BenchError::Measurement {
+            bench: "rapha",
+            what: format!("launcher: page {p} holds {got}, wrong data (or a thread died)"),
+        });
     }
     let faults = map.faults().saturating_sub(faults0);
     samples.push(Sample {

@@ -23,7 +23,7 @@ pub const SYSTEM_PERIOD_NS: u64 = 100_000_000;
 #[derive(Debug, thiserror::Error)]
 pub enum LimitError {
     /// The rate controller refused (the decoder's reserve does not fit).
-    #[error("RAPHA admission: {0}")]
+    #[error("RAPHA admission")]
     Rate(#[from] RateError),
     /// The decoder's reserve and faults leave the launcher no fault.
     #[error(
@@ -129,6 +129,7 @@ mod tests {
         // 0.99 of the processor and 2 faults per 10 ms (20 per 100 ms at
         // 0.5 ms each = 0.1): Eq. 2 fails too.
         let err = derive(10 * MS, 9_900_000, 1, 500_000, 100 * MS).unwrap_err();
-        assert!(err.to_string().contains("Eq. 2"), "{err}");
+        let shown = pagepilot_policy::chain(&err).to_string();
+        assert!(shown.contains("Eq. 2"), "{shown}");
     }
 }

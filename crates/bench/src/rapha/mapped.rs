@@ -1,6 +1,7 @@
 //! A child's file, mapped by the kernel or by a pagepilot region, and what
 //! it faulted so far.
 
+use crate::error::IoContext;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
@@ -22,20 +23,16 @@ impl Mapped {
     /// Maps `file` as `how` says, with `budget` bytes of frames (a kernel
     /// mapping: the process joins its cgroup, limited to the budget), one
     /// page read per fault.
-    pub fn open(
-        file: &Path,
-        budget: u64,
-        how: &Mapping,
-    ) -> Result<Mapped, Box<dyn std::error::Error>> {
+    pub fn open(file: &Path, budget: u64, how: &Mapping) -> Result<Mapped, crate::BenchError> {
         match how {
             Mapping::Kernel { cgroup } => {
                 cgroup::enter(cgroup, cgroup::Entry::AsIs)?;
                 cgroup::limit_above_charged(cgroup, budget)?;
-                crate::cold::make_cold(&[file], false)?;
-                let f = std::fs::File::open(file)?;
-                let len = f.metadata()?.len() as usize;
-                let map = sys::Mapping::shared(f.as_raw_fd(), len, false)?;
-                map.advise_random()?;
+                crate::cold::make_cold(&[file], false).on("dropping the cached pages of", file)?;
+                let f = std::fs::File::open(file).on("opening", file)?;
+                let len = f.metadata().on("reading the size of", file)?.len() as usize;
+                let map = sys::Mapping::shared(f.as_raw_fd(), len, false).on("mapping", file)?;
+                map.advise_random().on("advising random access to", file)?;
                 Ok(Mapped::Kernel(map))
             }
             Mapping::Pagepilot {
@@ -118,7 +115,7 @@ impl Mapped {
     }
 
     /// Unmaps a region (reporting its errors); a kernel mapping just drops.
-    pub fn close(self) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn close(self) -> Result<(), crate::BenchError> {
         if let Mapped::Region(r) = self {
             r.unmap()?;
         }

@@ -21,13 +21,14 @@
 mod decoder;
 mod job;
 mod launcher;
-mod limits;
+pub(crate) mod limits;
 mod mapped;
 mod plot;
 pub(crate) mod report;
-mod round;
+pub(crate) mod round;
 pub(crate) mod summary;
 
+use crate::error::IoContext;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -249,12 +250,13 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         report::print_text(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 
 /// Runs the rounds `args` ask for (not a child's job) and writes the plot if asked.
-pub(crate) fn measure(args: &Args) -> Result<report::Report, Box<dyn std::error::Error>> {
+pub(crate) fn measure(args: &Args) -> Result<report::Report, crate::BenchError> {
     args.check()?;
     let (period_ns, compute_ns) = (args.period * MS, args.compute_ms * MS);
     let limits = limits::derive(
@@ -264,7 +266,9 @@ pub(crate) fn measure(args: &Args) -> Result<report::Report, Box<dyn std::error:
         args.fault_unit_us * 1000,
         args.launcher_fault_period_ms * MS,
     )?;
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let dir = datafile::default_dir(args.dir.clone());
     let dec_file = DataFile::create(&dir, "rapha-decoder", args.decoder_mb * MB)?;
     let lau_file = DataFile::create(&dir, "rapha-launcher", args.launcher_mb * MB)?;

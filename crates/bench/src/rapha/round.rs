@@ -5,6 +5,7 @@
 //! [`Config::RaphaDaemon`] the round starts a daemon first, both children
 //! join it, and it is stopped after them (on errors too).
 
+use crate::error::IoContext;
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use crate::daemon::{DaemonConfig, RoundDaemon, DAEMON_ENV};
 #[derive(Debug, thiserror::Error)]
 pub enum RoundError {
     /// It could not be started or talked to.
-    #[error("rapha {role}: {source}")]
+    #[error("rapha {role}")]
     Io {
         /// `decoder` or `launcher`.
         role: &'static str,
@@ -75,8 +76,9 @@ pub struct ConfigRun {
 }
 
 /// Runs `config` once.
-pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, Box<dyn std::error::Error>> {
-    crate::cold::make_cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)?;
+pub fn run(config: Config, setup: &Setup) -> Result<ConfigRun, crate::BenchError> {
+    crate::cold::make_cold(&[&setup.decoder.file, &setup.launcher.file], setup.root)
+        .doing("dropping the cached pages of the data files")?;
     let mut decoder = setup.decoder.clone();
     let mut launcher = setup.launcher.clone();
     // The kernel's cgroups live until both children are gone.
@@ -154,7 +156,7 @@ fn beside(
     launcher: &LauncherJob,
     alone: Duration,
     daemon: Option<&Path>,
-) -> Result<(u64, LauncherOut), Box<dyn std::error::Error>> {
+) -> Result<(u64, LauncherOut), crate::BenchError> {
     let stdout = dec.stdout().ok_or(RoundError::NotReady)?;
     // One byte at a time: the rest of the stream is the decoder's report.
     let mut line = Vec::new();

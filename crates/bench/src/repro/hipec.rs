@@ -134,8 +134,8 @@ pub(super) fn join_sim(cx: &Ctx) -> Result<Outcome, ExpError> {
                 frames: m as usize,
                 future: None,
             };
-            let built =
-                registry::build(policy, &setup).map_err(|e| ExpError::Fail(e.to_string()))?;
+            let built = registry::build(policy, &setup)
+                .map_err(|e| ExpError::Fail(pagepilot_policy::chain(&e).to_string()))?;
             faults.push(simulate(&trace, built, m as usize).faults);
         }
         let x = mb as f64;
@@ -180,7 +180,7 @@ pub(super) fn join_sim(cx: &Ctx) -> Result<Outcome, ExpError> {
         "HiPEC Figure 6 (analytic and simulated)",
         &cx.file(fig),
     )
-    .map_err(|e| ExpError::Fail(e.to_string()))?;
+    .map_err(|e| ExpError::Fail(pagepilot_policy::chain(&e).to_string()))?;
     Ok(Outcome {
         claims,
         figures: vec![fig.into()],

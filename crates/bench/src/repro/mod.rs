@@ -116,9 +116,9 @@ pub(crate) enum ExpError {
     Fail(String),
 }
 
-impl From<Box<dyn std::error::Error>> for ExpError {
-    fn from(e: Box<dyn std::error::Error>) -> Self {
-        ExpError::Fail(e.to_string())
+impl From<crate::BenchError> for ExpError {
+    fn from(e: crate::BenchError) -> Self {
+        ExpError::Fail(pagepilot_policy::chain(&e).to_string())
     }
 }
 
@@ -151,7 +151,9 @@ impl Ctx {
     /// The SEQ experiments' traces.
     pub fn traces(&self) -> Result<&seq_traces::Traces, ExpError> {
         self.traces
-            .get_or_init(|| seq_traces::Traces::make(self).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                seq_traces::Traces::make(self).map_err(|e| pagepilot_policy::chain(&e).to_string())
+            })
             .as_ref()
             .map_err(|e| ExpError::Fail(e.clone()))
     }

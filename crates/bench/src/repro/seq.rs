@@ -17,8 +17,8 @@ use super::{command_line, strings, Ctx, ExpError, Outcome};
 use crate::measure::ratio;
 use pagepilot_sim::synthetic::Behaviour;
 
-fn fail(e: impl std::fmt::Display) -> ExpError {
-    ExpError::Fail(e.to_string())
+fn fail(e: impl std::error::Error) -> ExpError {
+    ExpError::Fail(pagepilot_policy::chain(&e).to_string())
 }
 
 fn warm(r: &Row) -> u64 {
@@ -293,7 +293,9 @@ fn spacetime_pair(
 pub(super) fn space_time(cx: &Ctx) -> Result<Outcome, ExpError> {
     let traces = cx.traces()?;
     let mut o = Outcome::default();
-    let sweep_t = traces.get("sweep").ok_or_else(|| fail("no sweep trace"))?;
+    let sweep_t = traces
+        .get("sweep")
+        .ok_or_else(|| ExpError::Fail("no sweep trace".into()))?;
     let half = sweep_t.trace.distinct() / 2;
     let (faults, _) = spacetime_pair(cx, sweep_t, half, &mut o)?;
     let low = faults.iter().filter(|(_, p)| (*p as usize) < half).count() as f64;
@@ -310,13 +312,13 @@ pub(super) fn space_time(cx: &Ctx) -> Result<Outcome, ExpError> {
     );
     let ud = traces
         .get("up-down")
-        .ok_or_else(|| fail("no up-down trace"))?;
+        .ok_or_else(|| ExpError::Fail("no up-down trace".into()))?;
     let frames = ud.trace.distinct() * 2 / 5;
     let (_, victims) = spacetime_pair(cx, ud, frames, &mut o)?;
     // Ranks are dense over the touched pages; a region's offset is rank mod its pages.
     let region = match ud.workload.as_ref().map(|w| &w.behaviour) {
         Some(Behaviour::UpDown { region_pages, .. }) => *region_pages as u32,
-        _ => return Err(fail("up-down trace without its geometry")),
+        _ => return Err(ExpError::Fail("up-down trace without its geometry".into())),
     };
     let middle = victims
         .iter()
@@ -422,7 +424,11 @@ pub(super) fn parameters(cx: &Ctx) -> Result<Outcome, ExpError> {
 /// Figure 11.
 pub(super) fn global(cx: &Ctx) -> Result<Outcome, ExpError> {
     let traces = cx.traces()?;
-    let get = |n: &str| traces.get(n).ok_or_else(|| fail(format!("no {n} trace")));
+    let get = |n: &str| {
+        traces
+            .get(n)
+            .ok_or_else(|| ExpError::Fail(format!("no {n} trace")))
+    };
     let mixes: [(&str, Vec<&Named>, Relation); 2] = [
         (
             "sweep+scattered",

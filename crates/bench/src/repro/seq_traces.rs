@@ -5,6 +5,7 @@
 //! them; in quick and full runs also a real program's trace recorded with valgrind
 //! lackey (`pagepilot trace record`, a separate process anyway).
 
+use crate::error::IoContext;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -45,10 +46,10 @@ const SEED: u64 = 1997;
 
 impl Traces {
     /// Generates (and saves) the traces.
-    pub fn make(cx: &Ctx) -> Result<Traces, Box<dyn std::error::Error>> {
+    pub fn make(cx: &Ctx) -> Result<Traces, crate::BenchError> {
         let dir = cx.file("traces");
-        std::fs::create_dir_all(&dir)?;
-        let save = |w: Workload| -> Result<Named, Box<dyn std::error::Error>> {
+        std::fs::create_dir_all(&dir).on("creating", &dir)?;
+        let save = |w: Workload| -> Result<Named, crate::BenchError> {
             let t = w.generate()?;
             let file = format!("traces/{}.pptrace", w.name);
             trace::save(&t, &cx.file(&file), Format::Binary)?;
@@ -148,7 +149,7 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
                 file,
                 workload: None,
             })
-            .map_err(|e| e.to_string()),
+            .map_err(|e| pagepilot_policy::chain(&e).to_string()),
         Ok(s) => Err(format!(
             "`pagepilot trace record` failed ({s}); is valgrind installed?"
         )),

@@ -103,7 +103,7 @@ pub enum ChildError {
     #[error(transparent)]
     Report(#[from] crate::child::ChildError),
     /// A system call or file operation failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: &'static str,
@@ -114,10 +114,10 @@ pub enum ChildError {
     #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
     /// pagepilot refused to map the region.
-    #[error("mapping the region: {0}")]
+    #[error("mapping the region")]
     Map(#[from] pagepilot_pager::MapError),
     /// pagepilot's unmap failed to write dirty pages back.
-    #[error("unmapping the region: {0}")]
+    #[error("unmapping the region")]
     Unmap(#[from] pagepilot_pager::FlushError),
     /// A file job without a file.
     #[error("a file job needs a file")]

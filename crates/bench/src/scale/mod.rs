@@ -4,9 +4,10 @@
 //! random and sequential touches, pagepilot with its defaults beside the kernel's `mmap` in a
 //! memory cgroup of the same limit. Every measurement runs in a fresh child process.
 
-mod child;
+pub(crate) mod child;
 mod report;
 
+use crate::error::IoContext;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -166,7 +167,7 @@ pub enum ScaleError {
     #[error("{0} is on tmpfs; give a directory on a disk with --dir")]
     Tmpfs(PathBuf),
     /// Creating or removing a file, or starting a child, failed.
-    #[error("{what} {path}: {source}")]
+    #[error("{what} {path}")]
     Io {
         /// What was being done.
         what: &'static str,
@@ -180,7 +181,7 @@ pub enum ScaleError {
     Cgroup(#[from] CgroupError),
     /// A child could not be run, failed otherwise than by the OOM killer (its stderr was
     /// passed through), or printed no result.
-    #[error("measuring {row}: {source}")]
+    #[error("measuring {row}")]
     Child {
         /// The row.
         row: String,
@@ -265,7 +266,10 @@ fn measure(key: &Row, setup: &Setup) -> Result<Outcome, ScaleError> {
 /// Checks every argument; the first bad one is named in the error.
 fn validate(args: &Args) -> BenchResult {
     if args.sizes.is_empty() {
-        return Err("--sizes needs at least one size".into());
+        return Err(crate::BenchError::EmptyList {
+            option: "--sizes",
+            why: "needs at least one size",
+        });
     }
     check_range("--budget-mb", args.budget_mb, 1 << 20)?;
     check_range("--touches", args.touches, 1 << 26)?;
@@ -308,7 +312,9 @@ pub fn run(args: Args) -> BenchResult {
     if tmpfs {
         return Err(ScaleError::Tmpfs(dir).into());
     }
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     if let Some(why) = &kernel_skipped {
         eprintln!("bench scale: kernel rows skipped: {why}");
     }
@@ -341,7 +347,8 @@ pub fn run(args: Args) -> BenchResult {
     }
     let report = Report::new(&args, rows, kernel_skipped, t0.elapsed().as_secs_f64());
     let mut out = std::io::stdout().lock();
-    emit(&mut out, args.format, &report, |out| report.write_text(out))?;
+    emit(&mut out, args.format, &report, |out| report.write_text(out))
+        .doing("writing the report")?;
     Ok(())
 }
 

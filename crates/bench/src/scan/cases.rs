@@ -177,7 +177,7 @@ pub enum SideError {
     #[error(transparent)]
     Kernel(#[from] KernelError),
     /// The page cache could not be filled, or the `pread` baseline failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The `pread` baseline read wrong data.
     #[error("pread baseline checksum {got} != expected {want}")]
@@ -188,11 +188,12 @@ pub enum SideError {
         want: u64,
     },
     /// A written page's stamp is not in the file after the run.
-    #[error("{side:?}: {lost}")]
+    #[error("{side:?}")]
     LostWrite {
         /// Who wrote.
         side: Side,
         /// What is missing.
+        #[source]
         lost: fileio::LostWrite,
     },
 }

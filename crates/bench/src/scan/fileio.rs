@@ -99,7 +99,7 @@ fn field(buf: &[u8], at: usize) -> u64 {
 #[derive(Debug, thiserror::Error)]
 pub enum LostWrite {
     /// The file could not be read back.
-    #[error("reading the file back: {0}")]
+    #[error("reading the file back")]
     Io(#[from] io::Error),
     /// A written page holds another stamp.
     #[error(

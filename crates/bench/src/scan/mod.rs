@@ -5,10 +5,11 @@
 //! its defaults and tuned, side by side in the same rounds with the kernel's `mmap` of the
 //! same file in a memory cgroup of the same limit (cold) or buffered `pread` (warm).
 
-mod cases;
+pub(crate) mod cases;
 mod fileio;
 pub(crate) mod report;
 
+use crate::error::IoContext;
 use std::time::{Duration, Instant};
 
 use cases::{Case, Context, Knobs, Side};
@@ -116,10 +117,16 @@ fn validate(args: &Args) -> BenchResult {
         }
     }
     if args.patterns.is_empty() {
-        return Err("--patterns needs at least one order".into());
+        return Err(crate::BenchError::EmptyList {
+            option: "--patterns",
+            why: "needs at least one order",
+        });
     }
     if args.cache.is_empty() {
-        return Err("--cache needs cold, warm or both".into());
+        return Err(crate::BenchError::EmptyList {
+            option: "--cache",
+            why: "needs cold, warm or both",
+        });
     }
     if !(0.0..=1.0).contains(&args.write_fraction) {
         return Err(BadWriteFraction(args.write_fraction).into());
@@ -166,17 +173,20 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, format, &report, |out| {
         report::write_text(out, &report)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 
 /// Runs the cases `args` ask for (not a kernel child's job).
-pub(crate) fn measure(args: Args) -> Result<ScanReport, Box<dyn std::error::Error>> {
+pub(crate) fn measure(args: Args) -> Result<ScanReport, crate::BenchError> {
     validate(&args)?;
     let t0 = Instant::now();
     let cases = cases(&args);
     let runs = args.common.runs;
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let sides_of = |case: &Case| -> Vec<Side> {
         let mut sides = case.sides();
         sides.retain(|s| kernel_skipped.is_none() || !s.is_kernel());

@@ -8,6 +8,7 @@
 //! its run, its page-ins and fault events, and the messages its process
 //! sent the daemon.
 
+use crate::error::IoContext;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ChildStdin;
@@ -62,7 +63,7 @@ pub struct DaemonJoinRun {
 #[derive(Debug, thiserror::Error)]
 pub enum ShareDaemonError {
     /// A child could not be started or told to go.
-    #[error("bench share, daemon side, join {join}: {source}")]
+    #[error("bench share, daemon side, join {join}")]
     Io {
         /// Which join.
         join: usize,
@@ -86,7 +87,7 @@ pub enum ShareDaemonError {
         status: String,
     },
     /// A child's report was not understood.
-    #[error("bench share, daemon side, join {join} printed no report: {source}")]
+    #[error("bench share, daemon side, join {join} printed no report")]
     Report {
         /// Which join.
         join: usize,
@@ -104,6 +105,9 @@ pub enum ShareDaemonError {
         want: u64,
     },
     /// The child's region did not join a daemon.
+    /// The parent did not say `go` on stdin.
+    #[error("bench share, daemon side: not told to go")]
+    NotToldToGo,
     #[error("bench share, daemon side: the region did not join the daemon ({DAEMON_ENV} unset?)")]
     NotJoined,
 }
@@ -121,7 +125,7 @@ pub fn round(
     files: &[DataFile; 2],
     budget: usize,
     loops: usize,
-) -> Result<([DaemonJoinRun; 2], u64), Box<dyn std::error::Error>> {
+) -> Result<([DaemonJoinRun; 2], u64), crate::BenchError> {
     let mut daemon = RoundDaemon::start(&DaemonConfig::like_pool(budget as u64, FAULT_UNIT_US))?;
     let (tx, rx) = mpsc::channel::<Line>();
     let mut kids = Children::default();
@@ -252,7 +256,7 @@ fn wait_bounded(
 /// its run as JSON.
 pub fn child_main(job: ChildJob) -> BenchResult {
     // Cold, as the other sides start.
-    crate::cold::make_cold(&[&job.file], false)?;
+    crate::cold::make_cold(&[&job.file], false).on("dropping the cached pages of", &job.file)?;
     let backing = Backing::File {
         path: job.file.clone(),
         writable: false,
@@ -266,13 +270,15 @@ pub fn child_main(job: ChildJob) -> BenchResult {
     let plan = Plan::new(Workload::Join { loops: job.loops }, region.len());
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "ready")?;
-        out.flush()?;
+        writeln!(out, "ready").doing("telling the parent the join is ready")?;
+        out.flush().doing("telling the parent the join is ready")?;
     }
     let mut go = String::new();
-    std::io::stdin().read_line(&mut go)?;
+    std::io::stdin()
+        .read_line(&mut go)
+        .doing("waiting for the parent's go")?;
     if go.trim() != "go" {
-        return Err("bench share, daemon side: not told to go".into());
+        return Err(ShareDaemonError::NotToldToGo.into());
     }
     let t = Instant::now();
     // SAFETY: the region maps the whole table read-only and stays mapped

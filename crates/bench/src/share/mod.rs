@@ -12,9 +12,11 @@
 //! pool's frames ([`daemon`]), reported against the in-process pool: the
 //! same page-ins and time within 10%, and the messages per fault.
 
-mod daemon;
+pub(crate) mod daemon;
 mod report;
 
+use crate::error::IoContext;
+use crate::BenchError;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -99,7 +101,11 @@ pub fn run(args: Args) -> BenchResult {
     check_range("--loops", args.loops, 1000)?;
     check_range("--runs", args.runs, 100)?;
     if args.budget_mb < 2 {
-        return Err("--budget-mb must be at least 2: each join is guaranteed half".into());
+        return Err(BenchError::BadArg {
+            option: "--budget-mb",
+            value: args.budget_mb.to_string(),
+            why: "must be at least 2: each join is guaranteed half".into(),
+        });
     }
     let dir = datafile::default_dir(args.dir.clone());
     let files = [
@@ -107,7 +113,9 @@ pub fn run(args: Args) -> BenchResult {
         DataFile::create(&dir, "share-b", args.outer_mb * MB)?,
     ];
     let budget = args.budget_mb * MB;
-    let kernel_skipped = kernel::baseline_available().err().map(|e| e.to_string());
+    let kernel_skipped = kernel::baseline_available()
+        .err()
+        .map(|e| pagepilot_policy::chain(&e).to_string());
     let mut live: [Vec<JoinRun>; 2] = Default::default();
     let mut kern: [Vec<JoinRun>; 2] = Default::default();
     let mut under_daemon: [Vec<DaemonJoinRun>; 2] = Default::default();
@@ -212,7 +220,8 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         report::print_text(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 
@@ -222,12 +231,13 @@ fn live_round(
     files: &[DataFile; 2],
     budget: usize,
     loops: usize,
-) -> Result<([JoinRun; 2], u64), Box<dyn std::error::Error>> {
+) -> Result<([JoinRun; 2], u64), crate::BenchError> {
     let pool = Pool::new(budget)?;
     let mut regions = Vec::new();
     for (file, policy) in files.iter().zip(POLICIES) {
         // Cold, as the kernel's side starts.
-        crate::cold::make_cold(&[file.path()], false)?;
+        crate::cold::make_cold(&[file.path()], false)
+            .on("dropping the cached pages of", file.path())?;
         let backing = Backing::File {
             path: file.path().to_path_buf(),
             writable: false,
@@ -263,9 +273,10 @@ fn live_round(
     for (k, region) in regions.into_iter().enumerate() {
         let (elapsed_ns, checksum) = runs[k];
         if checksum != plans[k].expected() {
-            return Err(
-                format!("pagepilot join {k}: checksum {checksum}, wrong data paged in").into(),
-            );
+            return Err(BenchError::Measurement {
+                bench: "share",
+                what: format!("pagepilot join {k}: checksum {checksum}, wrong data paged in"),
+            });
         }
         let stats = region.stats();
         out[k] = JoinRun {
@@ -308,7 +319,7 @@ fn predict(
     share: u64,
     loops: u64,
     windows: [u64; 2],
-) -> Result<[u64; 2], Box<dyn std::error::Error>> {
+) -> Result<[u64; 2], crate::BenchError> {
     let scan = Trace::from_pages((0..loops).flat_map(|_| 0..outer_pages));
     let traces = [scan.clone(), scan];
     let processes: Vec<ProcessSpec> = POLICIES
@@ -347,9 +358,10 @@ fn kernel_round(
     files: &[DataFile; 2],
     budget: usize,
     loops: usize,
-) -> Result<([JoinRun; 2], u64), Box<dyn std::error::Error>> {
+) -> Result<([JoinRun; 2], u64), crate::BenchError> {
     let cg = MemCgroup::create(budget)?;
-    crate::cold::make_cold(&files.each_ref().map(|f| f.path()), true)?;
+    crate::cold::make_cold(&files.each_ref().map(|f| f.path()), true)
+        .doing("dropping the cached pages of the data files")?;
     let job = ChildJob {
         files: files.each_ref().map(|f| f.path().to_path_buf()),
         cgroup: cg.dir().to_path_buf(),
@@ -359,7 +371,10 @@ fn kernel_round(
     let t0 = Instant::now();
     let runs: [JoinRun; 2] = match child::run("bench share kernel", &Role::ShareKernel(job), None) {
         Ok(Exit::Killed(status)) | Err(ChildError::Failed { status, .. }) => {
-            return Err(format!("kernel side of bench share failed ({status}); OOM-killed?").into())
+            return Err(BenchError::Measurement {
+                bench: "share",
+                what: format!("the kernel side failed ({status}); OOM-killed?"),
+            })
         }
         Ok(exit) => exit.reported("bench share kernel")?,
         Err(e) => return Err(e.into()),
@@ -368,7 +383,10 @@ fn kernel_round(
     for (k, (r, f)) in runs.iter().zip(files).enumerate() {
         let want = Plan::new(Workload::Join { loops }, f.len()).expected();
         if r.checksum != want {
-            return Err(format!("kernel join {k}: checksum {} != {want}", r.checksum).into());
+            return Err(BenchError::Measurement {
+                bench: "share",
+                what: format!("kernel join {k}: checksum {} != {want}", r.checksum),
+            });
         }
     }
     drop(cg);
@@ -381,10 +399,11 @@ pub(crate) fn child_main(job: ChildJob) -> BenchResult {
     cgroup::enter(&job.cgroup, cgroup::Entry::AsIs)?;
     let mut maps = Vec::new();
     for path in &job.files {
-        crate::cold::make_cold(&[path], false)?;
-        let file = std::fs::File::open(path)?;
-        let len = file.metadata()?.len() as usize;
-        let map = sys::Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)?;
+        crate::cold::make_cold(&[path], false).on("dropping the cached pages of", path)?;
+        let file = std::fs::File::open(path).on("opening", path)?;
+        let len = file.metadata().on("reading the size of", path)?.len() as usize;
+        let map = sys::Mapping::shared(std::os::fd::AsRawFd::as_raw_fd(&file), len, false)
+            .on("mapping", path)?;
         maps.push((map, Plan::new(Workload::Join { loops: job.loops }, len)));
     }
     // The process's own memory must not eat into the tables' budget.

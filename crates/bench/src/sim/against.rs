@@ -13,6 +13,8 @@
 //! thread each, against the same runs one after another (as `pagepilot sim`
 //! runs several policies). Figures are medians over the rounds.
 
+use crate::error::IoContext;
+use crate::BenchError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -131,7 +133,7 @@ struct Report {
 /// Runs the comparison.
 pub fn run(s: Setting) -> BenchResult {
     let mut driver = Driver::find(s.python)?;
-    let dir = Scratch::new()?;
+    let dir = Scratch::new().doing("making a scratch directory")?;
     let (ours, theirs) = (
         dir.0.join("trace.pptrace"),
         dir.0.join("trace.oracleGeneral"),
@@ -149,7 +151,11 @@ pub fn run(s: Setting) -> BenchResult {
     let timed_runs: Vec<Run> = PAIRS
         .iter()
         .map(|&(ours, cls, params)| lcs_run(ours, cls, params, frames))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+        .map_err(|source| BenchError::Json {
+            what: "libCacheSim parameters of a policy".into(),
+            source,
+        })?;
 
     let mut ours_t: Vec<Vec<Duration>> = vec![Vec::new(); PAIRS.len()];
     let mut theirs_t: Vec<Vec<f64>> = vec![Vec::new(); PAIRS.len()];
@@ -180,12 +186,14 @@ pub fn run(s: Setting) -> BenchResult {
         }
         for (k, m) in driver.run(&theirs, &timed_runs)?.into_iter().enumerate() {
             if m.requests != s.trace.len() as u64 {
-                return Err(format!(
-                    "libCacheSim read {} requests of {}",
-                    m.requests,
-                    s.trace.len()
-                )
-                .into());
+                return Err(BenchError::Measurement {
+                    bench: "sim",
+                    what: format!(
+                        "libCacheSim read {} requests of {}",
+                        m.requests,
+                        s.trace.len()
+                    ),
+                });
             }
             theirs_t[k].push(m.seconds);
             theirs_misses[k] = m.misses;
@@ -193,7 +201,7 @@ pub fn run(s: Setting) -> BenchResult {
         // As `pagepilot sim` runs several policies: one load, then the runs
         // one after another, or at once on every core.
         let concurrent: Vec<&str> = PAIRS.iter().map(|p| p.0).filter(|&n| n != "opt").collect();
-        let (t, _) = timed(|| -> Result<(), Box<dyn std::error::Error>> {
+        let (t, _) = timed(|| -> Result<(), crate::BenchError> {
             let trace = load(&ours)?;
             for name in &concurrent {
                 run_loaded(&trace, name, frames)?;
@@ -226,7 +234,11 @@ pub fn run(s: Setting) -> BenchResult {
         let runs: Vec<Run> = sample
             .iter()
             .map(|&f| lcs_run(name, cls, "", f))
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, _>>()
+            .map_err(|source| BenchError::Json {
+                what: "libCacheSim parameters of a policy".into(),
+                source,
+            })?;
         let measured = driver.run(&theirs, &runs)?;
         let equal = measured
             .iter()
@@ -253,7 +265,11 @@ pub fn run(s: Setting) -> BenchResult {
     let variant_runs: Vec<Run> = VARIANTS
         .iter()
         .map(|&(ours, cls, params)| lcs_run(ours, cls, params, frames))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+        .map_err(|source| BenchError::Json {
+            what: "libCacheSim parameters of a policy".into(),
+            source,
+        })?;
     let variant_counts = driver.run(&theirs, &variant_runs)?;
 
     let mut policies = Vec::new();
@@ -312,7 +328,8 @@ pub fn run(s: Setting) -> BenchResult {
     };
     // NaN is not JSON: the variants' unmeasured rates print as null.
     let mut out = std::io::stdout().lock();
-    emit(&mut out, s.format, &report, |out| print_table(&report, out))?;
+    emit(&mut out, s.format, &report, |out| print_table(&report, out))
+        .doing("writing the report")?;
     Ok(())
 }
 
@@ -419,12 +436,12 @@ fn load(path: &Path) -> Result<Trace, trace::TraceError> {
 }
 
 /// Loads the trace, builds the policy and simulates: pagepilot's whole run.
-fn single_run(path: &Path, name: &str, frames: usize) -> Result<u64, Box<dyn std::error::Error>> {
+fn single_run(path: &Path, name: &str, frames: usize) -> Result<u64, crate::BenchError> {
     run_loaded(&load(path)?, name, frames)
 }
 
 /// Builds the policy and simulates a trace already loaded.
-fn run_loaded(trace: &Trace, name: &str, frames: usize) -> Result<u64, Box<dyn std::error::Error>> {
+fn run_loaded(trace: &Trace, name: &str, frames: usize) -> Result<u64, crate::BenchError> {
     let setup = Setup {
         slots: trace.distinct(),
         frames,

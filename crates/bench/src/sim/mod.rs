@@ -11,6 +11,7 @@
 //! `--against libcachesim` compares with libCacheSim side by side
 //! ([`against`]).
 
+use crate::error::IoContext;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,7 @@ use crate::measure::median;
 use crate::BenchResult;
 
 mod against;
-mod lcs;
+pub(crate) mod lcs;
 mod synthetic;
 
 use synthetic::synthetic;
@@ -83,7 +84,7 @@ enum Against {
 
 /// Errors in the benchmark's arguments.
 #[derive(Debug, thiserror::Error)]
-enum BenchError {
+pub enum SimArgError {
     #[error("--refs, --pages, --runs, --points and --sample must be positive; --pages at most --refs and below 2^32")]
     BadArgs,
 }
@@ -139,7 +140,7 @@ pub fn run(args: Args) -> BenchResult {
         || args.sample == 0
         || args.opt_refs == 0
     {
-        return Err(BenchError::BadArgs.into());
+        return Err(SimArgError::BadArgs.into());
     }
     let (trace, source) = match &args.trace {
         Some(path) => {
@@ -260,7 +261,8 @@ pub fn run(args: Args) -> BenchResult {
     let mut out = std::io::stdout().lock();
     emit(&mut out, args.format, &report, |out| {
         print_table(&report, out)
-    })?;
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 

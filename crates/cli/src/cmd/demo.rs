@@ -55,7 +55,7 @@ const SECTIONS: &[Section] = &[
 /// memory cgroup of the same size.
 fn live_join(_cx: &Context) -> CmdResult {
     let mut out = std::io::stdout().lock();
-    super::bench::join::demo_join(&mut out)
+    Ok(super::bench::join::demo_join(&mut out)?)
 }
 
 /// The policy whose replacement decisions the space-time section shows.
