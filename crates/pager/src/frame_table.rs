@@ -385,82 +385,6 @@ impl FrameTable {
         self.set(s, State::Resident, f);
     }
 
-    /// The budget in frames.
-    pub fn budget(&self) -> usize {
-        self.budget
-    }
-
-    /// Grows the budget to `frames` (never shrinks it here); waiters are
-    /// woken if it grew. Returns whether it did.
-    pub fn grow_budget_to(&mut self, frames: usize) -> bool {
-        if frames <= self.budget {
-            return false;
-        }
-        self.budget = frames;
-        self.wake = true;
-        true
-    }
-
-    /// Grows the budget by `frames` (frames kept back, or granted).
-    pub fn grow_budget_by(&mut self, frames: usize) {
-        self.grow_budget_to(self.budget + frames);
-    }
-
-    /// Sets the budget to `frames`, never below [`FrameTable::min_budget`].
-    /// Returns the budget before.
-    pub fn set_budget(&mut self, frames: usize) -> usize {
-        let old = self.budget;
-        self.budget = frames.max(self.min_budget());
-        if self.budget > old {
-            self.wake = true;
-        }
-        old
-    }
-
-    /// Takes up to `frames` from the budget, never below
-    /// [`FrameTable::min_budget`]. Returns how many it took.
-    pub fn shrink_budget(&mut self, frames: usize) -> usize {
-        let taken = frames.min(self.spare_budget());
-        self.budget -= taken;
-        taken
-    }
-
-    /// Frames the budget could give up: all but the pinned pages and one.
-    pub fn spare_budget(&self) -> usize {
-        self.budget.saturating_sub(self.min_budget())
-    }
-
-    /// Frames the policy's pages may hold: the budget less the pinned pages.
-    pub fn usable(&self) -> usize {
-        self.budget.saturating_sub(self.locked)
-    }
-
-    /// The smallest budget the region may shrink to: its pinned pages and
-    /// one frame to serve a fault in.
-    pub fn min_budget(&self) -> usize {
-        self.locked + 1
-    }
-
-    /// Frames holding data (every state but Absent).
-    pub fn held(&self) -> usize {
-        self.held
-    }
-
-    /// Frames in use: held, less those being evicted.
-    pub fn frames_in_use(&self) -> usize {
-        self.held - self.evicting
-    }
-
-    /// Pages pinned by the application.
-    pub fn pinned(&self) -> usize {
-        self.locked
-    }
-
-    /// Pages whose write-back failed, held until a flush writes them.
-    pub fn unwritten(&self) -> usize {
-        self.unwritten
-    }
-
     /// Whether a transition or a budget growth asked for a wake-up since
     /// the last call (cleared).
     pub fn take_wake(&mut self) -> bool {
@@ -469,8 +393,8 @@ impl FrameTable {
 
     /// The pages whose slots were freed since the last call: the policy
     /// forgets them before it is called again.
-    pub fn take_forgotten(&mut self) -> Vec<Page> {
-        std::mem::take(&mut self.forgotten)
+    pub fn take_forgotten(&mut self) -> std::vec::Drain<'_, Page> {
+        self.forgotten.drain(..)
     }
 
     /// Whether the policy has pages to forget.
@@ -545,17 +469,6 @@ impl FrameTable {
         None
     }
 
-    /// Frames that must be freed to stay within the budget (frames being
-    /// evicted already count as free).
-    pub fn excess(&self) -> usize {
-        (self.held - self.evicting).saturating_sub(self.budget)
-    }
-
-    /// Pages that fit in the budget without an eviction.
-    pub fn room(&self) -> usize {
-        self.budget.saturating_sub(self.held - self.evicting)
-    }
-
     /// Bytes the table holds: its entries, slots and queues.
     pub fn bookkeeping_bytes(&self) -> usize {
         use std::mem::size_of;
@@ -602,6 +515,10 @@ impl FrameTable {
 // The policy's view of the table.
 #[path = "frame_table_memory.rs"]
 mod memory;
+
+// The budget and the counts that follow from the states.
+#[path = "frame_table_budget.rs"]
+mod budget;
 
 #[cfg(test)]
 #[path = "frame_table_tests.rs"]
