@@ -82,7 +82,7 @@ pub enum MapError {
         why: String,
     },
     /// The policy spec was refused (unknown name, bad parameter, simulator-only).
-    #[error("policy `{spec}` refused")]
+    #[error("policy `{spec}`")]
     Policy {
         /// The spec given.
         spec: String,
@@ -94,7 +94,7 @@ pub enum MapError {
     #[error(transparent)]
     Dataspace(#[from] pagepilot_dataspace::OpenError),
     /// An attached dataspace's manager refused to open it.
-    #[error("attachment {index} ({manager} manager) refused")]
+    #[error("attachment {index} ({manager} manager)")]
     Attach {
         /// Its place in the list of attachments.
         index: usize,

@@ -22,7 +22,7 @@ mod common;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use pagepilot_pager::{Backing, FaultService, Region, RegionOptions, PAGE_SIZE};
@@ -227,10 +227,21 @@ fn race_once() {
                 if stopping {
                     break;
                 }
+                let taken = KILLS_TAKEN_BY_MAP.load(Ordering::SeqCst);
                 // SAFETY: the mapping thread lives until it has joined this
                 // one (after `stop`).
                 unsafe { send_sigbus(map_thread) };
                 to_map += 1;
+                // The next one once this one was taken (or a millisecond
+                // passed, the signal blocked meanwhile): the handlers are
+                // SA_NODEFER, and a storm faster than they return nests
+                // them until the thread's stack overflows.
+                let sent = Instant::now();
+                while KILLS_TAKEN_BY_MAP.load(Ordering::SeqCst) == taken
+                    && sent.elapsed() < Duration::from_millis(1)
+                {
+                    std::hint::spin_loop();
+                }
             }
             (to_self, to_map)
         })
