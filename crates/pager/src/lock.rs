@@ -57,18 +57,10 @@ impl RegionLock {
     }
 
     /// Lets the lock go and waits for the next notification.
-    pub fn wait<'a>(&'a self, mut held: Locked<'a>) -> Locked<'a> {
-        let mut guard = held.guard.take().expect("a hold has its guard");
-        if self.settle(&mut guard) {
-            self.notify();
-        }
-        self.waiting.fetch_add(1, SeqCst);
-        let guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
-        self.waiting.fetch_sub(1, SeqCst);
-        Locked {
-            lock: self,
-            guard: Some(guard),
-        }
+    pub fn wait<'a>(&'a self, held: Locked<'a>) -> Locked<'a> {
+        self.wait_with(held, |cv, guard| {
+            cv.wait(guard).unwrap_or_else(|p| p.into_inner())
+        })
     }
 
     /// [`RegionLock::wait`], for at most `timeout`.
@@ -77,16 +69,26 @@ impl RegionLock {
         held: Locked<'a>,
         timeout: std::time::Duration,
     ) -> Locked<'a> {
-        let mut held = held;
+        self.wait_with(held, |cv, guard| {
+            cv.wait_timeout(guard, timeout)
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+        })
+    }
+
+    /// Settles the hold (as its release would), then lets `wait` hand the
+    /// guard to the condition variable, counted as a waiter meanwhile.
+    fn wait_with<'a>(
+        &'a self,
+        mut held: Locked<'a>,
+        wait: impl FnOnce(&Condvar, MutexGuard<'a, RegionState>) -> MutexGuard<'a, RegionState>,
+    ) -> Locked<'a> {
         let mut guard = held.guard.take().expect("a hold has its guard");
         if self.settle(&mut guard) {
             self.notify();
         }
         self.waiting.fetch_add(1, SeqCst);
-        let (guard, _) = self
-            .cv
-            .wait_timeout(guard, timeout)
-            .unwrap_or_else(|p| p.into_inner());
+        let guard = wait(&self.cv, guard);
         self.waiting.fetch_sub(1, SeqCst);
         Locked {
             lock: self,

@@ -25,44 +25,8 @@ use pagepilot_dataspace::PageStore;
 /// the methods below, and the ones that change keep their own rules
 /// (the region's lock, the atomics, `Sharing`).
 pub struct Shared {
-    /// The region's fault limit (RAPHA), if it has one.
-    fault_limit: Option<crate::limit::FaultLimit>,
-    /// The application's and the pager's views of the region's memfd.
-    views: crate::views::Views,
-    /// The memfd of the dirty map shared with the daemon (writable file
-    /// regions; the table keeps the map, `dirty`).
-    dirty_memfd: Option<OwnedFd>,
-    /// Serialises pin and unpin calls (`pins`): their check of the limit
-    /// and their pages' pinning are one step.
-    pins: Mutex<()>,
-    /// The backing store.
-    store: Box<dyn PageStore>,
-    /// The dataspaces attached, by offset in the region.
-    attached: Vec<crate::backing::Mapped>,
-    /// Frame table and policy, under the region's lock.
-    frames: RegionLock,
-    /// Statistics.
-    stats: Counters,
-    /// Read-ahead tuning.
-    tuning: Tuning,
-    /// How the userfaultfd was opened (user-mode-only: the kernel's own
-    /// accesses to an unmapped page fail with EFAULT).
-    uffd_access: crate::sys::UffdAccess,
-    /// Stops the handler threads.
-    stop: OwnedFd,
-    /// Evictions so far (a page's eviction stamp is its number in this sequence).
-    evict_seq: std::sync::atomic::AtomicU64,
-    /// The ring prefetched windows are read on, if any (else reader threads).
-    ring: Option<Mutex<crate::ring::Ring>>,
-    /// The process that mapped the region: in another (a child after
-    /// `fork`) nothing serves its faults and this state is a stale copy.
-    owner: u32,
-    /// In a child after `fork`: the backing file is mapped in the region's
-    /// place (`lifecycle`).
-    child_view: std::sync::atomic::AtomicBool,
-    /// Whether the pager pages the region or other processes share the
-    /// kernel's mapping of its file (`sharing`).
-    sharing: crate::sharing::Sharing,
+    /// What the region is made of (private: read through the methods).
+    parts: SharedParts,
 }
 
 /// What a region is made of when it is mapped: handed to [`Shared::new`],
@@ -130,128 +94,93 @@ impl Drop for Shared {
 impl Shared {
     /// The shared state of a region made of `parts`.
     pub fn new(parts: SharedParts) -> Self {
-        let SharedParts {
-            fault_limit,
-            views,
-            dirty_memfd,
-            pins,
-            store,
-            attached,
-            frames,
-            stats,
-            tuning,
-            uffd_access,
-            stop,
-            evict_seq,
-            ring,
-            owner,
-            child_view,
-            sharing,
-        } = parts;
-        Shared {
-            fault_limit,
-            views,
-            dirty_memfd,
-            pins,
-            store,
-            attached,
-            frames,
-            stats,
-            tuning,
-            uffd_access,
-            stop,
-            evict_seq,
-            ring,
-            owner,
-            child_view,
-            sharing,
-        }
+        Shared { parts }
     }
 
     /// The region's fault limit (RAPHA), if it has one.
     pub fn fault_limit(&self) -> Option<&crate::limit::FaultLimit> {
-        self.fault_limit.as_ref()
+        self.parts.fault_limit.as_ref()
     }
 
     /// The application's and the pager's views of the region's memfd.
     pub fn views(&self) -> &crate::views::Views {
-        &self.views
+        &self.parts.views
     }
 
     /// The memfd of the dirty map shared with the daemon (writable file
     /// regions; the table keeps the map, `dirty`).
     pub fn dirty_memfd(&self) -> Option<&OwnedFd> {
-        self.dirty_memfd.as_ref()
+        self.parts.dirty_memfd.as_ref()
     }
 
     /// Serialises pin and unpin calls (`pins`): their check of the limit
     /// and their pages' pinning are one step.
     pub fn pins(&self) -> &Mutex<()> {
-        &self.pins
+        &self.parts.pins
     }
 
     /// The backing store.
     pub fn store(&self) -> &dyn PageStore {
-        &*self.store
+        &*self.parts.store
     }
 
     /// The dataspaces attached, by offset in the region.
     pub fn attached(&self) -> &[crate::backing::Mapped] {
-        &self.attached
+        &self.parts.attached
     }
 
     /// Frame table and policy, under the region's lock.
     pub fn frames(&self) -> &RegionLock {
-        &self.frames
+        &self.parts.frames
     }
 
     /// Statistics.
     pub fn stats(&self) -> &Counters {
-        &self.stats
+        &self.parts.stats
     }
 
     /// Read-ahead tuning.
     pub fn tuning(&self) -> &Tuning {
-        &self.tuning
+        &self.parts.tuning
     }
 
     /// How the userfaultfd was opened (user-mode-only: the kernel's own
     /// accesses to an unmapped page fail with EFAULT).
     pub fn uffd_access(&self) -> crate::sys::UffdAccess {
-        self.uffd_access
+        self.parts.uffd_access
     }
 
     /// Stops the handler threads.
     pub fn stop(&self) -> &OwnedFd {
-        &self.stop
+        &self.parts.stop
     }
 
     /// Evictions so far (a page's eviction stamp is its number in this sequence).
     pub fn evict_seq(&self) -> &std::sync::atomic::AtomicU64 {
-        &self.evict_seq
+        &self.parts.evict_seq
     }
 
     /// The ring prefetched windows are read on, if any (else reader threads).
     pub fn ring(&self) -> Option<&Mutex<crate::ring::Ring>> {
-        self.ring.as_ref()
+        self.parts.ring.as_ref()
     }
 
     /// The process that mapped the region: in another (a child after
     /// `fork`) nothing serves its faults and this state is a stale copy.
     pub fn owner(&self) -> u32 {
-        self.owner
+        self.parts.owner
     }
 
     /// In a child after `fork`: the backing file is mapped in the region's
     /// place (`lifecycle`).
     pub fn child_view(&self) -> &std::sync::atomic::AtomicBool {
-        &self.child_view
+        &self.parts.child_view
     }
 
     /// Whether the pager pages the region or other processes share the
     /// kernel's mapping of its file (`sharing`).
     pub fn sharing(&self) -> &crate::sharing::Sharing {
-        &self.sharing
+        &self.parts.sharing
     }
 
     /// Locks the table and policy (`crate::lock`).
