@@ -18,14 +18,13 @@
 
 mod common;
 
-use std::fs::{self, File};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{c_program, compile_for_this_run};
+use common::{c_program, compile_for_this_run, run_watched, Scratch};
 
 /// Runs of each variant in a row (`PAGEPILOT_CONTENDED_RUNS` overrides;
 /// before the fix nearly every run died of SIGBUS, so a few runs catch it).
@@ -45,33 +44,6 @@ fn runs() -> usize {
         .unwrap_or(RUNS)
 }
 
-/// A scratch directory for one run, removed unless the test fails.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("contended-pool-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    fn read(&self, name: &str) -> String {
-        fs::read_to_string(self.0.join(name)).unwrap_or_else(|e| format!("<{name}: {e}>"))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("scratch directory kept: {}", self.0.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 /// One run: the program's exit status (`None`: hung, killed) and output.
 fn run_once(
     dir: &Scratch,
@@ -81,40 +53,23 @@ fn run_once(
     ops: usize,
     seed: u64,
 ) -> (Option<ExitStatus>, String) {
-    let mut child = c_program(program())
-        .arg(&dir.0)
-        .args([regions, pool_mib, min_frames, ops].map(|n| n.to_string()))
-        .arg(seed.to_string())
-        .stdout(File::create(dir.0.join("stdout.txt")).expect("stdout file"))
-        .stderr(File::create(dir.0.join("stderr.txt")).expect("stderr file"))
-        .process_group(0)
-        .spawn()
-        .expect("run contended_pool");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the program") {
-            break Some(status);
-        }
-        if start.elapsed() > WATCHDOG {
-            // SAFETY: kill(2) of the program's own process group; no memory is involved.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let output = format!(
-        "--- stdout\n{}--- stderr\n{}",
-        dir.read("stdout.txt"),
-        dir.read("stderr.txt")
+    let run = run_watched(
+        c_program(program())
+            .arg(&dir.0)
+            .args([regions, pool_mib, min_frames, ops].map(|n| n.to_string()))
+            .arg(seed.to_string()),
+        dir,
+        WATCHDOG,
+        Duration::from_millis(10),
+        |_| {},
     );
-    (status, output)
+    (run.status, run.output)
 }
 
 /// Runs the program `runs()` times in a row, `ops` random accesses per
 /// thread; fails at the first run that does not exit 0.
 fn contended(name: &str, regions: usize, pool_mib: usize, min_frames: usize, ops: usize) {
-    let dir = Scratch::new(name);
+    let dir = Scratch::new(&format!("contended-pool-{name}"));
     let base = (std::process::id() as u64 * 100 + regions as u64) * 1000;
     let total = runs();
     let all = Instant::now();

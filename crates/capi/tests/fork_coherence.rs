@@ -22,13 +22,14 @@ mod common;
 
 use std::fs::{self, File};
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{c_program, compile_for_this_run, lib_dir, repo_root};
+use common::{
+    c_program, compile_for_this_run, kill_group, lib_dir, repo_root, run_watched, Scratch, Watched,
+};
 
 const PAGE: usize = 4096;
 /// Pages of `data.dat`: 8 MiB (`N` in fork_share.c).
@@ -216,37 +217,11 @@ fn program() -> &'static Path {
     EXE.get_or_init(|| compile_for_this_run("fork_share"))
 }
 
-/// A scratch directory on the disk (target/tmp) with `data.dat`, 8 MiB of
-/// original data; removed unless the test failed (then kept for a look).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("fork-share-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("scratch dir");
-        fs::write(dir.join("data.dat"), image(|_| Tag::Orig)).expect("write data.dat");
-        Scratch(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn read(&self, name: &str) -> String {
-        fs::read_to_string(self.file(name)).unwrap_or_else(|e| format!("<{name}: {e}>"))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("scratch directory kept: {}", self.0.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+/// A scratch directory for scenario `name`, holding the original `data.dat`.
+fn scratch(name: &str) -> Scratch {
+    let dir = Scratch::new(&format!("fork-share-{name}"));
+    fs::write(dir.file("data.dat"), image(|_| Tag::Orig)).expect("write data.dat");
+    dir
 }
 
 // -------------------------------------------------------------- the daemon
@@ -436,11 +411,6 @@ impl Run {
     }
 }
 
-fn kill_group(pgid: i32) {
-    // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-}
-
 /// Under the daemon: once the program prints `mapped PID`, checks that the
 /// daemon lists that process with one region holding frames, and says
 /// `go`. Returns whether it did.
@@ -481,44 +451,33 @@ fn let_go_once_joined(daemon: &Daemon, dir: &Scratch, child: &mut Child) -> bool
 /// the watchdog. Under the daemon, the program joins `daemon`.
 fn run(scenario: &str, setup: Setup, dir: &Scratch, daemon: Option<&Daemon>) -> Run {
     let name = format!("{scenario} {}", setup.arg());
-    let (out, err) = (dir.file("stdout.txt"), dir.file("stderr.txt"));
     let mut command = c_program(program());
     command
         .arg(scenario)
         .arg(setup.arg())
         .arg(&dir.0)
-        .env_remove(pagepilot_pager::DAEMON_ENV)
-        .stdout(File::create(&out).expect("stdout file"))
-        .stderr(File::create(&err).expect("stderr file"))
-        .process_group(0);
+        .env_remove(pagepilot_pager::DAEMON_ENV);
     match daemon {
         Some(d) => command
             .env(pagepilot_pager::DAEMON_ENV, &d.socket)
             .stdin(Stdio::piped()),
         None => command.stdin(Stdio::null()),
     };
-    let mut child = command.spawn().expect("run the fork_share program");
-    let pgid = child.id() as i32;
-    let start = Instant::now();
     let mut said_go = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the program") {
-            break Some(status);
-        }
-        if let (Some(d), false) = (daemon, said_go) {
-            said_go = let_go_once_joined(d, dir, &mut child);
-        }
-        if start.elapsed() > WATCHDOG {
-            kill_group(pgid);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let output = format!(
-        "--- stdout\n{}--- stderr\n{}",
-        dir.read("stdout.txt"),
-        dir.read("stderr.txt")
+    let Watched {
+        status,
+        pgid,
+        output,
+    } = run_watched(
+        &mut command,
+        dir,
+        WATCHDOG,
+        Duration::from_millis(5),
+        |child| {
+            if let (Some(d), false) = (daemon, said_go) {
+                said_go = let_go_once_joined(d, dir, child);
+            }
+        },
     );
     match status {
         Some(status) => {
@@ -542,7 +501,7 @@ fn run(scenario: &str, setup: Setup, dir: &Scratch, daemon: Option<&Daemon>) -> 
 /// Runs a scenario that must succeed and checks the file it leaves; under
 /// the daemon, also that the daemon has every frame back afterwards.
 fn scenario(scenario: &str, setup: Setup, want: fn(&str) -> Vec<u8>) {
-    let dir = Scratch::new(&format!("{scenario}-{}", setup.arg()));
+    let dir = scratch(&format!("{scenario}-{}", setup.arg()));
     let daemon = (setup == Setup::Daemon).then(|| Daemon::start(&dir.0));
     let run = run(scenario, setup, &dir, daemon.as_ref());
     run.assert_success();
@@ -669,7 +628,7 @@ fn test_grandchild_outliving_the_child_keeps_the_region_shared_and_its_writes_re
 /// (`exit(0)`, the region mapped); the child, orphaned, reads both sides'
 /// writes, writes more and leaves `child.done`; the file holds every write.
 fn child_outlives_parent(setup: Setup) {
-    let dir = Scratch::new(&format!("orphan-{}", setup.arg()));
+    let dir = scratch(&format!("orphan-{}", setup.arg()));
     let run = run("orphan", setup, &dir, None);
     let child_log = |dir: &Scratch| {
         format!(

@@ -11,14 +11,13 @@
 
 mod common;
 
-use std::fs::{self, File};
-use std::os::unix::process::CommandExt;
+use std::fs::{self};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::compile_for_this_run;
+use common::{c_program, compile_for_this_run, kill_group, run_watched, Scratch, Watched};
 
 const PAGE: usize = 4096;
 /// Pages of `data.dat`: 16 MiB, four times the 4 MiB budget.
@@ -112,37 +111,11 @@ fn program() -> &'static Path {
     EXE.get_or_init(|| compile_for_this_run("lifecycle"))
 }
 
-/// A scratch directory on the disk (target/tmp) with `data.dat`, 16 MiB of
-/// original data; removed unless the test failed (then kept for a look).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("lifecycle-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("scratch dir");
-        write_orig(&dir.join("data.dat"), PAGES);
-        Scratch(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn read(&self, name: &str) -> String {
-        fs::read_to_string(self.file(name)).unwrap_or_else(|e| format!("<{name}: {e}>"))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("scratch directory kept: {}", self.0.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+/// A scratch directory for scenario `name`, holding the original `data.dat`.
+fn scratch(name: &str) -> Scratch {
+    let dir = Scratch::new(&format!("lifecycle-{name}"));
+    write_orig(&dir.file("data.dat"), PAGES);
+    dir
 }
 
 /// One run of the program: its exit status and its output.
@@ -170,46 +143,23 @@ impl Run {
     }
 }
 
-fn kill_group(pgid: i32) {
-    // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-}
-
 /// Runs `lifecycle MODE DIR` in a process group of its own, output to files
 /// in `dir` (a child that outlives the program cannot hold a pipe open);
 /// kills the group and fails the test if it runs longer than the watchdog.
 fn run(mode: &str, dir: &Scratch) -> Run {
-    let (out, err) = (dir.file("stdout.txt"), dir.file("stderr.txt"));
-    let mut child = Command::new(program())
-        .arg(mode)
-        .arg(&dir.0)
-        // cargo puts target/<profile> (where a stale libpagepilot.so from an
-        // earlier `cargo build` may lie) on LD_LIBRARY_PATH, which would win
-        // over the program's rpath to the library built for this run.
-        .env_remove("LD_LIBRARY_PATH")
-        .stdin(Stdio::null())
-        .stdout(File::create(&out).expect("stdout file"))
-        .stderr(File::create(&err).expect("stderr file"))
-        .process_group(0)
-        .spawn()
-        .expect("run the lifecycle program");
-    let pgid = child.id() as i32;
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the program") {
-            break Some(status);
-        }
-        if start.elapsed() > WATCHDOG {
-            kill_group(pgid);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let output = format!(
-        "--- stdout\n{}--- stderr\n{}",
-        dir.read("stdout.txt"),
-        dir.read("stderr.txt")
+    let Watched {
+        status,
+        pgid,
+        output,
+    } = run_watched(
+        c_program(program())
+            .arg(mode)
+            .arg(&dir.0)
+            .stdin(Stdio::null()),
+        dir,
+        WATCHDOG,
+        Duration::from_millis(10),
+        |_| {},
     );
     match status {
         Some(status) => Run {
@@ -224,7 +174,7 @@ fn run(mode: &str, dir: &Scratch) -> Run {
 
 /// Runs a scenario that must succeed, then checks `data.dat` against `want`.
 fn run_and_check(mode: &str, want: impl Fn(usize) -> Tag) -> (Scratch, Run) {
-    let dir = Scratch::new(mode);
+    let dir = scratch(mode);
     let run = run(mode, &dir);
     run.assert_success();
     if let Err(e) = check_file(&dir.file("data.dat"), PAGES, want) {
@@ -271,7 +221,7 @@ fn test_exit_in_faulting_thread_mode_keeps_every_write() {
 /// holds is still whole pages, each the old data or the new, never zeros.
 #[test]
 fn test_underscore_exit_leaves_whole_old_or_new_pages() {
-    let dir = Scratch::new("exit-underscore");
+    let dir = scratch("exit-underscore");
     let run = run("exit-underscore", &dir);
     run.assert_success();
     let data = fs::read(dir.file("data.dat")).expect("read data.dat");
@@ -343,7 +293,7 @@ fn test_fork_child_and_parent_see_each_others_writes_faulting_thread_child_exits
 /// Parent exits (without unmapping) right after fork; the child waits until
 /// it is an orphan, checks, writes, unmaps and leaves `child.done`.
 fn child_outlives_parent(mode: &str) {
-    let dir = Scratch::new(mode);
+    let dir = scratch(mode);
     let run = run(mode, &dir);
     let child_log = |dir: &Scratch| {
         format!(
@@ -421,13 +371,13 @@ fn test_fork_child_outliving_its_parent_reads_and_writes_the_file_faulting_threa
 #[test]
 fn test_fork_child_touching_anonymous_region_gets_sigsegv_handler_threads() {
     // The parent checks the children's SIGSEGV and its own data.
-    let dir = Scratch::new("anon-handler");
+    let dir = scratch("anon-handler");
     run("anon-handler", &dir).assert_success();
 }
 
 #[test]
 fn test_fork_child_touching_anonymous_region_gets_sigsegv_faulting_thread() {
-    let dir = Scratch::new("anon-faulting");
+    let dir = scratch("anon-faulting");
     run("anon-faulting", &dir).assert_success();
 }
 
@@ -547,7 +497,7 @@ fn test_foreign_plain_sigbus_handler_is_called_for_its_own_faults() {
 #[test]
 fn test_foreign_sigbus_with_the_default_action_kills_the_process_with_sigbus() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = Scratch::new("sigbus-default");
+    let dir = scratch("sigbus-default");
     let run = run("sigbus-default", &dir);
     assert!(
         run.output.contains("the region works") && !run.output.contains("survived"),

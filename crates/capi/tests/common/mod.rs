@@ -87,3 +87,99 @@ pub fn compile_for_this_run(name: &str) -> PathBuf {
         &dir,
     )
 }
+
+/// A test's scratch directory under `target/tmp` (`NAME-PID`), removed on
+/// drop unless the test is failing (then kept, and named, to look at).
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A fresh, empty scratch directory `name`.
+    pub fn new(name: &str) -> Scratch {
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    /// The path of `name` in it.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The text of file `name`, or a note of why it cannot be read.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.file(name)).unwrap_or_else(|e| format!("<{name}: {e}>"))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("scratch directory kept: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Kills process group `pgid` (a program and the children it left behind).
+pub fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+/// How a program run by [`run_watched`] ended.
+pub struct Watched {
+    /// Its exit status; `None`: it ran past the watchdog and was killed.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its process group (its pid): children it left behind are in it.
+    pub pgid: i32,
+    /// Its stdout and stderr, labelled.
+    pub output: String,
+}
+
+/// Runs `command` in a process group of its own, its output to
+/// `stdout.txt` and `stderr.txt` in `dir` (a child that outlives it cannot
+/// hold a pipe open), calling `tick` every `poll` while it runs; past
+/// `watchdog` the group is killed.
+pub fn run_watched(
+    command: &mut Command,
+    dir: &Scratch,
+    watchdog: std::time::Duration,
+    poll: std::time::Duration,
+    mut tick: impl FnMut(&mut std::process::Child),
+) -> Watched {
+    use std::os::unix::process::CommandExt;
+    let file = |name| std::fs::File::create(dir.file(name)).expect("output file");
+    let mut child = command
+        .stdout(file("stdout.txt"))
+        .stderr(file("stderr.txt"))
+        .process_group(0)
+        .spawn()
+        .expect("run the program");
+    let pgid = child.id() as i32;
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the program") {
+            break Some(status);
+        }
+        tick(&mut child);
+        if start.elapsed() > watchdog {
+            kill_group(pgid);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(poll);
+    };
+    let output = format!(
+        "--- stdout\n{}--- stderr\n{}",
+        dir.read("stdout.txt"),
+        dir.read("stderr.txt")
+    );
+    Watched {
+        status,
+        pgid,
+        output,
+    }
+}
