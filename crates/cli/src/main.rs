@@ -37,6 +37,8 @@ enum Command {
     Bench(cmd::bench::Command),
     /// Run the five papers' experiments and write a report (Markdown, JSON, PNG figures).
     Repro(cmd::repro::Args),
+    /// Run an unmodified program with its file mappings paged by pagepilot.
+    Run(cmd::run::Args),
     /// The daemon: the machine's frame budget and quotas across processes.
     Daemon(cmd::daemon::Args),
     /// What the daemon holds and for whom.
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Bench(c) => cmd::bench::run(c).map_err(Into::into),
         Command::Repro(a) => cmd::repro::run(a),
+        Command::Run(a) => cmd::run::run(a),
         Command::Daemon(a) => cmd::daemon::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Dataspaces(c) => cmd::dataspaces::run(c),

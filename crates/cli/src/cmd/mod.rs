@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod plot;
 pub mod policy;
 pub mod repro;
+pub mod run;
 pub mod sim;
 pub mod sim_plot;
 pub mod sim_pool;
