@@ -181,9 +181,11 @@ impl PageStore for FileStore {
 
     unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
         let off = (first * PAGE) as u64;
-        // The file as it is now: another process may have truncated it.
+        // The file as it is now, as the kernel writes a page back: another
+        // process (or a `pwrite` beside the region) may have truncated or
+        // grown it since it was opened.
         let now = self.direct.metadata()?.len();
-        let end = (off + (pages * PAGE) as u64).min(self.len).min(now);
+        let end = (off + (pages * PAGE) as u64).min(now);
         if end <= off {
             return Ok(());
         }

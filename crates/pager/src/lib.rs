@@ -27,6 +27,7 @@
 mod around;
 mod auto;
 mod backing;
+mod beside;
 mod daemon;
 mod dirty;
 pub mod doctor;
@@ -70,6 +71,7 @@ pub use error::{FailedPage, FlushError, MapError, PinError, PrefaultError};
 pub use evictions::{Drained, Eviction};
 pub use handle::{HandleError, ShareHandle, SharedMapping};
 pub use lease::{ClaimError, Ticket};
+pub use lifecycle::is_service_thread;
 pub use options::JoinDaemon;
 pub use pagepilot_dataspace as dataspace;
 pub use pool::{Pool, PoolError, PoolStats};

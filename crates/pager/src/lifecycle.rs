@@ -72,6 +72,7 @@ pub fn spawn_service<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<T>> {
     std::thread::Builder::new().name(name).spawn(move || {
+        SERVICE_THREAD.set(true);
         struct Registered(i32);
         impl Drop for Registered {
             fn drop(&mut self) {
@@ -83,6 +84,17 @@ pub fn spawn_service<T: Send + 'static>(
         let _registered = Registered(tid);
         f()
     })
+}
+
+thread_local! {
+    /// Whether this thread is one of the pager's (`spawn_service`).
+    static SERVICE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is one of the pager's own (a fault handler,
+/// a reader, a watcher): an interposer passes its calls straight on.
+pub fn is_service_thread() -> bool {
+    SERVICE_THREAD.get()
 }
 
 thread_local! {

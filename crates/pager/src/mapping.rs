@@ -43,7 +43,8 @@ impl Region {
         if let Backing::Anonymous { len } = &opts.backing {
             check_len(*len)?;
         }
-        let opened = opts.backing.open(opts.len, opts.swap_dir.as_deref())?;
+        let want = opts.len.filter(|_| !opts.past_end);
+        let opened = opts.backing.open(want, opts.swap_dir.as_deref())?;
         let pinned = opened.pinned.clone();
         let region = Region::start(opts, given, opened)?;
         // A pinned dataspace's pages stay resident while it is attached.

@@ -47,9 +47,14 @@ pub struct RegionOptions {
     /// A built-in policy spec (`lru`, `fifo`, `clock`, `mru`, `seq:L=20`, ...)
     /// or a policy program path.
     pub policy: String,
-    /// For a file: the length to map; the file must be at least this long.
-    /// `None` maps the whole file.
+    /// For a file: the length to map; the file must be at least this long
+    /// (unless `past_end`). `None` maps the whole file.
     pub len: Option<usize>,
+    /// For a file: the region may reach past the file's end, as the
+    /// kernel's mapping of a file may: a page wholly past the file's
+    /// current end raises SIGBUS until the file grows (a `pwrite` beside
+    /// the region, see [`crate::Region::write_beside`]).
+    pub past_end: bool,
     /// Pages read per missing fault outside a detected sequence (1: demand
     /// paging; 0, the default: sized by use, as the kernel's `mmap_miss`
     /// heuristic does: clusters of 32 pages, more while the application
@@ -175,6 +180,7 @@ impl Default for RegionOptions {
             budget_bytes: 0,
             policy: "clock".into(),
             len: None,
+            past_end: false,
             fault_around_pages: 0,
             readahead_max_pages: 0,
             zero_around_max_pages: 16,
@@ -362,6 +368,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::len`].
     pub fn with_len(mut self, len: usize) -> Self {
         self.len = Some(len);
+        self
+    }
+    /// Sets [`RegionOptions::past_end`].
+    pub fn with_past_end(mut self, on: bool) -> Self {
+        self.past_end = on;
         self
     }
 }

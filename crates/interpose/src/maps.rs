@@ -1,0 +1,370 @@
+//! The mapping calls on taken-over files: `mmap` takes a file over (or says
+//! why not), `munmap`, `mremap`, `mprotect`, `msync` and `madvise` act on
+//! the program's windows. Each returns `None` when the call is not about a
+//! taken-over file: the C library's own function then runs.
+
+use std::ffi::c_int;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use pagepilot_pager::{Backing, Region, RegionOptions};
+
+use crate::fds::{self, FileId};
+use crate::real;
+use crate::state::{self, State};
+use crate::taken::{protections, split_at, TakenFile, Window, PAGE};
+
+/// Frames each region is guaranteed in the common pool (HiPEC's minFrame):
+/// the rest moves between regions as they fault.
+const MIN_FRAMES: usize = 16;
+
+/// The outcome of an `mmap` the interposer looked at.
+enum Take {
+    /// Mapped at this address.
+    Took(usize),
+    /// Left to the kernel; a file taken over is written back first so the
+    /// kernel's mapping reads what the program stored.
+    Left(Option<Arc<TakenFile>>),
+}
+
+fn round_up(n: usize) -> usize {
+    n.div_ceil(PAGE) * PAGE
+}
+
+/// `mmap` of a file descriptor: a window into its file's region, or `None`.
+pub fn mmap(len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Option<usize> {
+    if fd < 0 || flags & libc::MAP_ANONYMOUS != 0 {
+        return None;
+    }
+    let id = fds::identify(fd)?;
+    match state::with(|s| take(s, id, len, prot, flags, fd, off))? {
+        Take::Took(addr) => Some(addr),
+        Take::Left(file) => {
+            if let Some(f) = file {
+                state::inside(|| f.region.flush()).ok();
+            }
+            None
+        }
+    }
+}
+
+fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Take {
+    let path = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let existing = s.file(id).cloned();
+    let map_type = flags & 0xf;
+    let cause = if map_type != libc::MAP_SHARED && map_type != libc::MAP_SHARED_VALIDATE {
+        Some("a private (copy-on-write) mapping")
+    } else if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 {
+        Some("a mapping at a fixed address")
+    } else if prot & libc::PROT_READ == 0 || prot & !(libc::PROT_READ | libc::PROT_WRITE) != 0 {
+        Some("a protection other than read or read-write")
+    } else if flags & (libc::MAP_HUGETLB | libc::MAP_LOCKED | libc::MAP_SYNC) != 0 {
+        Some("huge pages, locked or synchronous")
+    } else if off < 0 || off as usize % PAGE != 0 || len == 0 {
+        return Take::Left(None); // the kernel refuses it
+    } else if (len as u64) < s.config.min_size {
+        Some("smaller than --min-size")
+    } else {
+        None
+    };
+    if let Some(cause) = cause {
+        s.left(&path, off, len, cause);
+        return Take::Left(existing);
+    }
+    let end = off as usize + round_up(len);
+    let file = match existing {
+        Some(f) if end > f.span() => {
+            s.left(&path, off, len, "past the reach of the file's region");
+            return Take::Left(Some(f));
+        }
+        Some(f) if prot & libc::PROT_WRITE != 0 && !f.writable => {
+            s.left(&path, off, len, "writable, and the file was taken over read-only");
+            return Take::Left(Some(f));
+        }
+        Some(f) => f,
+        None => match open_region(s, id, &path, end, prot, fd) {
+            Ok(f) => f,
+            Err(cause) => {
+                if !cause.is_empty() {
+                    s.left(&path, off, len, &cause);
+                }
+                return Take::Left(None);
+            }
+        },
+    };
+    let start = file.base() + off as usize;
+    s.windows.push(Window {
+        start,
+        len: round_up(len),
+        offset: off as u64,
+        prot,
+        file: file.clone(),
+    });
+    reprotect(s, &file, start, start + round_up(len));
+    let (kind, access) = ("shared", if prot & libc::PROT_WRITE != 0 { "write" } else { "read" });
+    s.log.line(format_args!(
+        "took {path} offset={off} len={len} {kind} {access} policy={}",
+        file.region.stats().policy
+    ));
+    Take::Took(start)
+}
+
+/// Opens a region over file `id` reaching at least `end` bytes. An empty
+/// cause: the kernel is to refuse the mapping itself.
+fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, fd: c_int) -> Result<Arc<TakenFile>, String> {
+    // SAFETY: fcntl(F_GETFL) on a descriptor the program passed.
+    let access = unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE;
+    if prot & libc::PROT_WRITE != 0 && access != libc::O_RDWR {
+        return Err(String::new());
+    }
+    let writable = access == libc::O_RDWR;
+    // SAFETY: plain C structs the calls fill; zeroes are valid.
+    let (mut st, mut fs): (libc::stat, libc::statfs) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: valid out-pointers.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || unsafe { libc::fstatfs(fd, &mut fs) } != 0 {
+        return Err(String::new());
+    }
+    if st.st_size == 0 {
+        return Err("an empty file".into());
+    }
+    if fs.f_type == libc::TMPFS_MAGIC {
+        return Err("a file in memory already (tmpfs)".into());
+    }
+    // Room to grow: a database's map grows with its file (mremap).
+    let reach = round_up(end.max(st.st_size as usize) * 2);
+    let choice = s.config.choose(std::path::Path::new(path));
+    let backing = Backing::File {
+        path: path.into(),
+        writable,
+    };
+    let mut opts = RegionOptions::new(backing, s.budget as usize, &choice.policy)
+        .with_len(reach)
+        .with_past_end(true);
+    let daemon = std::env::var_os(pagepilot_pager::DAEMON_ENV).is_some();
+    match choice.budget {
+        Some(b) => opts.budget_bytes = b as usize,
+        None if daemon => {}
+        None => {
+            if s.pool.is_none() {
+                s.pool = Some(pagepilot_pager::Pool::new(s.budget as usize).map_err(|e| format!("the pool: {e}"))?);
+            }
+            opts = opts
+                .with_pool(s.pool.as_ref().expect("made above"))
+                .with_min_frames(MIN_FRAMES);
+        }
+    }
+    let before = fds::open_on(id);
+    let region = Region::map(opts).map_err(|e| format!("the region: {}", pagepilot_pager::policy::chain(&e)))?;
+    for own in fds::open_on(id).into_iter().filter(|f| !before.contains(f)) {
+        fds::mark_own(own);
+    }
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on the program's descriptor.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err("no descriptor left".into());
+    }
+    fds::mark_own(dup);
+    // SAFETY: `dup` was just made and is owned here alone.
+    let own_fd = unsafe { OwnedFd::from_raw_fd(dup) };
+    let file = Arc::new(TakenFile {
+        id,
+        path: path.into(),
+        region,
+        writable,
+        fd: own_fd,
+        log: s.log.clone(),
+    });
+    // Nothing is mapped until a window shows it.
+    // SAFETY: the region's own view, which it keeps mapped while it lives.
+    unsafe { real::mprotect(file.base() as *mut _, file.span(), libc::PROT_NONE) };
+    s.add_file(file.clone());
+    Ok(file)
+}
+
+/// Sets the protection of `[a, b)` of `file`'s view from its windows.
+fn reprotect(s: &State, file: &Arc<TakenFile>, a: usize, b: usize) {
+    for (at, len, prot) in protections(&s.windows, file, a, b) {
+        // SAFETY: `[at, at+len)` lies in the region's view (`protections`
+        // clips to it), which stays mapped while `file` lives.
+        unsafe { real::mprotect(at as *mut _, len, prot) };
+    }
+}
+
+/// The files whose views `[a, b)` touches.
+fn files_touched(s: &State, a: usize, b: usize) -> Vec<Arc<TakenFile>> {
+    s.files
+        .iter()
+        .filter(|f| f.base() < b && a < f.base() + f.span())
+        .cloned()
+        .collect()
+}
+
+/// `munmap`: removes the windows in the range (the rest of each stays).
+pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
+    if !state::any_taken() {
+        return None;
+    }
+    let (a, b) = (addr, addr.checked_add(round_up(len))?);
+    let (result, gone) = state::with(|s| {
+        let touched = files_touched(s, a, b);
+        if touched.is_empty() {
+            return (None, Vec::new());
+        }
+        split_at(&mut s.windows, a);
+        split_at(&mut s.windows, b);
+        s.windows.retain(|w| !(a <= w.start && w.end() <= b));
+        let mut gone = Vec::new();
+        for f in &touched {
+            reprotect(s, f, a, b);
+            if !s.windows.iter().any(|w| Arc::ptr_eq(&w.file, f)) {
+                gone.extend(s.remove_file(f.id));
+            }
+        }
+        // Parts of the range outside every view are the kernel's.
+        let mut at = a;
+        let mut views: Vec<(usize, usize)> = touched.iter().map(|f| (f.base(), f.base() + f.span())).collect();
+        views.sort();
+        for (va, vb) in views {
+            if at < va.min(b) {
+                // SAFETY: the program asked to unmap this range.
+                unsafe { real::munmap(at as *mut _, va.min(b) - at) };
+            }
+            at = at.max(vb);
+        }
+        if at < b {
+            // SAFETY: as above.
+            unsafe { real::munmap(at as *mut _, b - at) };
+        }
+        (Some(0), gone)
+    })?;
+    // The last window of a file went: its region writes back and unmaps.
+    state::inside(|| drop(gone));
+    result
+}
+
+/// `mremap` of a window: grown or shrunk in place within the region's
+/// reach; moved, or grown past it, as the kernel's mapping of the file.
+pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: c_int, new_addr: usize) -> Option<*mut libc::c_void> {
+    if !state::any_taken() {
+        return None;
+    }
+    let (result, flush) = state::with(|s| {
+        let i = s.windows.iter().position(|w| w.start <= old && old < w.end())?;
+        let file = s.windows[i].file.clone();
+        if old_len == 0 || new_len == 0 || old % PAGE != 0 {
+            return Some((Err(libc::EINVAL), None));
+        }
+        split_at(&mut s.windows, old);
+        split_at(&mut s.windows, old + round_up(old_len));
+        let i = s.windows.iter().position(|w| w.start == old)?;
+        let w = s.windows[i].clone();
+        let fixed = flags & libc::MREMAP_FIXED != 0;
+        let reach = file.base() + file.span();
+        if !fixed && old + round_up(new_len) <= reach {
+            s.windows[i].len = round_up(new_len);
+            reprotect(s, &file, old, old + round_up(old_len.max(new_len)));
+            return Some((Ok(old), None));
+        }
+        if flags & libc::MREMAP_MAYMOVE == 0 {
+            return Some((Err(libc::ENOMEM), None));
+        }
+        // The kernel's mapping of the file, after a write-back (below).
+        let cause = if fixed { "moved to a fixed address (mremap)" } else { "grown past the reach of the file's region (mremap)" };
+        s.left(&file.path, w.offset as i64, new_len, cause);
+        Some((Err(0), Some((w, file))))
+    })??;
+    let Some((w, file)) = flush else {
+        return Some(match result {
+            Ok(a) => a as *mut _,
+            Err(e) => fail(e),
+        });
+    };
+    state::inside(|| file.region.flush()).ok();
+    let (hint, mflags) = if flags & libc::MREMAP_FIXED != 0 {
+        (new_addr, libc::MAP_SHARED | libc::MAP_FIXED)
+    } else {
+        (0, libc::MAP_SHARED)
+    };
+    // SAFETY: a new mapping of the file at the caller's address (MREMAP_FIXED
+    // replaces what is there, as mremap does) or the kernel's choice.
+    let p = unsafe { real::mmap(hint as *mut _, new_len, w.prot, mflags, std::os::fd::AsRawFd::as_raw_fd(&file.fd), w.offset as i64) };
+    if p == libc::MAP_FAILED {
+        return Some(p);
+    }
+    munmap(w.start, old_len);
+    Some(p)
+}
+
+fn fail(errno: c_int) -> *mut libc::c_void {
+    set_errno(errno);
+    libc::MAP_FAILED
+}
+
+/// Sets `errno`.
+pub fn set_errno(e: c_int) {
+    // SAFETY: errno is this thread's own.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// `mprotect` over windows: each window's protection in the range changes.
+pub fn mprotect(addr: usize, len: usize, prot: c_int) -> Option<c_int> {
+    if !state::any_taken() {
+        return None;
+    }
+    let (a, b) = (addr, addr.checked_add(round_up(len))?);
+    state::with(|s| {
+        let touched = files_touched(s, a, b);
+        if touched.is_empty() {
+            return None;
+        }
+        if prot & libc::PROT_WRITE != 0 && touched.iter().any(|f| !f.writable) {
+            set_errno(libc::EACCES);
+            return Some(-1);
+        }
+        split_at(&mut s.windows, a);
+        split_at(&mut s.windows, b);
+        for w in s.windows.iter_mut().filter(|w| a <= w.start && w.end() <= b) {
+            w.prot = prot;
+        }
+        for f in &touched {
+            reprotect(s, f, a, b);
+        }
+        Some(0)
+    })?
+}
+
+/// `msync` over windows: their regions write back (`MS_INVALIDATE`: and
+/// drop their clean pages, to read the file again).
+pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
+    if !state::any_taken() {
+        return None;
+    }
+    let b = addr.checked_add(round_up(len))?;
+    let touched = state::with(|s| files_touched(s, addr, b))?;
+    if touched.is_empty() {
+        return None;
+    }
+    let failed = state::inside(|| {
+        touched.iter().any(|f| {
+            let r = if flags & libc::MS_INVALIDATE != 0 { f.region.invalidate() } else { f.region.flush() };
+            r.is_err()
+        })
+    });
+    if failed {
+        set_errno(libc::EIO);
+        return Some(-1);
+    }
+    Some(0)
+}
+
+/// `madvise` over windows: the data stays (as in a shared file mapping,
+/// where `MADV_DONTNEED` drops only the page tables); hints are noted.
+pub fn madvise(addr: usize, len: usize) -> Option<c_int> {
+    if !state::any_taken() {
+        return None;
+    }
+    let b = addr.checked_add(round_up(len))?;
+    state::with(|s| (!files_touched(s, addr, b).is_empty()).then_some(0))?
+}

@@ -1,0 +1,149 @@
+//! The interposer's state: the configuration, the files taken over with
+//! their regions, the program's windows into them, the common pool, and
+//! the log. One fork-safe lock guards it; the fast paths (a mapping that is
+//! not a file's, I/O on a file not taken over) never take it.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use pagepilot_pager::Pool;
+use pagepilot_run::Config;
+
+use crate::fds::FileId;
+use crate::lock::{ForkLock, Guard};
+use crate::log::Log;
+use crate::taken::{TakenFile, Window};
+
+/// Everything behind the lock.
+pub struct State {
+    /// The configuration from the environment.
+    pub config: Config,
+    /// Bytes of the common pool.
+    pub budget: u64,
+    /// The common pool, made at the first region that draws from it.
+    pub pool: Option<Pool>,
+    /// The files taken over.
+    pub files: Vec<Arc<TakenFile>>,
+    /// The program's mappings of them.
+    pub windows: Vec<Window>,
+    /// Where lines go.
+    pub log: Arc<Log>,
+    /// (path, cause) pairs already logged as left to the kernel.
+    logged: HashSet<(String, String)>,
+}
+
+static STATE: ForkLock<Option<State>> = ForkLock::new(None);
+/// Files taken over now (the I/O fast path's test).
+static TAKEN: AtomicUsize = AtomicUsize::new(0);
+/// The configuration was read: the interposer acts.
+static READY: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread runs the interposer's own code (and the
+    /// pager's under it): calls it makes are passed straight on.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a call is to be passed straight to the C library: before the
+/// configuration is read, from the interposer's own code, or from one of
+/// the pager's threads.
+pub fn bypass() -> bool {
+    !READY.load(Relaxed) || INSIDE.get() || pagepilot_pager::is_service_thread()
+}
+
+/// Whether any file is taken over.
+pub fn any_taken() -> bool {
+    TAKEN.load(Relaxed) > 0
+}
+
+/// Runs `f` as the interposer's own code, with the state locked.
+pub fn with<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    let was = INSIDE.replace(true);
+    let result = {
+        let mut g: Guard<'_, Option<State>> = STATE.lock();
+        g.as_mut().map(f)
+    };
+    INSIDE.set(was);
+    result
+}
+
+/// Runs `f` as the interposer's own code, without the lock (the long part
+/// of an operation: a region's write-back, I/O beside it).
+pub fn inside<R>(f: impl FnOnce() -> R) -> R {
+    let was = INSIDE.replace(true);
+    let r = f();
+    INSIDE.set(was);
+    r
+}
+
+/// Whether `id` is a file taken over.
+pub fn is_taken(id: FileId) -> bool {
+    any_taken() && with(|s| s.file(id).is_some()).unwrap_or(false)
+}
+
+impl State {
+    /// The taken-over file `id`.
+    pub fn file(&self, id: FileId) -> Option<&Arc<TakenFile>> {
+        self.files.iter().find(|f| f.id == id)
+    }
+
+    /// Adds a file taken over.
+    pub fn add_file(&mut self, file: Arc<TakenFile>) {
+        self.files.push(file);
+        TAKEN.store(self.files.len(), Relaxed);
+        crate::fds::new_generation();
+    }
+
+    /// Removes a file no window shows any more; the caller drops it
+    /// outside the lock (its region writes back).
+    pub fn remove_file(&mut self, id: FileId) -> Option<Arc<TakenFile>> {
+        let i = self.files.iter().position(|f| f.id == id)?;
+        let f = self.files.swap_remove(i);
+        TAKEN.store(self.files.len(), Relaxed);
+        Some(f)
+    }
+
+    /// Logs that a mapping of `path` was left to the kernel, once per cause.
+    pub fn left(&mut self, path: &str, offset: i64, len: usize, cause: &str) {
+        if self.logged.insert((path.to_string(), cause.to_string())) {
+            self.log.line(format_args!("left {path} offset={offset} len={len}: {cause}"));
+        }
+    }
+}
+
+/// Reads the configuration from the environment (the library's
+/// constructor). A configuration that does not parse is said on stderr
+/// and leaves every mapping to the kernel: the program runs as without.
+pub fn init() {
+    let config = match Config::from_env(|k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pagepilot-run: {e}; every mapping is left to the kernel");
+            return;
+        }
+    };
+    let log = Arc::new(Log::open(config.log.as_deref()));
+    let budget = config.budget.unwrap_or_else(crate::budget::default_budget);
+    *STATE.lock() = Some(State {
+        config,
+        budget,
+        pool: None,
+        files: Vec::new(),
+        windows: Vec::new(),
+        log,
+        logged: HashSet::new(),
+    });
+    extern "C" fn prepare() {
+        STATE.raw_lock();
+    }
+    extern "C" fn after() {
+        // SAFETY: `prepare` locked it in this (the forking) thread.
+        unsafe { STATE.raw_unlock() };
+    }
+    // SAFETY: the handlers are plain functions that lock and unlock the
+    // static lock, valid for the process's life.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(after), Some(after)) };
+    READY.store(true, Relaxed);
+}
