@@ -160,6 +160,11 @@ fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, f
     for own in fds::open_on(id).into_iter().filter(|f| !before.contains(f)) {
         fds::mark_own(own);
     }
+    if region.stats().uffd_access == pagepilot_pager::UffdAccess::UserModeOnly {
+        // The kernel's own accesses (a `write(2)` from the mapping) would
+        // fail with EFAULT: the program would break.
+        return Err("userfaultfd is user-mode only for this user (see `pagepilot doctor`)".into());
+    }
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) on the program's descriptor.
     let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
     if dup < 0 {
@@ -175,6 +180,7 @@ fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, f
         writable,
         fd: own_fd,
         log: s.log.clone(),
+        owner: std::process::id(),
     });
     // Nothing is mapped until a window shows it.
     // SAFETY: the region's own view, which it keeps mapped while it lives.
@@ -212,9 +218,7 @@ pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
         if touched.is_empty() {
             return (None, Vec::new());
         }
-        split_at(&mut s.windows, a);
-        split_at(&mut s.windows, b);
-        s.windows.retain(|w| !(a <= w.start && w.end() <= b));
+        remove_windows(&mut s.windows, a, b);
         let mut gone = Vec::new();
         for f in &touched {
             reprotect(s, f, a, b);
@@ -242,6 +246,29 @@ pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
     // The last window of a file went: its region writes back and unmaps.
     state::inside(|| drop(gone));
     result
+}
+
+/// Removes the program's mapping of `[a, b)`. Mappings of one file range
+/// share their addresses, so the range may be several mappings': one is
+/// removed, the one mapped exactly there if there is one, else from each
+/// distinct window in the range the part inside it.
+fn remove_windows(windows: &mut Vec<Window>, a: usize, b: usize) {
+    if let Some(i) = windows.iter().rposition(|w| w.start == a && w.end() == b) {
+        windows.remove(i);
+        return;
+    }
+    split_at(windows, a);
+    split_at(windows, b);
+    let mut seen: Vec<(usize, usize)> = Vec::new();
+    let mut i = windows.len();
+    while i > 0 {
+        i -= 1;
+        let w = &windows[i];
+        if a <= w.start && w.end() <= b && !seen.contains(&(w.start, w.len)) {
+            seen.push((w.start, w.len));
+            windows.remove(i);
+        }
+    }
 }
 
 /// `mremap` of a window: grown or shrunk in place within the region's

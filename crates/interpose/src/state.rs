@@ -145,5 +145,12 @@ pub fn init() {
     // SAFETY: the handlers are plain functions that lock and unlock the
     // static lock, valid for the process's life.
     unsafe { libc::pthread_atfork(Some(prepare), Some(after), Some(after)) };
+    extern "C" fn at_exit() {
+        // The pager's own exit handler (installed at the first region, so
+        // run before this one) wrote the regions back.
+        let _ = with(|s| s.files.iter().for_each(|f| f.log_end()));
+    }
+    // SAFETY: a plain function, valid for the process's life.
+    unsafe { libc::atexit(at_exit) };
     READY.store(true, Relaxed);
 }

@@ -31,6 +31,8 @@ pub struct TakenFile {
     pub fd: OwnedFd,
     /// Where the region's counts go at its end.
     pub log: Arc<Log>,
+    /// The process that took it over (a child after `fork` has a copy).
+    pub owner: u32,
 }
 
 impl TakenFile {
@@ -45,8 +47,13 @@ impl TakenFile {
     }
 }
 
-impl Drop for TakenFile {
-    fn drop(&mut self) {
+impl TakenFile {
+    /// Logs the region's counts (in the process that took the file over:
+    /// a child's copy counts nothing of its own).
+    pub fn log_end(&self) {
+        if std::process::id() != self.owner {
+            return;
+        }
         let s = self.region.stats();
         self.log.line(format_args!(
             "end {} faults={} pages_read={} pages_written={}",
@@ -55,6 +62,12 @@ impl Drop for TakenFile {
             s.bytes_read / PAGE as u64,
             s.bytes_written / PAGE as u64
         ));
+    }
+}
+
+impl Drop for TakenFile {
+    fn drop(&mut self) {
+        self.log_end();
         // The region writes its dirty pages back as it drops (and says so
         // on stderr if one fails).
     }

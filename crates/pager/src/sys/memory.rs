@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use super::{check, restarting, PAGE};
+use super::{check, direct, restarting, PAGE};
 
 /// A sealed-size memfd of `len` bytes: the region's frames.
 pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
@@ -22,7 +22,7 @@ pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
 pub fn map_shared(fd: RawFd, len: usize, write: bool) -> io::Result<usize> {
     let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
     // SAFETY: a fresh mapping chosen by the kernel; it aliases no Rust object.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    let p = unsafe { direct::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -34,7 +34,7 @@ pub fn map_anon_page() -> io::Result<usize> {
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
     // SAFETY: a fresh mapping chosen by the kernel; it aliases no Rust object.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), PAGE, prot, flags, -1, 0) };
+    let p = unsafe { direct::mmap(std::ptr::null_mut(), PAGE, prot, flags, -1, 0) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -47,7 +47,7 @@ pub fn map_anon_page() -> io::Result<usize> {
 /// `[addr, addr+len)` must be a mapping this crate made and nothing may use it afterwards.
 pub unsafe fn unmap(addr: usize, len: usize) {
     // SAFETY: the caller guarantees the range is ours and unused from now on.
-    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+    unsafe { direct::munmap(addr as *mut libc::c_void, len) };
 }
 
 /// Zaps the PTEs of `[addr, addr+len)` (MADV_DONTNEED). On a shared memfd
@@ -55,7 +55,7 @@ pub unsafe fn unmap(addr: usize, len: usize) {
 pub fn zap(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: MADV_DONTNEED on a shared file mapping drops PTEs only; no data is lost
     // and no Rust reference points into the region.
-    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) })?;
+    check(unsafe { direct::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) })?;
     Ok(())
 }
 
@@ -79,7 +79,7 @@ pub fn allocated_bytes(fd: RawFd) -> io::Result<u64> {
 /// Tells the kernel `[addr, addr+len)` is read at random (MADV_RANDOM: no read-around).
 pub fn advise_random(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: the advice changes no contents and no Rust reference's validity.
-    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_RANDOM) })?;
+    check(unsafe { direct::madvise(addr as *mut libc::c_void, len, libc::MADV_RANDOM) })?;
     Ok(())
 }
 
@@ -112,7 +112,7 @@ impl Mapping {
         let prot = libc::PROT_READ | libc::PROT_WRITE;
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
         // SAFETY: a fresh mapping chosen by the kernel; it aliases no Rust object.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) };
+        let p = unsafe { direct::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
@@ -170,7 +170,7 @@ impl Drop for Mapping {
 /// (MADV_DONTFORK): the range is unmapped in the child.
 pub fn dont_fork(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: the advice only changes what fork copies, never this process's memory.
-    check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTFORK) })?;
+    check(unsafe { direct::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTFORK) })?;
     Ok(())
 }
 
@@ -183,7 +183,7 @@ pub unsafe fn map_shared_at(addr: usize, fd: RawFd, len: usize, write: bool) -> 
     let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
     let flags = libc::MAP_SHARED | libc::MAP_FIXED;
     // SAFETY: the caller guarantees the range is ours to replace.
-    let p = unsafe { libc::mmap(addr as *mut libc::c_void, len, prot, flags, fd, 0) };
+    let p = unsafe { direct::mmap(addr as *mut libc::c_void, len, prot, flags, fd, 0) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -193,7 +193,7 @@ pub unsafe fn map_shared_at(addr: usize, fd: RawFd, len: usize, write: bool) -> 
 /// Writes the dirty pages of a shared file mapping back (msync MS_SYNC).
 pub fn msync(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: msync reads the mapping's page-cache state; no memory is written.
-    check(unsafe { libc::msync(addr as *mut libc::c_void, len, libc::MS_SYNC) })?;
+    check(unsafe { direct::msync(addr as *mut libc::c_void, len, libc::MS_SYNC) })?;
     Ok(())
 }
 
@@ -201,7 +201,7 @@ pub fn msync(addr: usize, len: usize) -> io::Result<()> {
 pub fn protect_none(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: only the protection of a mapping this crate made changes; no
     // Rust reference points into region memory.
-    check(unsafe { libc::mprotect(addr as *mut libc::c_void, len, libc::PROT_NONE) })?;
+    check(unsafe { direct::mprotect(addr as *mut libc::c_void, len, libc::PROT_NONE) })?;
     Ok(())
 }
 
@@ -211,6 +211,6 @@ pub fn protect(addr: usize, len: usize, writable: bool) -> io::Result<()> {
     let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
     // SAFETY: only the protection of a mapping changes; no Rust reference
     // points into memory a caller protects (it accesses it by raw pointers).
-    check(unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) })?;
+    check(unsafe { direct::mprotect(addr as *mut libc::c_void, len, prot) })?;
     Ok(())
 }

@@ -10,11 +10,13 @@
 //!
 //! One file per kind: `uffd` (the userfaultfd ABI and its ioctls), `memory`
 //! (mappings and the memfd), `file` (backing files and the page cache),
-//! `lease` (open file description locks),
+//! `lease` (open file description locks), `direct` (the mapping calls as
+//! system calls, unseen by an interposer),
 //! `signal`, `process`.
 
 use std::io;
 
+mod direct;
 mod file;
 mod lease;
 mod memory;
