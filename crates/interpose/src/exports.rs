@@ -9,19 +9,27 @@ use std::ffi::{c_int, c_void};
 
 use libc::{off_t, size_t, ssize_t};
 
-use crate::{fds, io, maps, real, state};
+use crate::{fds, io, maps, real, remap, state};
 
 /// # Safety
 /// As mmap(2).
 #[no_mangle]
 pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
-    if !state::bypass() {
-        if let Some(at) = maps::mmap(len, prot, flags, fd, off) {
-            return at as *mut c_void;
+    if state::bypass() {
+        // SAFETY: the program's own call.
+        return unsafe { real::mmap(addr, len, prot, flags, fd, off) };
+    }
+    match maps::mmap(len, prot, flags, fd, off) {
+        maps::Mapped::Window(at) => at as *mut c_void,
+        maps::Mapped::Kernel { watch } => {
+            // SAFETY: the program's own call.
+            let p = unsafe { real::mmap(addr, len, prot, flags, fd, off) };
+            if watch && p != libc::MAP_FAILED {
+                remap::watch(p as usize, len, prot, fd, off);
+            }
+            p
         }
     }
-    // SAFETY: the program's own call.
-    unsafe { real::mmap(addr, len, prot, flags, fd, off) }
 }
 
 /// # Safety
@@ -37,6 +45,7 @@ pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, fla
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     if !state::bypass() {
+        remap::unwatch(addr as usize, (addr as usize).saturating_add(len));
         if let Some(r) = maps::munmap(addr as usize, len) {
             return r;
         }
@@ -51,7 +60,7 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 pub unsafe extern "C" fn mremap(old: *mut c_void, old_len: size_t, new_len: size_t, flags: c_int, new_addr: *mut c_void) -> *mut c_void {
     let new_addr = if flags & libc::MREMAP_FIXED != 0 { new_addr } else { std::ptr::null_mut() };
     if !state::bypass() {
-        if let Some(p) = maps::mremap(old as usize, old_len, new_len, flags, new_addr as usize) {
+        if let Some(p) = remap::mremap(old as usize, old_len, new_len, flags, new_addr as usize) {
             return p;
         }
     }

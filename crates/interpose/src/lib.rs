@@ -18,6 +18,7 @@ mod lock;
 mod log;
 mod maps;
 mod real;
+mod remap;
 mod state;
 mod taken;
 

@@ -19,36 +19,54 @@ use crate::taken::{protections, split_at, TakenFile, Window, PAGE};
 const MIN_FRAMES: usize = 16;
 
 /// The outcome of an `mmap` the interposer looked at.
-enum Take {
+pub enum Take {
     /// Mapped at this address.
     Took(usize),
     /// Left to the kernel; a file taken over is written back first so the
     /// kernel's mapping reads what the program stored.
     Left(Option<Arc<TakenFile>>),
+    /// Left to the kernel as smaller than `--min-size` (it may grow).
+    Small,
 }
 
-fn round_up(n: usize) -> usize {
+/// `n` rounded up to whole pages.
+pub fn round_up(n: usize) -> usize {
     n.div_ceil(PAGE) * PAGE
 }
 
-/// `mmap` of a file descriptor: a window into its file's region, or `None`.
-pub fn mmap(len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Option<usize> {
+/// What became of an `mmap`.
+pub enum Mapped {
+    /// A window at this address.
+    Window(usize),
+    /// The kernel's; `watch`: a small shared mapping that may grow into a
+    /// region (`remap::watch` after the kernel maps it).
+    Kernel { watch: bool },
+}
+
+/// `mmap` of a file descriptor: a window into its file's region, or the
+/// kernel's mapping.
+pub fn mmap(len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Mapped {
     if fd < 0 || flags & libc::MAP_ANONYMOUS != 0 {
-        return None;
+        return Mapped::Kernel { watch: false };
     }
-    let id = fds::identify(fd)?;
-    match state::with(|s| take(s, id, len, prot, flags, fd, off))? {
-        Take::Took(addr) => Some(addr),
-        Take::Left(file) => {
+    let Some(id) = fds::identify(fd) else {
+        return Mapped::Kernel { watch: false };
+    };
+    match state::with(|s| take(s, id, len, prot, flags, fd, off)) {
+        Some(Take::Took(addr)) => Mapped::Window(addr),
+        Some(Take::Left(file)) => {
             if let Some(f) = file {
                 state::inside(|| f.region.flush()).ok();
             }
-            None
+            Mapped::Kernel { watch: false }
         }
+        Some(Take::Small) => Mapped::Kernel { watch: true },
+        None => Mapped::Kernel { watch: false },
     }
 }
 
-fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Take {
+/// Takes over the mapping of `len` bytes of `fd` at `off`, or says why not.
+pub fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Take {
     let path = std::fs::read_link(format!("/proc/self/fd/{fd}"))
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -64,8 +82,9 @@ fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd: c_
         Some("huge pages, locked or synchronous")
     } else if off < 0 || off as usize % PAGE != 0 || len == 0 {
         return Take::Left(None); // the kernel refuses it
-    } else if (len as u64) < s.config.min_size {
-        Some("smaller than --min-size")
+    } else if (len as u64) < s.config.min_size && existing.is_none() {
+        s.left(&path, off, len, "smaller than --min-size (taken over if it grows)");
+        return Take::Small;
     } else {
         None
     };
@@ -190,7 +209,7 @@ fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, f
 }
 
 /// Sets the protection of `[a, b)` of `file`'s view from its windows.
-fn reprotect(s: &State, file: &Arc<TakenFile>, a: usize, b: usize) {
+pub fn reprotect(s: &State, file: &Arc<TakenFile>, a: usize, b: usize) {
     for (at, len, prot) in protections(&s.windows, file, a, b) {
         // SAFETY: `[at, at+len)` lies in the region's view (`protections`
         // clips to it), which stays mapped while `file` lives.
@@ -271,60 +290,8 @@ fn remove_windows(windows: &mut Vec<Window>, a: usize, b: usize) {
     }
 }
 
-/// `mremap` of a window: grown or shrunk in place within the region's
-/// reach; moved, or grown past it, as the kernel's mapping of the file.
-pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: c_int, new_addr: usize) -> Option<*mut libc::c_void> {
-    if !state::any_taken() {
-        return None;
-    }
-    let (result, flush) = state::with(|s| {
-        let i = s.windows.iter().position(|w| w.start <= old && old < w.end())?;
-        let file = s.windows[i].file.clone();
-        if old_len == 0 || new_len == 0 || old % PAGE != 0 {
-            return Some((Err(libc::EINVAL), None));
-        }
-        split_at(&mut s.windows, old);
-        split_at(&mut s.windows, old + round_up(old_len));
-        let i = s.windows.iter().position(|w| w.start == old)?;
-        let w = s.windows[i].clone();
-        let fixed = flags & libc::MREMAP_FIXED != 0;
-        let reach = file.base() + file.span();
-        if !fixed && old + round_up(new_len) <= reach {
-            s.windows[i].len = round_up(new_len);
-            reprotect(s, &file, old, old + round_up(old_len.max(new_len)));
-            return Some((Ok(old), None));
-        }
-        if flags & libc::MREMAP_MAYMOVE == 0 {
-            return Some((Err(libc::ENOMEM), None));
-        }
-        // The kernel's mapping of the file, after a write-back (below).
-        let cause = if fixed { "moved to a fixed address (mremap)" } else { "grown past the reach of the file's region (mremap)" };
-        s.left(&file.path, w.offset as i64, new_len, cause);
-        Some((Err(0), Some((w, file))))
-    })??;
-    let Some((w, file)) = flush else {
-        return Some(match result {
-            Ok(a) => a as *mut _,
-            Err(e) => fail(e),
-        });
-    };
-    state::inside(|| file.region.flush()).ok();
-    let (hint, mflags) = if flags & libc::MREMAP_FIXED != 0 {
-        (new_addr, libc::MAP_SHARED | libc::MAP_FIXED)
-    } else {
-        (0, libc::MAP_SHARED)
-    };
-    // SAFETY: a new mapping of the file at the caller's address (MREMAP_FIXED
-    // replaces what is there, as mremap does) or the kernel's choice.
-    let p = unsafe { real::mmap(hint as *mut _, new_len, w.prot, mflags, std::os::fd::AsRawFd::as_raw_fd(&file.fd), w.offset as i64) };
-    if p == libc::MAP_FAILED {
-        return Some(p);
-    }
-    munmap(w.start, old_len);
-    Some(p)
-}
-
-fn fail(errno: c_int) -> *mut libc::c_void {
+/// Sets `errno` and returns `MAP_FAILED`.
+pub fn fail(errno: c_int) -> *mut libc::c_void {
     set_errno(errno);
     libc::MAP_FAILED
 }

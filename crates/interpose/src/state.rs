@@ -28,6 +28,8 @@ pub struct State {
     pub files: Vec<Arc<TakenFile>>,
     /// The program's mappings of them.
     pub windows: Vec<Window>,
+    /// Small shared file mappings the kernel holds, watched for growth.
+    pub watched: Vec<crate::remap::Watched>,
     /// Where lines go.
     pub log: Arc<Log>,
     /// (path, cause) pairs already logged as left to the kernel.
@@ -132,6 +134,7 @@ pub fn init() {
         pool: None,
         files: Vec::new(),
         windows: Vec::new(),
+        watched: Vec::new(),
         log,
         logged: HashSet::new(),
     });
