@@ -32,7 +32,10 @@ fn cgroup_limit() -> Option<u64> {
         } else {
             continue;
         };
-        if let Some(n) = std::fs::read_to_string(file).ok().and_then(|t| t.trim().parse().ok()) {
+        if let Some(n) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
             return Some(n);
         }
     }

@@ -14,7 +14,14 @@ use crate::{fds, io, maps, real, remap, state};
 /// # Safety
 /// As mmap(2).
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     if state::bypass() {
         // SAFETY: the program's own call.
         return unsafe { real::mmap(addr, len, prot, flags, fd, off) };
@@ -35,7 +42,14 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags
 /// # Safety
 /// As mmap(2).
 #[no_mangle]
-pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     // SAFETY: the same call.
     unsafe { mmap(addr, len, prot, flags, fd, off) }
 }
@@ -57,8 +71,18 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 /// # Safety
 /// As mremap(2).
 #[no_mangle]
-pub unsafe extern "C" fn mremap(old: *mut c_void, old_len: size_t, new_len: size_t, flags: c_int, new_addr: *mut c_void) -> *mut c_void {
-    let new_addr = if flags & libc::MREMAP_FIXED != 0 { new_addr } else { std::ptr::null_mut() };
+pub unsafe extern "C" fn mremap(
+    old: *mut c_void,
+    old_len: size_t,
+    new_len: size_t,
+    flags: c_int,
+    new_addr: *mut c_void,
+) -> *mut c_void {
+    let new_addr = if flags & libc::MREMAP_FIXED != 0 {
+        new_addr
+    } else {
+        std::ptr::null_mut()
+    };
     if !state::bypass() {
         if let Some(p) = remap::mremap(old as usize, old_len, new_len, flags, new_addr as usize) {
             return p;
@@ -121,7 +145,10 @@ fn route<T>(ours: impl FnOnce() -> Option<T>, theirs: impl FnOnce() -> T) -> T {
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     // SAFETY: the program's own call.
-    route(|| io::read(fd, &io::one(buf, n), None), || unsafe { real::read(fd, buf, n) })
+    route(
+        || io::read(fd, &io::one(buf, n), None),
+        || unsafe { real::read(fd, buf, n) },
+    )
 }
 
 /// # Safety
@@ -129,7 +156,10 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 #[no_mangle]
 pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t {
     // SAFETY: the program's own call.
-    route(|| io::read(fd, &io::one(buf, n), Some(off)), || unsafe { real::pread64(fd, buf, n, off) })
+    route(
+        || io::read(fd, &io::one(buf, n), Some(off)),
+        || unsafe { real::pread64(fd, buf, n, off) },
+    )
 }
 
 /// # Safety
@@ -145,21 +175,37 @@ pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> ssize_t {
     // SAFETY: the program's own call; `iov` holds `cnt` entries.
-    route(|| io::read(fd, unsafe { iovecs(iov, cnt)? }, None), || unsafe { real::readv(fd, iov, cnt) })
+    route(
+        || io::read(fd, unsafe { iovecs(iov, cnt)? }, None),
+        || unsafe { real::readv(fd, iov, cnt) },
+    )
 }
 
 /// # Safety
 /// As preadv(2).
 #[no_mangle]
-pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) -> ssize_t {
+pub unsafe extern "C" fn preadv64(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    off: off_t,
+) -> ssize_t {
     // SAFETY: as `readv`.
-    route(|| io::read(fd, unsafe { iovecs(iov, cnt)? }, Some(off)), || unsafe { real::preadv64(fd, iov, cnt, off) })
+    route(
+        || io::read(fd, unsafe { iovecs(iov, cnt)? }, Some(off)),
+        || unsafe { real::preadv64(fd, iov, cnt, off) },
+    )
 }
 
 /// # Safety
 /// As preadv(2).
 #[no_mangle]
-pub unsafe extern "C" fn preadv(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) -> ssize_t {
+pub unsafe extern "C" fn preadv(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    off: off_t,
+) -> ssize_t {
     // SAFETY: the same call.
     unsafe { preadv64(fd, iov, cnt, off) }
 }
@@ -169,7 +215,10 @@ pub unsafe extern "C" fn preadv(fd: c_int, iov: *const libc::iovec, cnt: c_int, 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     // SAFETY: the program's own call.
-    route(|| io::write(fd, &io::one(buf, n), None), || unsafe { real::write(fd, buf, n) })
+    route(
+        || io::write(fd, &io::one(buf, n), None),
+        || unsafe { real::write(fd, buf, n) },
+    )
 }
 
 /// # Safety
@@ -177,7 +226,10 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 #[no_mangle]
 pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t {
     // SAFETY: the program's own call.
-    route(|| io::write(fd, &io::one(buf, n), Some(off)), || unsafe { real::pwrite64(fd, buf, n, off) })
+    route(
+        || io::write(fd, &io::one(buf, n), Some(off)),
+        || unsafe { real::pwrite64(fd, buf, n, off) },
+    )
 }
 
 /// # Safety
@@ -193,21 +245,37 @@ pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: o
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> ssize_t {
     // SAFETY: as `readv`.
-    route(|| io::write(fd, unsafe { iovecs(iov, cnt)? }, None), || unsafe { real::writev(fd, iov, cnt) })
+    route(
+        || io::write(fd, unsafe { iovecs(iov, cnt)? }, None),
+        || unsafe { real::writev(fd, iov, cnt) },
+    )
 }
 
 /// # Safety
 /// As pwritev(2).
 #[no_mangle]
-pub unsafe extern "C" fn pwritev64(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) -> ssize_t {
+pub unsafe extern "C" fn pwritev64(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    off: off_t,
+) -> ssize_t {
     // SAFETY: as `readv`.
-    route(|| io::write(fd, unsafe { iovecs(iov, cnt)? }, Some(off)), || unsafe { real::pwritev64(fd, iov, cnt, off) })
+    route(
+        || io::write(fd, unsafe { iovecs(iov, cnt)? }, Some(off)),
+        || unsafe { real::pwritev64(fd, iov, cnt, off) },
+    )
 }
 
 /// # Safety
 /// As pwritev(2).
 #[no_mangle]
-pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t) -> ssize_t {
+pub unsafe extern "C" fn pwritev(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    off: off_t,
+) -> ssize_t {
     // SAFETY: the same call.
     unsafe { pwritev64(fd, iov, cnt, off) }
 }
@@ -217,7 +285,10 @@ pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const libc::iovec, cnt: c_int,
 #[no_mangle]
 pub unsafe extern "C" fn ftruncate64(fd: c_int, len: off_t) -> c_int {
     // SAFETY: the program's own call.
-    route(|| io::ftruncate(fd, len), || unsafe { real::ftruncate64(fd, len) })
+    route(
+        || io::ftruncate(fd, len),
+        || unsafe { real::ftruncate64(fd, len) },
+    )
 }
 
 /// # Safety
@@ -233,7 +304,10 @@ pub unsafe extern "C" fn ftruncate(fd: c_int, len: off_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int {
     // SAFETY: the program's own call.
-    route(|| io::fallocate(fd, mode, off, len), || unsafe { real::fallocate64(fd, mode, off, len) })
+    route(
+        || io::fallocate(fd, mode, off, len),
+        || unsafe { real::fallocate64(fd, mode, off, len) },
+    )
 }
 
 /// # Safety

@@ -35,7 +35,10 @@ pub enum Kind {
 
 /// What `fd` is. Cheap for descriptors seen before.
 pub fn kind(fd: i32) -> Kind {
-    let slot = usize::try_from(fd).ok().filter(|&f| f < REMEMBERED).map(|f| &SEEN[f]);
+    let slot = usize::try_from(fd)
+        .ok()
+        .filter(|&f| f < REMEMBERED)
+        .map(|f| &SEEN[f]);
     let generation = GENERATION.load(Relaxed);
     if let Some(s) = slot {
         let v = s.load(Relaxed);

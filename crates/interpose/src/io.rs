@@ -30,7 +30,13 @@ fn total(iov: &[libc::iovec]) -> usize {
 
 /// `pread`-like: reads at `offset` with `io` into a buffer of `len`, lays
 /// the region's pages over it, then `scatter`s it to the program.
-fn read_at(file: &TakenFile, offset: i64, len: usize, io: impl FnOnce(&mut [u8]) -> isize, scatter: impl FnOnce(&[u8])) -> isize {
+fn read_at(
+    file: &TakenFile,
+    offset: i64,
+    len: usize,
+    io: impl FnOnce(&mut [u8]) -> isize,
+    scatter: impl FnOnce(&[u8]),
+) -> isize {
     let mut buf = vec![0u8; len];
     let n = state::inside(|| file.region.read_beside(offset.max(0) as u64, &mut buf, io));
     if n > 0 {
@@ -49,22 +55,36 @@ pub fn read(fd: c_int, iov: &[libc::iovec], offset: Option<i64>) -> Option<isize
         for v in iov {
             let n = v.iov_len.min(data.len() - at);
             // SAFETY: `v` is the program's buffer of `iov_len` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(data[at..].as_ptr(), v.iov_base.cast::<u8>(), n) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(data[at..].as_ptr(), v.iov_base.cast::<u8>(), n)
+            };
             at += n;
         }
     };
     Some(match offset {
-        Some(off) => read_at(&file, off, len, |b| {
-            // SAFETY: `b` is a live buffer of its length.
-            unsafe { crate::real::pread64(fd, b.as_mut_ptr().cast(), b.len(), off) }
-        }, scatter),
+        Some(off) => read_at(
+            &file,
+            off,
+            len,
+            |b| {
+                // SAFETY: `b` is a live buffer of its length.
+                unsafe { crate::real::pread64(fd, b.as_mut_ptr().cast(), b.len(), off) }
+            },
+            scatter,
+        ),
         None => {
             // SAFETY: lseek on the program's descriptor, not moving it.
             let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
-            read_at(&file, at, len, |b| {
-                // SAFETY: as above.
-                unsafe { crate::real::read(fd, b.as_mut_ptr().cast(), b.len()) }
-            }, scatter)
+            read_at(
+                &file,
+                at,
+                len,
+                |b| {
+                    // SAFETY: as above.
+                    unsafe { crate::real::read(fd, b.as_mut_ptr().cast(), b.len()) }
+                },
+                scatter,
+            )
         }
     })
 }
@@ -76,19 +96,24 @@ pub fn write(fd: c_int, iov: &[libc::iovec], offset: Option<i64>) -> Option<isiz
     let mut data = Vec::with_capacity(total(iov));
     for v in iov {
         // SAFETY: `v` is the program's buffer of `iov_len` bytes.
-        data.extend_from_slice(unsafe { std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len) });
+        data.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len)
+        });
     }
     let at = match offset {
         Some(off) => off,
         None => position(fd),
     };
     Some(state::inside(|| {
-        file.region.write_beside(at.max(0) as u64, &data, || match offset {
-            // SAFETY: `data` is a live buffer of its length.
-            Some(off) => unsafe { crate::real::pwrite64(fd, data.as_ptr().cast(), data.len(), off) },
-            // SAFETY: as above.
-            None => unsafe { crate::real::write(fd, data.as_ptr().cast(), data.len()) },
-        })
+        file.region
+            .write_beside(at.max(0) as u64, &data, || match offset {
+                // SAFETY: `data` is a live buffer of its length.
+                Some(off) => unsafe {
+                    crate::real::pwrite64(fd, data.as_ptr().cast(), data.len(), off)
+                },
+                // SAFETY: as above.
+                None => unsafe { crate::real::write(fd, data.as_ptr().cast(), data.len()) },
+            })
     }))
 }
 
@@ -111,7 +136,11 @@ pub fn ftruncate(fd: c_int, len: i64) -> Option<c_int> {
         return None;
     }
     // SAFETY: ftruncate on the program's descriptor.
-    let r = state::inside(|| file.region.truncate_beside(len as u64, || unsafe { crate::real::ftruncate64(fd, len) } as isize));
+    let r = state::inside(|| {
+        file.region
+            .truncate_beside(len as u64, || unsafe { crate::real::ftruncate64(fd, len) }
+                as isize)
+    });
     Some(r as c_int)
 }
 
@@ -123,9 +152,9 @@ pub fn fallocate(fd: c_int, mode: c_int, off: i64, len: i64) -> Option<c_int> {
         }
         // Bytes move within the file: written back, then read again.
         let file = taken(fd)?;
-        // SAFETY: fallocate on the program's descriptor.
         let r = state::inside(|| {
             let _ = file.region.flush();
+            // SAFETY: fallocate on the program's descriptor.
             let r = unsafe { crate::real::fallocate64(fd, mode, off, len) };
             let _ = file.region.invalidate();
             r
@@ -136,10 +165,11 @@ pub fn fallocate(fd: c_int, mode: c_int, off: i64, len: i64) -> Option<c_int> {
     if off < 0 || len <= 0 {
         return None;
     }
-    // SAFETY: fallocate on the program's descriptor.
     let r = state::inside(|| {
-        file.region
-            .zero_beside(off as u64, len as usize, || unsafe { crate::real::fallocate64(fd, mode, off, len) } as isize)
+        file.region.zero_beside(off as u64, len as usize, || {
+            // SAFETY: fallocate on the program's descriptor.
+            unsafe { crate::real::fallocate64(fd, mode, off, len) as isize }
+        })
     });
     Some(r as c_int)
 }

@@ -32,7 +32,10 @@ impl Log {
         {
             Ok(f) => Log::File(f.into()),
             Err(e) => {
-                eprintln!("pagepilot-run: cannot open the log {}: {e}; logging to stderr", path.display());
+                eprintln!(
+                    "pagepilot-run: cannot open the log {}: {e}; logging to stderr",
+                    path.display()
+                );
                 Log::Stderr
             }
         }

@@ -66,7 +66,15 @@ pub fn mmap(len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Mappe
 }
 
 /// Takes over the mapping of `len` bytes of `fd` at `off`, or says why not.
-pub fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Take {
+pub fn take(
+    s: &mut State,
+    id: FileId,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: i64,
+) -> Take {
     let path = std::fs::read_link(format!("/proc/self/fd/{fd}"))
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -80,10 +88,15 @@ pub fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd
         Some("a protection other than read or read-write")
     } else if flags & (libc::MAP_HUGETLB | libc::MAP_LOCKED | libc::MAP_SYNC) != 0 {
         Some("huge pages, locked or synchronous")
-    } else if off < 0 || off as usize % PAGE != 0 || len == 0 {
+    } else if off < 0 || !(off as usize).is_multiple_of(PAGE) || len == 0 {
         return Take::Left(None); // the kernel refuses it
     } else if (len as u64) < s.config.min_size && existing.is_none() {
-        s.left(&path, off, len, "smaller than --min-size (taken over if it grows)");
+        s.left(
+            &path,
+            off,
+            len,
+            "smaller than --min-size (taken over if it grows)",
+        );
         return Take::Small;
     } else {
         None
@@ -99,7 +112,12 @@ pub fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd
             return Take::Left(Some(f));
         }
         Some(f) if prot & libc::PROT_WRITE != 0 && !f.writable => {
-            s.left(&path, off, len, "writable, and the file was taken over read-only");
+            s.left(
+                &path,
+                off,
+                len,
+                "writable, and the file was taken over read-only",
+            );
             return Take::Left(Some(f));
         }
         Some(f) => f,
@@ -122,7 +140,14 @@ pub fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd
         file: file.clone(),
     });
     reprotect(s, &file, start, start + round_up(len));
-    let (kind, access) = ("shared", if prot & libc::PROT_WRITE != 0 { "write" } else { "read" });
+    let (kind, access) = (
+        "shared",
+        if prot & libc::PROT_WRITE != 0 {
+            "write"
+        } else {
+            "read"
+        },
+    );
     s.log.line(format_args!(
         "took {path} offset={off} len={len} {kind} {access} policy={}",
         file.region.stats().policy
@@ -132,7 +157,14 @@ pub fn take(s: &mut State, id: FileId, len: usize, prot: c_int, flags: c_int, fd
 
 /// Opens a region over file `id` reaching at least `end` bytes. An empty
 /// cause: the kernel is to refuse the mapping itself.
-fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, fd: c_int) -> Result<Arc<TakenFile>, String> {
+fn open_region(
+    s: &mut State,
+    id: FileId,
+    path: &str,
+    end: usize,
+    prot: c_int,
+    fd: c_int,
+) -> Result<Arc<TakenFile>, String> {
     // SAFETY: fcntl(F_GETFL) on a descriptor the program passed.
     let access = unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE;
     if prot & libc::PROT_WRITE != 0 && access != libc::O_RDWR {
@@ -140,7 +172,8 @@ fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, f
     }
     let writable = access == libc::O_RDWR;
     // SAFETY: plain C structs the calls fill; zeroes are valid.
-    let (mut st, mut fs): (libc::stat, libc::statfs) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    let (mut st, mut fs): (libc::stat, libc::statfs) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
     // SAFETY: valid out-pointers.
     if unsafe { libc::fstat(fd, &mut st) } != 0 || unsafe { libc::fstatfs(fd, &mut fs) } != 0 {
         return Err(String::new());
@@ -167,7 +200,10 @@ fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, f
         None if daemon => {}
         None => {
             if s.pool.is_none() {
-                s.pool = Some(pagepilot_pager::Pool::new(s.budget as usize).map_err(|e| format!("the pool: {e}"))?);
+                s.pool = Some(
+                    pagepilot_pager::Pool::new(s.budget as usize)
+                        .map_err(|e| format!("the pool: {e}"))?,
+                );
             }
             opts = opts
                 .with_pool(s.pool.as_ref().expect("made above"))
@@ -175,7 +211,8 @@ fn open_region(s: &mut State, id: FileId, path: &str, end: usize, prot: c_int, f
         }
     }
     let before = fds::open_on(id);
-    let region = Region::map(opts).map_err(|e| format!("the region: {}", pagepilot_pager::policy::chain(&e)))?;
+    let region = Region::map(opts)
+        .map_err(|e| format!("the region: {}", pagepilot_pager::policy::chain(&e)))?;
     for own in fds::open_on(id).into_iter().filter(|f| !before.contains(f)) {
         fds::mark_own(own);
     }
@@ -247,7 +284,10 @@ pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
         }
         // Parts of the range outside every view are the kernel's.
         let mut at = a;
-        let mut views: Vec<(usize, usize)> = touched.iter().map(|f| (f.base(), f.base() + f.span())).collect();
+        let mut views: Vec<(usize, usize)> = touched
+            .iter()
+            .map(|f| (f.base(), f.base() + f.span()))
+            .collect();
         views.sort();
         for (va, vb) in views {
             if at < va.min(b) {
@@ -319,7 +359,11 @@ pub fn mprotect(addr: usize, len: usize, prot: c_int) -> Option<c_int> {
         }
         split_at(&mut s.windows, a);
         split_at(&mut s.windows, b);
-        for w in s.windows.iter_mut().filter(|w| a <= w.start && w.end() <= b) {
+        for w in s
+            .windows
+            .iter_mut()
+            .filter(|w| a <= w.start && w.end() <= b)
+        {
             w.prot = prot;
         }
         for f in &touched {
@@ -342,7 +386,11 @@ pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
     }
     let failed = state::inside(|| {
         touched.iter().any(|f| {
-            let r = if flags & libc::MS_INVALIDATE != 0 { f.region.invalidate() } else { f.region.flush() };
+            let r = if flags & libc::MS_INVALIDATE != 0 {
+                f.region.invalidate()
+            } else {
+                f.region.flush()
+            };
             r.is_err()
         })
     });

@@ -28,7 +28,10 @@ impl Next {
         // SAFETY: `name` is NUL-terminated (every `Next` below is built
         // from a b"...\0" literal); RTLD_NEXT is a valid pseudo-handle.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr().cast()) };
-        assert!(!p.is_null(), "pagepilot-run: no next definition of a libc function");
+        assert!(
+            !p.is_null(),
+            "pagepilot-run: no next definition of a libc function"
+        );
         self.ptr.store(p, Relaxed);
         p
     }

@@ -89,7 +89,13 @@ enum Plan {
 }
 
 /// `mremap`, or `None` when `old` is neither a window nor watched.
-pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: c_int, new_addr: usize) -> Option<*mut c_void> {
+pub fn mremap(
+    old: usize,
+    old_len: usize,
+    new_len: usize,
+    flags: c_int,
+    new_addr: usize,
+) -> Option<*mut c_void> {
     if !state::any_taken() && WATCHED.load(Relaxed) == 0 {
         return None;
     }
@@ -106,11 +112,27 @@ pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: c_int, new_addr
                 addr as *mut c_void
             }
             // SAFETY: the program's own call.
-            None => unsafe { real::mremap(old as *mut c_void, old_len, new_len, flags, new_addr as *mut c_void) },
+            None => unsafe {
+                real::mremap(
+                    old as *mut c_void,
+                    old_len,
+                    new_len,
+                    flags,
+                    new_addr as *mut c_void,
+                )
+            },
         },
         Plan::Rewatch(mut w) => {
             // SAFETY: the program's own call.
-            let p = unsafe { real::mremap(old as *mut c_void, old_len, new_len, flags, new_addr as *mut c_void) };
+            let p = unsafe {
+                real::mremap(
+                    old as *mut c_void,
+                    old_len,
+                    new_len,
+                    flags,
+                    new_addr as *mut c_void,
+                )
+            };
             if p != libc::MAP_FAILED {
                 (w.start, w.len) = (p as usize, round_up(new_len));
                 state::with(|s| {
@@ -150,8 +172,10 @@ fn plan(s: &mut State, old: usize, old_len: usize, new_len: usize, flags: c_int)
         }
         return Some(Plan::Rewatch(w));
     }
-    s.windows.iter().position(|w| w.start <= old && old < w.end())?;
-    if old_len == 0 || new_len == 0 || old % PAGE != 0 {
+    s.windows
+        .iter()
+        .position(|w| w.start <= old && old < w.end())?;
+    if old_len == 0 || new_len == 0 || !old.is_multiple_of(PAGE) {
         return Some(Plan::Done(Err(libc::EINVAL)));
     }
     split_at(&mut s.windows, old);
@@ -168,7 +192,12 @@ fn plan(s: &mut State, old: usize, old_len: usize, new_len: usize, flags: c_int)
     if !may_move {
         return Some(Plan::Done(Err(libc::ENOMEM)));
     }
-    let only = s.windows.iter().filter(|x| Arc::ptr_eq(&x.file, &file)).count() == 1;
+    let only = s
+        .windows
+        .iter()
+        .filter(|x| Arc::ptr_eq(&x.file, &file))
+        .count()
+        == 1;
     if only && !fixed {
         let fd = dup(file.fd.as_raw_fd())?;
         s.windows.remove(i);
@@ -200,5 +229,14 @@ fn kernel_map(fd: &OwnedFd, w: &Window, len: usize, addr: usize, fixed: bool) ->
     // SAFETY: a new mapping of the file, at the kernel's choice or where
     // the program's mremap(MREMAP_FIXED) asked (replacing what is there,
     // as mremap does).
-    unsafe { real::mmap(addr as *mut c_void, len, w.prot, flags, fd.as_raw_fd(), w.offset as i64) }
+    unsafe {
+        real::mmap(
+            addr as *mut c_void,
+            len,
+            w.prot,
+            flags,
+            fd.as_raw_fd(),
+            w.offset as i64,
+        )
+    }
 }

@@ -110,7 +110,9 @@ impl State {
     /// Logs that a mapping of `path` was left to the kernel, once per cause.
     pub fn left(&mut self, path: &str, offset: i64, len: usize, cause: &str) {
         if self.logged.insert((path.to_string(), cause.to_string())) {
-            self.log.line(format_args!("left {path} offset={offset} len={len}: {cause}"));
+            self.log.line(format_args!(
+                "left {path} offset={offset} len={len}: {cause}"
+            ));
         }
     }
 }

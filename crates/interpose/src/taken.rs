@@ -120,7 +120,12 @@ pub fn split_at(windows: &mut Vec<Window>, at: usize) {
 /// The protection page by page over `[a, b)` of `file`'s view: the union
 /// of the windows' that cover the page, none where none does. Returned as
 /// runs `(start, len, prot)`.
-pub fn protections(windows: &[Window], file: &Arc<TakenFile>, a: usize, b: usize) -> Vec<(usize, usize, c_int)> {
+pub fn protections(
+    windows: &[Window],
+    file: &Arc<TakenFile>,
+    a: usize,
+    b: usize,
+) -> Vec<(usize, usize, c_int)> {
     let (a, b) = (a.max(file.base()), b.min(file.base() + file.span()));
     let mine: Vec<&Window> = windows
         .iter()

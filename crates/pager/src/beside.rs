@@ -62,7 +62,12 @@ impl Region {
     /// `pread`: the bytes read, or a negative value), then lays over it the
     /// bytes of the pages the region holds (stores not written back yet).
     /// Returns what `io` returned.
-    pub fn read_beside(&self, offset: u64, buf: &mut [u8], io: impl FnOnce(&mut [u8]) -> isize) -> isize {
+    pub fn read_beside(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        io: impl FnOnce(&mut [u8]) -> isize,
+    ) -> isize {
         let n = io(buf);
         if n <= 0 || self.shared.forked() {
             return n;
@@ -76,7 +81,8 @@ impl Region {
             if holds_data(&g, s) {
                 // SAFETY: page `s` holds a frame (its state, under the lock),
                 // `within + len <= PAGE`, so the bytes lie in the pager's view.
-                let frame = unsafe { std::slice::from_raw_parts(views.pager_addr(s).add(within), len) };
+                let frame =
+                    unsafe { std::slice::from_raw_parts(views.pager_addr(s).add(within), len) };
                 buf[at..at + len].copy_from_slice(frame);
             }
         }
@@ -154,7 +160,9 @@ impl Region {
                 // SAFETY: as in `read_beside`; the frame is written through
                 // the pager's view, which the application never sees torn
                 // by more than its own racing stores would.
-                let frame = unsafe { std::slice::from_raw_parts_mut(views.pager_addr(s).add(within), part) };
+                let frame = unsafe {
+                    std::slice::from_raw_parts_mut(views.pager_addr(s).add(within), part)
+                };
                 fill(at, frame);
             }
         }
@@ -188,7 +196,11 @@ fn holds_data(g: &Locked<'_>, s: u32) -> bool {
 
 /// The pages of `len` bytes from `offset`, within a region of `region_len`
 /// bytes: `(page, byte of the range, byte of the page, bytes)` each.
-fn pages_of(offset: u64, len: usize, region_len: usize) -> impl Iterator<Item = (u32, usize, usize, usize)> {
+fn pages_of(
+    offset: u64,
+    len: usize,
+    region_len: usize,
+) -> impl Iterator<Item = (u32, usize, usize, usize)> {
     let start = (offset as usize).min(region_len);
     let end = (offset as usize).saturating_add(len).min(region_len);
     let mut at = start;

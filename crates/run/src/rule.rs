@@ -94,7 +94,9 @@ impl FromStr for Rule {
 /// whole is the policy.
 fn policy_and_budget(rest: &str) -> (&str, Option<&str>) {
     match rest.rsplit_once(':') {
-        Some((p, b)) if !p.is_empty() && b.starts_with(|c: char| c.is_ascii_digit()) => (p, Some(b)),
+        Some((p, b)) if !p.is_empty() && b.starts_with(|c: char| c.is_ascii_digit()) => {
+            (p, Some(b))
+        }
         _ => (rest, None),
     }
 }

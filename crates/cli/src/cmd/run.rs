@@ -63,7 +63,10 @@ pub enum RunError {
     #[error("the interposer {0} is missing (build it with `cargo build -p pagepilot-interpose`, or set {LIBRARY_ENV})")]
     NoLibrary(PathBuf),
     /// `--daemon` without a socket and no $PAGEPILOT_DAEMON.
-    #[error("--daemon: no socket given and ${} is not set", pagepilot_pager::DAEMON_ENV)]
+    #[error(
+        "--daemon: no socket given and ${} is not set",
+        pagepilot_pager::DAEMON_ENV
+    )]
     NoDaemon,
     /// The program could not be started.
     #[error("cannot run {program:?}: {source}")]
@@ -85,9 +88,10 @@ pub fn run(args: Args) -> super::CmdResult {
         ..Config::default()
     };
     for r in &args.rules {
-        config
-            .rules
-            .push(r.parse::<Rule>().map_err(pagepilot_run::ConfigError::from)?);
+        config.rules.push(
+            r.parse::<Rule>()
+                .map_err(pagepilot_run::ConfigError::from)?,
+        );
     }
     config.check().map_err(RunError::from)?;
     let library = library()?;
@@ -97,11 +101,13 @@ pub fn run(args: Args) -> super::CmdResult {
         command.env(var, value);
     }
     match args.daemon {
-        Some(socket) if socket.as_os_str().is_empty() => {
-            if std::env::var_os(pagepilot_pager::DAEMON_ENV).is_none() {
-                return Err(RunError::NoDaemon.into());
-            }
+        Some(socket)
+            if socket.as_os_str().is_empty()
+                && std::env::var_os(pagepilot_pager::DAEMON_ENV).is_none() =>
+        {
+            return Err(RunError::NoDaemon.into());
         }
+        Some(socket) if socket.as_os_str().is_empty() => {}
         Some(socket) => {
             command.env(pagepilot_pager::DAEMON_ENV, socket);
         }

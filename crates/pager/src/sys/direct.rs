@@ -9,9 +9,26 @@ use libc::{c_int, c_long, c_void, off_t, size_t};
 ///
 /// # Safety
 /// As mmap(2).
-pub unsafe fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     // SAFETY: forwarded from the caller; the kernel returns an address or -errno.
-    let r = unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot as c_long, flags as c_long, fd as c_long, off) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot as c_long,
+            flags as c_long,
+            fd as c_long,
+            off,
+        )
+    };
     if r < 0 {
         libc::MAP_FAILED
     } else {

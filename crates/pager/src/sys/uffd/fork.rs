@@ -77,7 +77,9 @@ pub fn poll_readable(fds: &[RawFd], ready: &mut [bool], timeout_ms: i32) -> io::
 /// [`crate::sys::dont_fork`].
 pub fn do_fork(addr: usize, len: usize) -> io::Result<()> {
     // SAFETY: the advice only changes what fork copies, never this process's memory.
-    check(unsafe { crate::sys::direct::madvise(addr as *mut libc::c_void, len, libc::MADV_DOFORK) })?;
+    check(unsafe {
+        crate::sys::direct::madvise(addr as *mut libc::c_void, len, libc::MADV_DOFORK)
+    })?;
     Ok(())
 }
 
