@@ -17,6 +17,7 @@ mod io;
 mod lock;
 mod log;
 mod maps;
+mod open;
 mod real;
 mod remap;
 mod state;

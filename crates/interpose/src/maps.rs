@@ -4,19 +4,12 @@
 //! taken-over file: the C library's own function then runs.
 
 use std::ffi::c_int;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 
-use pagepilot_pager::{Backing, Region, RegionOptions};
-
 use crate::fds::{self, FileId};
-use crate::real;
 use crate::state::{self, State};
 use crate::taken::{protections, split_at, TakenFile, Window, PAGE};
-
-/// Frames each region is guaranteed in the common pool (HiPEC's minFrame):
-/// the rest moves between regions as they fault.
-const MIN_FRAMES: usize = 16;
+use crate::{open, real};
 
 /// The outcome of an `mmap` the interposer looked at.
 pub enum Take {
@@ -80,8 +73,10 @@ pub fn take(
         .unwrap_or_default();
     let existing = s.file(id).cloned();
     let map_type = flags & 0xf;
-    let cause = if map_type != libc::MAP_SHARED && map_type != libc::MAP_SHARED_VALIDATE {
-        Some("a private (copy-on-write) mapping")
+    let private = map_type == libc::MAP_PRIVATE;
+    let cause = if !private && map_type != libc::MAP_SHARED && map_type != libc::MAP_SHARED_VALIDATE
+    {
+        Some("an unknown mapping type")
     } else if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 {
         Some("a mapping at a fixed address")
     } else if prot & libc::PROT_READ == 0 || prot & !(libc::PROT_READ | libc::PROT_WRITE) != 0 {
@@ -90,6 +85,8 @@ pub fn take(
         Some("huge pages, locked or synchronous")
     } else if off < 0 || !(off as usize).is_multiple_of(PAGE) || len == 0 {
         return Take::Left(None); // the kernel refuses it
+    } else if private && (len as u64) < s.config.min_size {
+        Some("a private mapping smaller than --min-size")
     } else if (len as u64) < s.config.min_size && existing.is_none() {
         s.left(
             &path,
@@ -106,6 +103,28 @@ pub fn take(
         return Take::Left(existing);
     }
     let end = off as usize + round_up(len);
+    let request = open::Request {
+        id,
+        path: &path,
+        len,
+        prot,
+        fd,
+        off,
+    };
+    if private {
+        // The copy reads the file: what the program stored through a
+        // shared mapping must be there first.
+        if let Some(f) = &existing {
+            let _ = f.region.flush();
+        }
+        return match open::private(s, &request) {
+            Ok(f) => add_window(s, &f, &request),
+            Err(cause) => {
+                s.left(&path, off, len, &cause);
+                Take::Left(None)
+            }
+        };
+    }
     let file = match existing {
         Some(f) if end > f.span() => {
             s.left(&path, off, len, "past the reach of the file's region");
@@ -121,7 +140,7 @@ pub fn take(
             return Take::Left(Some(f));
         }
         Some(f) => f,
-        None => match open_region(s, id, &path, end, prot, fd) {
+        None => match open::shared(s, &request, end) {
             Ok(f) => f,
             Err(cause) => {
                 if !cause.is_empty() {
@@ -131,118 +150,35 @@ pub fn take(
             }
         },
     };
-    let start = file.base() + off as usize;
+    add_window(s, &file, &request)
+}
+
+/// Shows the request's range of `file` in a new window.
+fn add_window(s: &mut State, file: &Arc<TakenFile>, r: &open::Request<'_>) -> Take {
+    // A private copy's region starts at the mapping's offset.
+    let start = file.base() + if file.private { 0 } else { r.off as usize };
     s.windows.push(Window {
         start,
-        len: round_up(len),
-        offset: off as u64,
-        prot,
+        len: round_up(r.len),
+        offset: r.off as u64,
+        prot: r.prot,
         file: file.clone(),
     });
-    reprotect(s, &file, start, start + round_up(len));
-    let (kind, access) = (
-        "shared",
-        if prot & libc::PROT_WRITE != 0 {
-            "write"
-        } else {
-            "read"
-        },
-    );
+    reprotect(s, file, start, start + round_up(r.len));
+    let kind = if file.private { "private" } else { "shared" };
+    let access = if r.prot & libc::PROT_WRITE != 0 {
+        "write"
+    } else {
+        "read"
+    };
     s.log.line(format_args!(
-        "took {path} offset={off} len={len} {kind} {access} policy={}",
+        "took {} offset={} len={} {kind} {access} policy={}",
+        r.path,
+        r.off,
+        r.len,
         file.region.stats().policy
     ));
     Take::Took(start)
-}
-
-/// Opens a region over file `id` reaching at least `end` bytes. An empty
-/// cause: the kernel is to refuse the mapping itself.
-fn open_region(
-    s: &mut State,
-    id: FileId,
-    path: &str,
-    end: usize,
-    prot: c_int,
-    fd: c_int,
-) -> Result<Arc<TakenFile>, String> {
-    // SAFETY: fcntl(F_GETFL) on a descriptor the program passed.
-    let access = unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE;
-    if prot & libc::PROT_WRITE != 0 && access != libc::O_RDWR {
-        return Err(String::new());
-    }
-    let writable = access == libc::O_RDWR;
-    // SAFETY: plain C structs the calls fill; zeroes are valid.
-    let (mut st, mut fs): (libc::stat, libc::statfs) =
-        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-    // SAFETY: valid out-pointers.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || unsafe { libc::fstatfs(fd, &mut fs) } != 0 {
-        return Err(String::new());
-    }
-    if st.st_size == 0 {
-        return Err("an empty file".into());
-    }
-    if fs.f_type == libc::TMPFS_MAGIC {
-        return Err("a file in memory already (tmpfs)".into());
-    }
-    // Room to grow: a database's map grows with its file (mremap).
-    let reach = round_up(end.max(st.st_size as usize) * 2);
-    let choice = s.config.choose(std::path::Path::new(path));
-    let backing = Backing::File {
-        path: path.into(),
-        writable,
-    };
-    let mut opts = RegionOptions::new(backing, s.budget as usize, &choice.policy)
-        .with_len(reach)
-        .with_past_end(true);
-    let daemon = std::env::var_os(pagepilot_pager::DAEMON_ENV).is_some();
-    match choice.budget {
-        Some(b) => opts.budget_bytes = b as usize,
-        None if daemon => {}
-        None => {
-            if s.pool.is_none() {
-                s.pool = Some(
-                    pagepilot_pager::Pool::new(s.budget as usize)
-                        .map_err(|e| format!("the pool: {e}"))?,
-                );
-            }
-            opts = opts
-                .with_pool(s.pool.as_ref().expect("made above"))
-                .with_min_frames(MIN_FRAMES);
-        }
-    }
-    let before = fds::open_on(id);
-    let region = Region::map(opts)
-        .map_err(|e| format!("the region: {}", pagepilot_pager::policy::chain(&e)))?;
-    for own in fds::open_on(id).into_iter().filter(|f| !before.contains(f)) {
-        fds::mark_own(own);
-    }
-    if region.stats().uffd_access == pagepilot_pager::UffdAccess::UserModeOnly {
-        // The kernel's own accesses (a `write(2)` from the mapping) would
-        // fail with EFAULT: the program would break.
-        return Err("userfaultfd is user-mode only for this user (see `pagepilot doctor`)".into());
-    }
-    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on the program's descriptor.
-    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return Err("no descriptor left".into());
-    }
-    fds::mark_own(dup);
-    // SAFETY: `dup` was just made and is owned here alone.
-    let own_fd = unsafe { OwnedFd::from_raw_fd(dup) };
-    let file = Arc::new(TakenFile {
-        id,
-        path: path.into(),
-        region,
-        writable,
-        fd: own_fd,
-        log: s.log.clone(),
-        owner: std::process::id(),
-    });
-    // Nothing is mapped until a window shows it.
-    // SAFETY: the region's own view, which it keeps mapped while it lives.
-    unsafe { real::mprotect(file.base() as *mut _, file.span(), libc::PROT_NONE) };
-    s.add_file(file.clone());
-    Ok(file)
 }
 
 /// Sets the protection of `[a, b)` of `file`'s view from its windows.
@@ -279,7 +215,7 @@ pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
         for f in &touched {
             reprotect(s, f, a, b);
             if !s.windows.iter().any(|w| Arc::ptr_eq(&w.file, f)) {
-                gone.extend(s.remove_file(f.id));
+                gone.extend(s.remove_file(f));
             }
         }
         // Parts of the range outside every view are the kernel's.
@@ -353,7 +289,7 @@ pub fn mprotect(addr: usize, len: usize, prot: c_int) -> Option<c_int> {
         if touched.is_empty() {
             return None;
         }
-        if prot & libc::PROT_WRITE != 0 && touched.iter().any(|f| !f.writable) {
+        if prot & libc::PROT_WRITE != 0 && touched.iter().any(|f| !f.writable && !f.private) {
             set_errno(libc::EACCES);
             return Some(-1);
         }

@@ -154,6 +154,18 @@ pub fn mremap(
             state::inside(|| file.region.flush()).ok();
             let p = kernel_map(&file.fd, &w, new_len, new_addr, fixed);
             if p != libc::MAP_FAILED {
+                if file.private {
+                    // The copy's own pages go with it, as mremap moves them.
+                    // SAFETY: both ranges are mapped readable and writable
+                    // for at least the bytes copied, and do not overlap.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            w.start as *const u8,
+                            p.cast::<u8>(),
+                            old_len.min(new_len),
+                        )
+                    };
+                }
                 crate::maps::munmap(w.start, old_len);
             }
             p
@@ -198,10 +210,10 @@ fn plan(s: &mut State, old: usize, old_len: usize, new_len: usize, flags: c_int)
         .filter(|x| Arc::ptr_eq(&x.file, &file))
         .count()
         == 1;
-    if only && !fixed {
+    if only && !fixed && !file.private {
         let fd = dup(file.fd.as_raw_fd())?;
         s.windows.remove(i);
-        s.remove_file(file.id);
+        s.remove_file(&file);
         return Some(Plan::Rebuild(w, file, fd));
     }
     let cause = if fixed {
@@ -222,10 +234,15 @@ fn retake(fd: c_int, len: usize, prot: c_int, offset: i64) -> Option<usize> {
     }
 }
 
-/// The kernel's shared mapping of `fd` for window `w`'s file range, `len`
-/// bytes, at `addr` if `fixed`.
+/// The kernel's mapping of `fd` for window `w`'s file range (shared, or
+/// private for a private copy), `len` bytes, at `addr` if `fixed`.
 fn kernel_map(fd: &OwnedFd, w: &Window, len: usize, addr: usize, fixed: bool) -> *mut c_void {
-    let flags = libc::MAP_SHARED | if fixed { libc::MAP_FIXED } else { 0 };
+    let kind = if w.file.private {
+        libc::MAP_PRIVATE
+    } else {
+        libc::MAP_SHARED
+    };
+    let flags = kind | if fixed { libc::MAP_FIXED } else { 0 };
     // SAFETY: a new mapping of the file, at the kernel's choice or where
     // the program's mremap(MREMAP_FIXED) asked (replacing what is there,
     // as mremap does).

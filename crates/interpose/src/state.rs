@@ -24,7 +24,7 @@ pub struct State {
     pub budget: u64,
     /// The common pool, made at the first region that draws from it.
     pub pool: Option<Pool>,
-    /// The files taken over.
+    /// The files taken over: their shared regions, and private copies.
     pub files: Vec<Arc<TakenFile>>,
     /// The program's mappings of them.
     pub windows: Vec<Window>,
@@ -86,9 +86,9 @@ pub fn is_taken(id: FileId) -> bool {
 }
 
 impl State {
-    /// The taken-over file `id`.
+    /// The taken-over file `id` (its shared region, not a private copy).
     pub fn file(&self, id: FileId) -> Option<&Arc<TakenFile>> {
-        self.files.iter().find(|f| f.id == id)
+        self.files.iter().find(|f| f.id == id && !f.private)
     }
 
     /// Adds a file taken over.
@@ -100,8 +100,8 @@ impl State {
 
     /// Removes a file no window shows any more; the caller drops it
     /// outside the lock (its region writes back).
-    pub fn remove_file(&mut self, id: FileId) -> Option<Arc<TakenFile>> {
-        let i = self.files.iter().position(|f| f.id == id)?;
+    pub fn remove_file(&mut self, file: &Arc<TakenFile>) -> Option<Arc<TakenFile>> {
+        let i = self.files.iter().position(|f| Arc::ptr_eq(f, file))?;
         let f = self.files.swap_remove(i);
         TAKEN.store(self.files.len(), Relaxed);
         Some(f)

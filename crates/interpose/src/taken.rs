@@ -33,6 +33,9 @@ pub struct TakenFile {
     pub log: Arc<Log>,
     /// The process that took it over (a child after `fork` has a copy).
     pub owner: u32,
+    /// A private copy (`MAP_PRIVATE`) of one mapping's range: its region
+    /// starts at that mapping's offset, and it is never written back.
+    pub private: bool,
 }
 
 impl TakenFile {

@@ -1,0 +1,164 @@
+//! Opening a region for a mapping the interposer takes over: the file's
+//! shared region (one per file, reaching past its end), or a private copy
+//! of one mapping's range (`MAP_PRIVATE`: a lazy copy of the file, whose
+//! written pages are its own and never reach the file). Both draw from the
+//! common pool, the daemon, or a rule's budget of their own.
+
+use std::ffi::c_int;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use pagepilot_pager::dataspace::{DataspaceId, FileManager, LazyCopyManager, Manager};
+use pagepilot_pager::{Attachment, Backing, Region, RegionOptions};
+
+use crate::fds::{self, FileId};
+use crate::maps::round_up;
+use crate::real;
+use crate::state::State;
+use crate::taken::TakenFile;
+
+/// Frames each region is guaranteed in the common pool (HiPEC's minFrame):
+/// the rest moves between regions as they fault.
+const MIN_FRAMES: usize = 16;
+
+/// A mapping to take over.
+pub struct Request<'a> {
+    /// The file.
+    pub id: FileId,
+    /// Its path.
+    pub path: &'a str,
+    /// The mapping's length, bytes.
+    pub len: usize,
+    /// Its protection.
+    pub prot: c_int,
+    /// The program's descriptor.
+    pub fd: c_int,
+    /// The file offset (page-aligned).
+    pub off: i64,
+}
+
+/// The file's shared region, reaching at least `end` bytes. An empty
+/// cause: the kernel is to refuse the mapping itself.
+pub fn shared(s: &mut State, r: &Request<'_>, end: usize) -> Result<Arc<TakenFile>, String> {
+    // SAFETY: fcntl(F_GETFL) on a descriptor the program passed.
+    let access = unsafe { libc::fcntl(r.fd, libc::F_GETFL) } & libc::O_ACCMODE;
+    if r.prot & libc::PROT_WRITE != 0 && access != libc::O_RDWR {
+        return Err(String::new());
+    }
+    let writable = access == libc::O_RDWR;
+    let size = file_size(r.fd)?;
+    // Room to grow: a database's map grows with its file (mremap).
+    let reach = round_up(end.max(size) * 2);
+    let backing = Backing::File {
+        path: r.path.into(),
+        writable,
+    };
+    let opts = options(s, r.path, backing)?
+        .with_len(reach)
+        .with_past_end(true);
+    adopt(s, r, opts, writable, false)
+}
+
+/// A private copy of the request's range of the file.
+pub fn private(s: &mut State, r: &Request<'_>) -> Result<Arc<TakenFile>, String> {
+    let size = file_size(r.fd)?;
+    if r.off as usize + r.len > round_up(size) {
+        return Err("a private mapping past the end of its file".into());
+    }
+    let copies = Arc::new(LazyCopyManager::new(std::env::temp_dir()));
+    let source: Arc<dyn Manager> = Arc::new(FileManager);
+    let id = copies
+        .copy_of(source, &DataspaceId::Path(r.path.into()))
+        .map_err(|e| format!("the private copy: {}", pagepilot_pager::policy::chain(&e)))?;
+    let len = r.len.min(size - r.off as usize);
+    let backing = Backing::Dataspaces(vec![Attachment::whole(copies, id).range(r.off as u64, len)]);
+    let opts = options(s, r.path, backing)?;
+    adopt(s, r, opts, true, true)
+}
+
+/// The file's size; refuses empty files and files already in memory.
+fn file_size(fd: c_int) -> Result<usize, String> {
+    // SAFETY: plain C structs the calls fill; zeroes are valid.
+    let (mut st, mut fs): (libc::stat, libc::statfs) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: valid out-pointers.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || unsafe { libc::fstatfs(fd, &mut fs) } != 0 {
+        return Err(String::new());
+    }
+    if st.st_size == 0 {
+        return Err("an empty file".into());
+    }
+    if fs.f_type == libc::TMPFS_MAGIC {
+        return Err("a file in memory already (tmpfs)".into());
+    }
+    Ok(st.st_size as usize)
+}
+
+/// The region's options for `path`: its policy, and its frames from a
+/// rule's own budget, the daemon, or the common pool.
+fn options(s: &mut State, path: &str, backing: Backing) -> Result<RegionOptions, String> {
+    let choice = s.config.choose(std::path::Path::new(path));
+    let mut opts = RegionOptions::new(backing, s.budget as usize, &choice.policy);
+    let daemon = std::env::var_os(pagepilot_pager::DAEMON_ENV).is_some();
+    match choice.budget {
+        Some(b) => opts.budget_bytes = b as usize,
+        None if daemon => {}
+        None => {
+            if s.pool.is_none() {
+                let pool = pagepilot_pager::Pool::new(s.budget as usize)
+                    .map_err(|e| format!("the pool: {e}"))?;
+                s.pool = Some(pool);
+            }
+            opts = opts
+                .with_pool(s.pool.as_ref().expect("made above"))
+                .with_min_frames(MIN_FRAMES);
+        }
+    }
+    Ok(opts)
+}
+
+/// Maps the region and records the file taken over, its view
+/// inaccessible until a window shows part of it.
+fn adopt(
+    s: &mut State,
+    r: &Request<'_>,
+    opts: RegionOptions,
+    writable: bool,
+    private: bool,
+) -> Result<Arc<TakenFile>, String> {
+    let before = fds::open_on(r.id);
+    let region = Region::map(opts)
+        .map_err(|e| format!("the region: {}", pagepilot_pager::policy::chain(&e)))?;
+    for own in fds::open_on(r.id)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+    {
+        fds::mark_own(own);
+    }
+    if region.stats().uffd_access == pagepilot_pager::UffdAccess::UserModeOnly {
+        // The kernel's own accesses (a `write(2)` from the mapping) would
+        // fail with EFAULT: the program would break.
+        return Err("userfaultfd is user-mode only for this user (see `pagepilot doctor`)".into());
+    }
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on the program's descriptor.
+    let dup = unsafe { libc::fcntl(r.fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err("no descriptor left".into());
+    }
+    fds::mark_own(dup);
+    let file = Arc::new(TakenFile {
+        id: r.id,
+        path: r.path.into(),
+        region,
+        writable,
+        // SAFETY: `dup` was just made and is owned here alone.
+        fd: unsafe { OwnedFd::from_raw_fd(dup) },
+        log: s.log.clone(),
+        owner: std::process::id(),
+        private,
+    });
+    // SAFETY: the region's own view, which it keeps mapped while it lives.
+    unsafe { real::mprotect(file.base() as *mut _, file.span(), libc::PROT_NONE) };
+    s.add_file(file.clone());
+    Ok(file)
+}
