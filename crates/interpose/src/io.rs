@@ -135,11 +135,11 @@ pub fn ftruncate(fd: c_int, len: i64) -> Option<c_int> {
     if len < 0 {
         return None;
     }
-    // SAFETY: ftruncate on the program's descriptor.
     let r = state::inside(|| {
-        file.region
-            .truncate_beside(len as u64, || unsafe { crate::real::ftruncate64(fd, len) }
-                as isize)
+        file.region.truncate_beside(len as u64, || {
+            // SAFETY: ftruncate on the program's descriptor.
+            unsafe { crate::real::ftruncate64(fd, len) as isize }
+        })
     });
     Some(r as c_int)
 }
