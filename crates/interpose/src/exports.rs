@@ -26,7 +26,7 @@ pub unsafe extern "C" fn mmap(
         // SAFETY: the program's own call.
         return unsafe { real::mmap(addr, len, prot, flags, fd, off) };
     }
-    match maps::mmap(len, prot, flags, fd, off) {
+    match maps::mmap(addr as usize, len, prot, flags, fd, off) {
         maps::Mapped::Window(at) => at as *mut c_void,
         maps::Mapped::Kernel { watch } => {
             // SAFETY: the program's own call.

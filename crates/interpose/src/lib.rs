@@ -11,6 +11,7 @@
 //! (the interposer's code, the pager's threads) pass straight on.
 
 mod budget;
+mod exec;
 mod exports;
 mod fds;
 mod io;

@@ -38,14 +38,14 @@ pub enum Mapped {
 
 /// `mmap` of a file descriptor: a window into its file's region, or the
 /// kernel's mapping.
-pub fn mmap(len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Mapped {
+pub fn mmap(hint: usize, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Mapped {
     if fd < 0 || flags & libc::MAP_ANONYMOUS != 0 {
         return Mapped::Kernel { watch: false };
     }
     let Some(id) = fds::identify(fd) else {
         return Mapped::Kernel { watch: false };
     };
-    match state::with(|s| take(s, id, len, prot, flags, fd, off)) {
+    match state::with(|s| take(s, id, hint, len, prot, flags, fd, off)) {
         Some(Take::Took(addr)) => Mapped::Window(addr),
         Some(Take::Left(file)) => {
             if let Some(f) = file {
@@ -59,9 +59,11 @@ pub fn mmap(len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> Mappe
 }
 
 /// Takes over the mapping of `len` bytes of `fd` at `off`, or says why not.
+#[allow(clippy::too_many_arguments)]
 pub fn take(
     s: &mut State,
     id: FileId,
+    hint: usize,
     len: usize,
     prot: c_int,
     flags: c_int,
@@ -110,6 +112,7 @@ pub fn take(
         prot,
         fd,
         off,
+        hint,
     };
     if private {
         // The copy reads the file: what the program stored through a
@@ -319,6 +322,12 @@ pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
     let touched = state::with(|s| files_touched(s, addr, b))?;
     if touched.is_empty() {
         return None;
+    }
+    let known = libc::MS_ASYNC | libc::MS_SYNC | libc::MS_INVALIDATE;
+    let both = libc::MS_ASYNC | libc::MS_SYNC;
+    if !addr.is_multiple_of(PAGE) || flags & !known != 0 || flags & both == both {
+        set_errno(libc::EINVAL);
+        return Some(-1);
     }
     let failed = state::inside(|| {
         touched.iter().any(|f| {

@@ -35,6 +35,8 @@ pub struct Request<'a> {
     pub fd: c_int,
     /// The file offset (page-aligned).
     pub off: i64,
+    /// The program's address hint (0: none).
+    pub hint: usize,
 }
 
 /// The file's shared region, reaching at least `end` bytes. An empty
@@ -53,9 +55,13 @@ pub fn shared(s: &mut State, r: &Request<'_>, end: usize) -> Result<Arc<TakenFil
         path: r.path.into(),
         writable,
     };
-    let opts = options(s, r.path, backing)?
+    let mut opts = options(s, r.path, backing)?
         .with_len(reach)
         .with_past_end(true);
+    if let Some(view) = r.hint.checked_sub(r.off as usize).filter(|_| r.hint != 0) {
+        // The mapping lands at the program's hint if the view fits there.
+        opts = opts.with_app_address(view);
+    }
     adopt(s, r, opts, writable, false)
 }
 
@@ -72,7 +78,10 @@ pub fn private(s: &mut State, r: &Request<'_>) -> Result<Arc<TakenFile>, String>
         .map_err(|e| format!("the private copy: {}", pagepilot_pager::policy::chain(&e)))?;
     let len = r.len.min(size - r.off as usize);
     let backing = Backing::Dataspaces(vec![Attachment::whole(copies, id).range(r.off as u64, len)]);
-    let opts = options(s, r.path, backing)?;
+    let mut opts = options(s, r.path, backing)?;
+    if r.hint != 0 {
+        opts = opts.with_app_address(r.hint);
+    }
     adopt(s, r, opts, true, true)
 }
 

@@ -1,7 +1,7 @@
 //! The C library's own functions, found past this library in the lookup
 //! order (`dlsym(RTLD_NEXT)`), resolved once on first use.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use libc::{off_t, size_t, ssize_t};
@@ -79,4 +79,9 @@ next_fns! {
     close(fd: c_int) -> c_int;
     dup2(old: c_int, new: c_int) -> c_int;
     dup3(old: c_int, new: c_int, flags: c_int) -> c_int;
+    execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    execv(path: *const c_char, argv: *const *const c_char) -> c_int;
+    execvp(file: *const c_char, argv: *const *const c_char) -> c_int;
+    execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
 }

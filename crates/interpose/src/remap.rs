@@ -228,7 +228,7 @@ fn plan(s: &mut State, old: usize, old_len: usize, new_len: usize, flags: c_int)
 /// Takes `fd`'s file over for a mapping of `len` bytes at `offset`.
 fn retake(fd: c_int, len: usize, prot: c_int, offset: i64) -> Option<usize> {
     let id = fds::identify(fd)?;
-    match state::with(|s| take(s, id, len, prot, libc::MAP_SHARED, fd, offset))? {
+    match state::with(|s| take(s, id, 0, len, prot, libc::MAP_SHARED, fd, offset))? {
         Take::Took(addr) => Some(addr),
         _ => None,
     }

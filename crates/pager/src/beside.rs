@@ -100,7 +100,7 @@ impl Region {
         let region_len = self.shared.views().len() as u64;
         let tail = region_len.saturating_sub(len) as usize;
         let mut g = self.shared.lock();
-        if self.shared.sharing().mode() != Mode::Paging || tail == 0 {
+        if self.shared.sharing().mode() != Mode::Paging {
             drop(g);
             return io();
         }
@@ -109,6 +109,8 @@ impl Region {
         if r != 0 {
             return r;
         }
+        // Grown: pages that were past the end read the file again.
+        clear_absent(&g, self.shared.views(), 0, len as usize);
         let views = self.shared.views();
         let mut victims = Vec::new();
         for (s, _, within, n) in pages_of(len, tail, views.len()) {
@@ -155,6 +157,7 @@ impl Region {
             return n;
         }
         let views = self.shared.views();
+        clear_absent(&g, views, offset as usize, n as usize);
         for (s, at, within, part) in pages_of(offset, n as usize, views.len()) {
             if holds_data(&g, s) {
                 // SAFETY: as in `read_beside`; the frame is written through
@@ -170,10 +173,13 @@ impl Region {
     }
 
     /// Waits, holding the lock on return, until no page of `len` bytes from
-    /// `offset` is being read in, written back or flushed.
+    /// `offset` is being read in, written back or flushed. Windows read
+    /// ahead are settled first: one stays in flight until the application
+    /// reaches it.
     fn quiet<'a>(&'a self, mut g: Locked<'a>, offset: u64, len: usize) -> Locked<'a> {
         let region_len = self.shared.views().len();
         'again: loop {
+            g = crate::fault::settle_locked(&self.shared, g);
             for (s, ..) in pages_of(offset, len, region_len) {
                 let busy = matches!(g.table.state(s), State::Loading | State::Evicting);
                 if busy || g.table.flags(s) & FLUSHING != 0 {
@@ -183,6 +189,34 @@ impl Region {
             }
             return g;
         }
+    }
+}
+
+/// Clears the application's view over the absent pages of `len` bytes
+/// from `offset`: a page found past the file's end was poisoned (its
+/// access raised SIGBUS), and the file now reaches it.
+fn clear_absent(g: &Locked<'_>, views: &crate::views::Views, offset: usize, len: usize) {
+    let mut run: Option<(u32, usize)> = None;
+    for (s, ..) in pages_of(offset as u64, len, views.len()) {
+        let absent = g.table.state(s) == State::Absent;
+        run = match (run, absent) {
+            (Some((first, n)), true) if first + n as u32 == s => Some((first, n + 1)),
+            (r, true) => {
+                if let Some((first, n)) = r {
+                    views.zap(first, n);
+                }
+                Some((s, 1))
+            }
+            (r, false) => {
+                if let Some((first, n)) = r {
+                    views.zap(first, n);
+                }
+                None
+            }
+        };
+    }
+    if let Some((first, n)) = run {
+        views.zap(first, n);
     }
 }
 

@@ -135,7 +135,8 @@ impl Region {
         let (dirty_memfd, dirty) = crate::dirty::DirtyMirror::for_region(writable && file, pages)
             .map_err(sys_err("dirty map"))?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
-        let app = sys::map_shared(fd, map_len, writable).map_err(sys_err("mmap"))?;
+        let app = sys::map_shared_near(opts.app_address, fd, map_len, writable)
+            .map_err(sys_err("mmap"))?;
         let pager = match sys::map_shared(fd, map_len, true) {
             Ok(p) => p,
             Err(e) => {

@@ -55,6 +55,9 @@ pub struct RegionOptions {
     /// current end raises SIGBUS until the file grows (a `pwrite` beside
     /// the region, see [`crate::Region::write_beside`]).
     pub past_end: bool,
+    /// Where to place the application's view, if that range is free (an
+    /// address hint, as `mmap`'s; the pager's choice otherwise).
+    pub app_address: Option<usize>,
     /// Pages read per missing fault outside a detected sequence (1: demand
     /// paging; 0, the default: sized by use, as the kernel's `mmap_miss`
     /// heuristic does: clusters of 32 pages, more while the application
@@ -181,6 +184,7 @@ impl Default for RegionOptions {
             policy: "clock".into(),
             len: None,
             past_end: false,
+            app_address: None,
             fault_around_pages: 0,
             readahead_max_pages: 0,
             zero_around_max_pages: 16,
@@ -368,6 +372,11 @@ impl RegionOptions {
     /// Sets [`RegionOptions::len`].
     pub fn with_len(mut self, len: usize) -> Self {
         self.len = Some(len);
+        self
+    }
+    /// Sets [`RegionOptions::app_address`].
+    pub fn with_app_address(mut self, at: usize) -> Self {
+        self.app_address = Some(at);
         self
     }
     /// Sets [`RegionOptions::past_end`].

@@ -15,7 +15,7 @@ mod map;
 mod ring_wait;
 mod windows;
 
-pub use windows::{run_reader, settle};
+pub use windows::{run_reader, settle, settle_locked};
 
 use std::sync::Arc;
 use std::time::Instant;

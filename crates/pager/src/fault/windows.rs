@@ -7,6 +7,7 @@ use std::sync::Arc;
 use pagepilot_policy::FaultKind;
 
 use crate::frame_table::{State, PENDING, REFERENCED};
+use crate::lock::Locked;
 use crate::read_job::{Cause, ReadJob};
 use crate::region_state::RegionState;
 use crate::shared::Shared;
@@ -161,7 +162,11 @@ pub fn run_reader(
 /// policy's, and none holds data read before this call that a fault would
 /// not read again (`Region::invalidate`).
 pub fn settle(sh: &Shared) {
-    let mut g = sh.lock();
+    drop(settle_locked(sh, sh.lock()));
+}
+
+/// [`settle`], with the lock held on entry and on return.
+pub fn settle_locked<'a>(sh: &'a Shared, mut g: Locked<'a>) -> Locked<'a> {
     while let Some((first, _)) = g.prefetch.oldest_in_flight() {
         g = if sh.ring().is_some() {
             super::ring_wait::ring_wait(sh, g, first)
@@ -172,6 +177,7 @@ pub fn settle(sh: &Shared) {
     }
     let all = g.prefetch.pending();
     hand_over(&mut g, all);
+    g
 }
 
 /// A prefetched window's read ended, its turn come (`read`: the pages it

@@ -29,6 +29,28 @@ pub fn map_shared(fd: RawFd, len: usize, write: bool) -> io::Result<usize> {
     Ok(p as usize)
 }
 
+/// [`map_shared`], at `hint` if the range there is free (the kernel's
+/// choice otherwise).
+pub fn map_shared_near(
+    hint: Option<usize>,
+    fd: RawFd,
+    len: usize,
+    write: bool,
+) -> io::Result<usize> {
+    let Some(at) = hint.filter(|a| a % PAGE == 0 && *a != 0) else {
+        return map_shared(fd, len, write);
+    };
+    let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
+    let flags = libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE;
+    // SAFETY: MAP_FIXED_NOREPLACE maps only where nothing is mapped: it
+    // aliases no Rust object and replaces no mapping.
+    let p = unsafe { direct::mmap(at as *mut libc::c_void, len, prot, flags, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return map_shared(fd, len, write);
+    }
+    Ok(p as usize)
+}
+
 /// One page of private anonymous memory (a handler's doorbell).
 pub fn map_anon_page() -> io::Result<usize> {
     let prot = libc::PROT_READ | libc::PROT_WRITE;
