@@ -113,6 +113,8 @@ pub fn take(
         fd,
         off,
         hint,
+        // SAFETY: fcntl(F_GETFL) on the program's descriptor.
+        writable_fd: unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE == libc::O_RDWR,
     };
     if private {
         // The copy reads the file: what the program stored through a
@@ -165,6 +167,7 @@ fn add_window(s: &mut State, file: &Arc<TakenFile>, r: &open::Request<'_>) -> Ta
         len: round_up(r.len),
         offset: r.off as u64,
         prot: r.prot,
+        may_write: file.private || r.writable_fd,
         file: file.clone(),
     });
     reprotect(s, file, start, start + round_up(r.len));
@@ -292,12 +295,13 @@ pub fn mprotect(addr: usize, len: usize, prot: c_int) -> Option<c_int> {
         if touched.is_empty() {
             return None;
         }
-        if prot & libc::PROT_WRITE != 0 && touched.iter().any(|f| !f.writable && !f.private) {
+        split_at(&mut s.windows, a);
+        split_at(&mut s.windows, b);
+        let inside = |w: &Window| a <= w.start && w.end() <= b;
+        if prot & libc::PROT_WRITE != 0 && s.windows.iter().any(|w| inside(w) && !w.may_write) {
             set_errno(libc::EACCES);
             return Some(-1);
         }
-        split_at(&mut s.windows, a);
-        split_at(&mut s.windows, b);
         for w in s
             .windows
             .iter_mut()

@@ -37,6 +37,8 @@ pub struct Request<'a> {
     pub off: i64,
     /// The program's address hint (0: none).
     pub hint: usize,
+    /// Whether the program's descriptor is open for writing.
+    pub writable_fd: bool,
 }
 
 /// The file's shared region, reaching at least `end` bytes. An empty
@@ -47,7 +49,10 @@ pub fn shared(s: &mut State, r: &Request<'_>, end: usize) -> Result<Arc<TakenFil
     if r.prot & libc::PROT_WRITE != 0 && access != libc::O_RDWR {
         return Err(String::new());
     }
-    let writable = access == libc::O_RDWR;
+    // Writable whenever the file may be written, whatever this descriptor
+    // allows: a later read-write mapping (another descriptor) then shares
+    // the region. Read-only windows are protected read-only.
+    let writable = access == libc::O_RDWR || may_write(r.path);
     let size = file_size(r.fd)?;
     // Room to grow: a database's map grows with its file (mremap).
     let reach = round_up(end.max(size) * 2);
@@ -83,6 +88,17 @@ pub fn private(s: &mut State, r: &Request<'_>) -> Result<Arc<TakenFile>, String>
         opts = opts.with_app_address(r.hint);
     }
     adopt(s, r, opts, true, true)
+}
+
+/// Whether this process may write the file at `path` (its permission bits
+/// too: root is not let write what is marked read-only, as in the pager).
+fn may_write(path: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(path) else {
+        return false;
+    };
+    let read_only = std::fs::metadata(path).map_or(true, |m| m.permissions().readonly());
+    // SAFETY: `c` is a NUL-terminated path.
+    !read_only && unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0
 }
 
 /// The file's size; refuses empty files and files already in memory.

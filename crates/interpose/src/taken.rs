@@ -87,6 +87,9 @@ pub struct Window {
     pub offset: u64,
     /// Its protection.
     pub prot: c_int,
+    /// Whether it may become writable (`mprotect`): the program's
+    /// descriptor was open for writing, or the mapping is private.
+    pub may_write: bool,
     /// The file.
     pub file: Arc<TakenFile>,
 }
