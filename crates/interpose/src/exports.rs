@@ -110,7 +110,7 @@ pub unsafe extern "C" fn msync(addr: *mut c_void, len: size_t, flags: c_int) -> 
 #[no_mangle]
 pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
     if !state::bypass() {
-        if let Some(r) = maps::madvise(addr as usize, len) {
+        if let Some(r) = maps::madvise(addr as usize, len, advice) {
             return r;
         }
     }

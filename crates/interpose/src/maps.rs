@@ -351,11 +351,26 @@ pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
 }
 
 /// `madvise` over windows: the data stays (as in a shared file mapping,
-/// where `MADV_DONTNEED` drops only the page tables); hints are noted.
-pub fn madvise(addr: usize, len: usize) -> Option<c_int> {
+/// where `MADV_DONTNEED` drops only the page tables); `MADV_RANDOM`,
+/// `MADV_SEQUENTIAL` and `MADV_NORMAL` become the region's read-ahead
+/// advice (for the whole region: the range is not kept).
+pub fn madvise(addr: usize, len: usize, advice: c_int) -> Option<c_int> {
     if !state::any_taken() {
         return None;
     }
     let b = addr.checked_add(round_up(len))?;
-    state::with(|s| (!files_touched(s, addr, b).is_empty()).then_some(0))?
+    let touched = state::with(|s| files_touched(s, addr, b))?;
+    if touched.is_empty() {
+        return None;
+    }
+    let hint = match advice {
+        libc::MADV_RANDOM => Some(pagepilot_pager::Advice::Random),
+        libc::MADV_SEQUENTIAL => Some(pagepilot_pager::Advice::Sequential),
+        libc::MADV_NORMAL => Some(pagepilot_pager::Advice::Normal),
+        _ => None,
+    };
+    if let Some(h) = hint {
+        state::inside(|| touched.iter().for_each(|f| f.region.advise(h)));
+    }
+    Some(0)
 }

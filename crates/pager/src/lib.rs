@@ -75,6 +75,7 @@ pub use lifecycle::is_service_thread;
 pub use options::JoinDaemon;
 pub use pagepilot_dataspace as dataspace;
 pub use pool::{Pool, PoolError, PoolStats};
+pub use readahead::Advice;
 pub use region::{FaultService, Region, RegionOptions};
 pub use region_map::{region_map, Mapped};
 pub use sharing::ShareError;

@@ -96,6 +96,21 @@ pub(crate) struct ReadAhead {
     others: [Stream; STREAMS],
     /// Read-around of faults outside a sequence, sized by use.
     around: ReadAround,
+    /// What the application said of its accesses (`madvise`).
+    advice: Advice,
+}
+
+/// What an application says of its accesses to a region, as `madvise`'s
+/// `MADV_NORMAL`, `MADV_RANDOM` and `MADV_SEQUENTIAL` do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Advice {
+    /// Read-around and read-ahead as the pager sizes them.
+    #[default]
+    Normal,
+    /// Faults read their page alone: no read-around, no sequence.
+    Random,
+    /// Every fault continues a sequence: its window grows from the first.
+    Sequential,
 }
 
 impl ReadAhead {
@@ -105,7 +120,13 @@ impl ReadAhead {
             current: NO_STREAM,
             others: [NO_STREAM; STREAMS],
             around,
+            advice: Advice::Normal,
         }
+    }
+
+    /// Takes the application's advice for the faults to come.
+    pub(crate) fn advise(&mut self, advice: Advice) {
+        self.advice = advice;
     }
 
     /// How many pages to bring in for a missing fault at `s`: the
@@ -121,7 +142,16 @@ impl ReadAhead {
     /// clusters of up to `zero_around_max` pages along one (a stream of
     /// first touches: the fault at `s` continues the previous fill).
     pub(crate) fn plan(&mut self, s: u32, pages: &impl PageView, tuning: &Tuning) -> Plan {
-        let sequential = self.follow(s);
+        if self.advice == Advice::Random {
+            self.current = NO_STREAM;
+            return Plan {
+                first: s,
+                pages: absent_run(pages, s, 1),
+                sequential: false,
+                probe: false,
+            };
+        }
+        let sequential = self.follow(s) || self.advice == Advice::Sequential;
         let data = pages.has_data(s);
         let (max, alone) = if data {
             (tuning.readahead_max, tuning.fault_around)

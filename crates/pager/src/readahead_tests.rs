@@ -371,3 +371,23 @@ fn test_a_read_around_cluster_under_a_budget_smaller_than_its_window_still_holds
         }
     }
 }
+
+#[test]
+fn test_random_advice_reads_each_faulting_page_alone_even_along_a_sequence() {
+    let (view, t, mut ra) = (Fake::with_data(1000), tuning(0, 8, 4), planner());
+    ra.advise(Advice::Random);
+    for s in [100, 101, 102, 500] {
+        assert_eq!(ra.plan(s, &view, &t), cluster(s, 1, false, false));
+    }
+    // Normal advice brings read-around back.
+    ra.advise(Advice::Normal);
+    assert!(ra.plan(700, &view, &t).pages() > 1);
+}
+
+#[test]
+fn test_sequential_advice_grows_the_window_from_the_first_fault() {
+    let (view, t, mut ra) = (Fake::with_data(1000), tuning(1, 8, 4), planner());
+    ra.advise(Advice::Sequential);
+    assert_eq!(ra.plan(100, &view, &t), cluster(100, 2, true, false));
+    assert_eq!(ra.plan(300, &view, &t), cluster(300, 4, true, false));
+}

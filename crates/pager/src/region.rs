@@ -189,6 +189,15 @@ impl Region {
         }
     }
 
+    /// Takes the application's advice on its accesses to come (`madvise`'s
+    /// `MADV_RANDOM`, `MADV_SEQUENTIAL`, `MADV_NORMAL`), for the whole
+    /// region.
+    pub fn advise(&self, advice: crate::Advice) {
+        if !self.shared.forked() {
+            self.shared.lock().readahead.advise(advice);
+        }
+    }
+
     /// Writes back every dirty page (msync-like), then syncs the backing
     /// file. Pages whose write-back fails stay in memory and dirty.
     pub fn flush(&self) -> Result<(), FlushError> {
