@@ -130,6 +130,21 @@ pub fn take(
             }
         };
     }
+    let existing = match existing {
+        // An idle file's region too short for the new mapping: a new one.
+        Some(f) if end > f.span() && s.is_idle(&f) => {
+            s.forget_idle(&f);
+            None
+        }
+        Some(f) => {
+            if s.revive(&f) {
+                // Changed on disk meanwhile: read it again.
+                let _ = f.region.invalidate();
+            }
+            Some(f)
+        }
+        None => None,
+    };
     let file = match existing {
         Some(f) if end > f.span() => {
             s.left(&path, off, len, "past the reach of the file's region");
@@ -211,17 +226,23 @@ pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
         return None;
     }
     let (a, b) = (addr, addr.checked_add(round_up(len))?);
-    let (result, gone) = state::with(|s| {
+    let (result, gone, idle) = state::with(|s| {
         let touched = files_touched(s, a, b);
         if touched.is_empty() {
-            return (None, Vec::new());
+            return (None, Vec::new(), Vec::new());
         }
         remove_windows(&mut s.windows, a, b);
-        let mut gone = Vec::new();
+        let (mut gone, mut idle) = (Vec::new(), Vec::new());
         for f in &touched {
             reprotect(s, f, a, b);
-            if !s.windows.iter().any(|w| Arc::ptr_eq(&w.file, f)) {
+            if s.is_idle(f) || s.windows.iter().any(|w| Arc::ptr_eq(&w.file, f)) {
+                continue;
+            }
+            if f.private {
                 gone.extend(s.remove_file(f));
+            } else {
+                gone.extend(s.retire(f));
+                idle.push(f.clone());
             }
         }
         // Parts of the range outside every view are the kernel's.
@@ -242,10 +263,19 @@ pub fn munmap(addr: usize, len: usize) -> Option<c_int> {
             // SAFETY: as above.
             unsafe { real::munmap(at as *mut _, b - at) };
         }
-        (Some(0), gone)
+        (Some(0), gone, idle)
     })?;
-    // The last window of a file went: its region writes back and unmaps.
-    state::inside(|| drop(gone));
+    // The last window of a file went: its stores reach the file now (the
+    // region stays, idle, with its frames); files idle too long go.
+    state::inside(|| {
+        for f in idle {
+            if let Err(e) = f.region.flush() {
+                f.log
+                    .line(format_args!("munmap: write-back of {} failed: {e}", f.path));
+            }
+        }
+        drop(gone)
+    });
     result
 }
 

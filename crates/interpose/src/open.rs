@@ -130,8 +130,11 @@ fn options(s: &mut State, path: &str, backing: Backing) -> Result<RegionOptions,
         None if daemon => {}
         None => {
             if s.pool.is_none() {
+                // No partition burst: a file alone may hold the whole
+                // budget; a newcomer short of its minimum takes frames back.
                 let pool = pagepilot_pager::Pool::new(s.budget as usize)
-                    .map_err(|e| format!("the pool: {e}"))?;
+                    .map_err(|e| format!("the pool: {e}"))?
+                    .with_partition_burst(s.budget as usize);
                 s.pool = Some(pool);
             }
             opts = opts

@@ -28,12 +28,38 @@ pub struct State {
     pub files: Vec<Arc<TakenFile>>,
     /// The program's mappings of them.
     pub windows: Vec<Window>,
+    /// Files no window shows any more, kept with their frames (the least
+    /// recently used first), as the page cache keeps an unmapped file.
+    idle: Vec<(Arc<TakenFile>, Option<Stamp>)>,
     /// Small shared file mappings the kernel holds, watched for growth.
     pub watched: Vec<crate::remap::Watched>,
     /// Where lines go.
     pub log: Arc<Log>,
     /// (path, cause) pairs already logged as left to the kernel.
     logged: HashSet<(String, String)>,
+}
+
+/// Idle files kept with their frames, at most.
+pub const MAX_IDLE: usize = 4;
+
+/// What says a file changed: its size and modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    size: i64,
+    mtime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(file: &TakenFile) -> Option<Stamp> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain C struct fstat fills; zeroes are valid.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat on the file's own descriptor, a valid out-pointer.
+        (unsafe { libc::fstat(file.fd.as_raw_fd(), &mut st) } == 0).then_some(Stamp {
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+        })
+    }
 }
 
 static STATE: ForkLock<Option<State>> = ForkLock::new(None);
@@ -107,6 +133,39 @@ impl State {
         Some(f)
     }
 
+    /// `file`'s last window went: it stays, idle, with its frames (its
+    /// dirty pages are the caller's to write back). Returns the files to
+    /// drop, outside the lock: the least recently idle beyond [`MAX_IDLE`].
+    pub fn retire(&mut self, file: &Arc<TakenFile>) -> Vec<Arc<TakenFile>> {
+        self.idle.push((file.clone(), Stamp::of(file)));
+        let excess = self.idle.len().saturating_sub(MAX_IDLE);
+        let old: Vec<_> = self.idle.drain(..excess).collect();
+        old.into_iter()
+            .filter_map(|(f, _)| self.remove_file(&f))
+            .collect()
+    }
+
+    /// `file` is mapped again: no longer idle. Returns whether the file
+    /// changed on disk since it went idle (its clean pages are stale).
+    pub fn revive(&mut self, file: &Arc<TakenFile>) -> bool {
+        let Some(i) = self.idle.iter().position(|(f, _)| Arc::ptr_eq(f, file)) else {
+            return false;
+        };
+        let (_, then) = self.idle.remove(i);
+        then != Stamp::of(file)
+    }
+
+    /// Whether `file` is idle (no window shows it).
+    pub fn is_idle(&self, file: &Arc<TakenFile>) -> bool {
+        self.idle.iter().any(|(f, _)| Arc::ptr_eq(f, file))
+    }
+
+    /// Drops `file` from the idle ones and the files taken over.
+    pub fn forget_idle(&mut self, file: &Arc<TakenFile>) -> Option<Arc<TakenFile>> {
+        self.idle.retain(|(f, _)| !Arc::ptr_eq(f, file));
+        self.remove_file(file)
+    }
+
     /// Logs that a mapping of `path` was left to the kernel, once per cause.
     pub fn left(&mut self, path: &str, offset: i64, len: usize, cause: &str) {
         if self.logged.insert((path.to_string(), cause.to_string())) {
@@ -136,6 +195,7 @@ pub fn init() {
         pool: None,
         files: Vec::new(),
         windows: Vec::new(),
+        idle: Vec::new(),
         watched: Vec::new(),
         log,
         logged: HashSet::new(),

@@ -59,11 +59,13 @@ impl TakenFile {
         }
         let s = self.region.stats();
         self.log.line(format_args!(
-            "end {} faults={} pages_read={} pages_written={}",
+            "end {} faults={} pages_read={} pages_written={} frames={} policy={}",
             self.path,
             s.missing_faults,
             s.bytes_read / PAGE as u64,
-            s.bytes_written / PAGE as u64
+            s.bytes_written / PAGE as u64,
+            s.budget_frames,
+            s.policy
         ));
     }
 }
