@@ -372,7 +372,7 @@ fn numpy_memmap_reads_writes_in_place_and_copies_on_write_alike() {
         &["numpy", "numpy_memmap.py", "data.f32"],
         |_| (),
     );
-    assert_eq!(out.lines().count(), 11, "the plain run:\n{out}");
+    assert_eq!(out.lines().count(), 9, "the plain run:\n{out}");
 }
 
 /// LMDB puts, random gets and a cursor scan in `db/`, with `extra` args.
