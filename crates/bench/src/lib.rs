@@ -10,6 +10,7 @@ pub type BenchResult = Result<(), BenchError>;
 pub use error::BenchError;
 
 mod appel_li;
+pub mod apps;
 mod cgroup;
 mod child;
 mod cjoin;
@@ -76,6 +77,9 @@ pub enum Command {
     /// Page-ins of a region on far memory (a Redis Cluster, pagepilot-far): batched windows
     /// against one GET per page and a local file, 1/2/4 threads, against a PING's round trip.
     Far(far::Args),
+    /// Real programs (sqlite3, numpy, ripgrep, lmdb) over data larger than a memory cgroup:
+    /// plainly, under `pagepilot run` with its defaults, and with the policy right for each.
+    Apps(apps::Args),
     /// Runs a child of a benchmark: the bench re-executing itself ([`child`]).
     #[command(name = "internal-child", hide = true)]
     InternalChild(child::Args),
@@ -97,6 +101,7 @@ pub fn run(command: Command) -> BenchResult {
         Command::Rapha(a) => rapha::run(a),
         Command::AppelLi(a) => appel_li::run(a),
         Command::Far(a) => far::run(a),
+        Command::Apps(a) => apps::run(a),
         Command::InternalChild(a) => child::main(a),
     }
 }

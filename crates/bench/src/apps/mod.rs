@@ -1,0 +1,289 @@
+//! `pagepilot bench apps`: real, unmodified programs over data larger than the memory, side
+//! by side: each run plainly (the kernel), under `pagepilot run` with its defaults, and
+//! under `pagepilot run --policy BEST --budget B` (BEST from a table per application, B the
+//! limit less `--headroom`), every run in a fresh memory cgroup of `--memory` (the program,
+//! pagepilot's frames and pagepilot's own memory all inside), from a dropped page cache.
+//! The three rows alternate within each round (starting one row further each round);
+//! medians of `--runs` rounds are reported with the kernel's time over each row's, the bytes
+//! read from the disk and, for pagepilot's rows, the page-ins its interposer logged.
+
+mod app;
+mod data;
+mod error;
+mod exec;
+mod lmdb;
+mod numpy;
+mod report;
+mod ripgrep;
+mod runlog;
+mod sqlite;
+mod tools;
+mod variant;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use app::App;
+pub use error::AppsError;
+
+use app::Workload;
+use data::DataCx;
+use report::{AppReport, AppsReport, Row, Run};
+use variant::{Launcher, Variant};
+
+use crate::emit::{emit, Format};
+use crate::error::IoContext;
+use crate::measure::check_range;
+use crate::{BenchError, BenchResult};
+
+/// Arguments of `pagepilot bench apps`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Applications, in order: sqlite, numpy, ripgrep, lmdb.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "sqlite,numpy,ripgrep,lmdb"
+    )]
+    apps: Vec<App>,
+    /// Every row's memory cgroup limit (e.g. 128M); the data's sizes are relative to it.
+    #[arg(long, value_parser = size, default_value = "128M")]
+    memory: u64,
+    /// Rounds; every row runs once a round, medians are reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The best row's policy of an application instead of the table's: APP=POLICY
+    /// (repeatable; e.g. sqlite=seq, lmdb=sieve).
+    #[arg(long = "policy", value_name = "APP=POLICY", value_parser = app::parse_override)]
+    policies: Vec<(App, String)>,
+    /// What the best row's budget leaves of the limit, for pagepilot's own memory and the
+    /// program's heap and libraries (the budget is --memory less this).
+    #[arg(long, value_parser = size, default_value = "16M")]
+    headroom: u64,
+    /// Directory of the data, made once and reused (on a disk, not tmpfs).
+    #[arg(long, default_value = data::DEFAULT_DIR)]
+    dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Longest one run may take, seconds; a slower one is killed and reported as such.
+    #[arg(long, default_value_t = 900)]
+    timeout_s: u64,
+    /// sqlite: outer rows of the join, one scan of the inner table each.
+    #[arg(long, default_value_t = 40)]
+    sqlite_outer: usize,
+    /// numpy: k-means passes over the array.
+    #[arg(long, default_value_t = 8)]
+    numpy_passes: usize,
+    /// ripgrep: `rg` processes, one pattern each.
+    #[arg(long, default_value_t = 20)]
+    rg_passes: usize,
+    /// lmdb: random gets.
+    #[arg(long, default_value_t = 100_000)]
+    lmdb_gets: usize,
+}
+
+fn size(text: &str) -> Result<u64, String> {
+    crate::scale::parse_size(text).map_err(|e| e.to_string())
+}
+
+/// Runs `pagepilot bench apps`.
+pub fn run(args: Args) -> BenchResult {
+    let format = args.format;
+    let report = measure(args)?;
+    let mut out = std::io::stdout().lock();
+    emit(&mut out, format, &report, |out| report::write_text(out, &report))
+        .doing("writing the report")?;
+    Ok(())
+}
+
+/// Checks the counts; the first bad one is named.
+fn validate(args: &Args) -> Result<(), BenchError> {
+    check_range("--runs", args.runs, 100)?;
+    check_range("--sqlite-outer", args.sqlite_outer, sqlite::OUTER_ROWS)?;
+    check_range("--numpy-passes", args.numpy_passes, 1000)?;
+    check_range("--rg-passes", args.rg_passes, 1000)?;
+    check_range("--lmdb-gets", args.lmdb_gets, 1 << 30)?;
+    check_range("--timeout-s", args.timeout_s as usize, 86_400)?;
+    if args.apps.is_empty() {
+        return Err(BenchError::EmptyList {
+            option: "--apps",
+            why: "needs at least one application",
+        });
+    }
+    Ok(())
+}
+
+/// An application's data and command line.
+fn prepare(app: App, cx: &DataCx, args: &Args) -> Result<Workload, BenchError> {
+    match app {
+        App::Sqlite => sqlite::prepare(cx, args.sqlite_outer),
+        App::Numpy => numpy::prepare(cx, args.numpy_passes),
+        App::Ripgrep => ripgrep::prepare(cx, args.rg_passes),
+        App::Lmdb => lmdb::prepare(cx, args.lmdb_gets),
+    }
+}
+
+/// One application being measured: its command, its rows, the output every run must print.
+struct Bench {
+    workload: Workload,
+    policy: String,
+    report: AppReport,
+}
+
+/// Runs every round and returns the report.
+fn measure(args: Args) -> Result<AppsReport, BenchError> {
+    validate(&args)?;
+    let t0 = Instant::now();
+    let mut apps: Vec<App> = Vec::new();
+    for &a in &args.apps {
+        if !apps.contains(&a) {
+            apps.push(a);
+        }
+    }
+    crate::kernel::baseline_available().map_err(AppsError::NeedsRoot)?;
+    let python = tools::check(&apps)?;
+    let budget = variant::best_budget(args.memory, args.headroom)?;
+    let launcher = Launcher::find(variant::log_dir())?;
+    data::ensure_dir(&args.dir)?;
+    let cx = DataCx {
+        dir: args.dir.clone(),
+        memory: args.memory,
+        python,
+    };
+    let mut benches = Vec::new();
+    for &app in &apps {
+        let (policy, why) = match args.policies.iter().rev().find(|(a, _)| *a == app) {
+            Some((_, p)) => (p.clone(), "chosen with --policy".to_string()),
+            None => (app.best().policy.to_string(), app.best().why.to_string()),
+        };
+        crate::live::check_policy(&policy)?;
+        let workload = prepare(app, &cx, &args)?;
+        let label = crate::scale::size_label(budget);
+        let rows = vec![
+            Row::new(Variant::Kernel, "-", "-".into()),
+            Row::new(Variant::Defaults, pagepilot_default_policy(), "3/4 limit".into()),
+            Row::new(Variant::Best, &policy, label),
+        ];
+        let report = AppReport {
+            app,
+            what: workload.what.clone(),
+            data: workload.data.clone(),
+            data_bytes: workload.data_bytes,
+            best_why: why,
+            output: None,
+            rows,
+            kernel_over_defaults: None,
+            kernel_over_best: None,
+        };
+        benches.push(Bench {
+            workload,
+            policy,
+            report,
+        });
+    }
+    std::fs::create_dir_all(&launcher.log_dir).on("creating", &launcher.log_dir)?;
+    let timeout = Duration::from_secs(args.timeout_s);
+    let result = rounds(&mut benches, &launcher, &args, budget, timeout);
+    let _ = std::fs::remove_dir_all(&launcher.log_dir);
+    result?;
+    let apps = benches
+        .into_iter()
+        .map(|mut b| {
+            b.report.settle();
+            b.report
+        })
+        .collect();
+    Ok(AppsReport {
+        bench: "apps",
+        memory_bytes: args.memory,
+        runs: args.runs,
+        best_budget_bytes: budget,
+        dir: args.dir,
+        apps,
+        wall_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// `pagepilot run`'s policy when given none (its `--policy` default).
+fn pagepilot_default_policy() -> &'static str {
+    "seq"
+}
+
+/// Every round: every application, its three rows back to back, starting one row further
+/// each round so that no row always runs first.
+fn rounds(
+    benches: &mut [Bench],
+    launcher: &Launcher,
+    args: &Args,
+    budget: u64,
+    timeout: Duration,
+) -> Result<(), BenchError> {
+    for round in 0..args.runs {
+        for b in benches.iter_mut() {
+            for k in 0..Variant::ALL.len() {
+                let at = (round + k) % Variant::ALL.len();
+                let variant = Variant::ALL[at];
+                let tag = format!("{}-{round}", b.workload.app.name());
+                let (argv, log) =
+                    launcher.argv(variant, &b.workload.argv, (&b.policy, budget), &tag);
+                if let Some(l) = &log {
+                    let _ = std::fs::remove_file(l);
+                }
+                let ran = exec::run(&argv, &b.workload.env, args.memory, &[&b.workload.data], timeout)?;
+                let interposed = match &log {
+                    Some(l) => runlog::read(l).on("reading the interposer's log", l)?,
+                    None => None,
+                };
+                let run = Run {
+                    wall_s: ran.wall.as_secs_f64(),
+                    end: ran.end,
+                    bytes_read: ran.bytes_read,
+                    major_faults: ran.major_faults,
+                    peak_bytes: ran.peak_bytes,
+                    interposed,
+                    output_matches: true,
+                };
+                let run = check_output(&mut b.report, run, &ran.stdout);
+                progress(round, args.runs, b.workload.app, variant, &run, &ran.stderr_tail);
+                b.report.rows[at].runs.push(run);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Compares a successful run's output with the first one's (which it becomes if first).
+fn check_output(report: &mut AppReport, mut run: Run, stdout: &str) -> Run {
+    if run.ok() {
+        match &report.output {
+            Some(first) => run.output_matches = first == stdout.trim(),
+            None => report.output = Some(stdout.trim().to_string()),
+        }
+    }
+    run
+}
+
+/// One line on stderr per run; a failed run's stderr after it.
+fn progress(round: usize, runs: usize, app: App, v: Variant, run: &Run, stderr: &str) {
+    let pages = run
+        .interposed
+        .map_or(String::new(), |i| format!(", {} page-ins", i.pages_read));
+    eprintln!(
+        "[{}/{runs}] {} {}: {:.2} s, {:.1} MB read, peak {:.1} MB{pages}{}",
+        round + 1,
+        app.name(),
+        v.name(),
+        run.wall_s,
+        run.bytes_read as f64 / f64::from(1 << 20),
+        run.peak_bytes as f64 / f64::from(1 << 20),
+        if run.ok() { String::new() } else { format!(" ({:?})", run.end) },
+    );
+    if !run.ok() && !stderr.is_empty() {
+        eprintln!("    stderr: {stderr}");
+    }
+    if run.ok() && !run.output_matches {
+        eprintln!("    its output differs from the first run's");
+    }
+}
