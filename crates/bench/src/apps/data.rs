@@ -108,7 +108,9 @@ pub fn tail(bytes: &[u8]) -> String {
 
 /// The size of a data file.
 pub fn size_of(path: &Path) -> Result<u64, BenchError> {
-    Ok(std::fs::metadata(path).on("reading the size of", path)?.len())
+    Ok(std::fs::metadata(path)
+        .on("reading the size of", path)?
+        .len())
 }
 
 #[cfg(test)]

@@ -72,7 +72,10 @@ pub fn prepare(cx: &DataCx, gets: usize) -> Result<Workload, BenchError> {
     if bytes < cx.memory * 3 / 2 {
         return Err(AppsError::Data {
             app: "lmdb",
-            what: format!("{} holds {bytes} bytes, less than 1.5x --memory", file.display()),
+            what: format!(
+                "{} holds {bytes} bytes, less than 1.5x --memory",
+                file.display()
+            ),
         }
         .into());
     }

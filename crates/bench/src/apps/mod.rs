@@ -15,8 +15,10 @@ mod lmdb;
 mod numpy;
 mod report;
 mod ripgrep;
+mod rounds;
 mod runlog;
 mod sqlite;
+mod text;
 mod tools;
 mod variant;
 
@@ -28,7 +30,7 @@ pub use error::AppsError;
 
 use app::Workload;
 use data::DataCx;
-use report::{AppReport, AppsReport, Row, Run};
+use report::{AppReport, AppsReport, Row};
 use variant::{Launcher, Variant};
 
 use crate::emit::{emit, Format};
@@ -95,8 +97,10 @@ pub fn run(args: Args) -> BenchResult {
     let format = args.format;
     let report = measure(args)?;
     let mut out = std::io::stdout().lock();
-    emit(&mut out, format, &report, |out| report::write_text(out, &report))
-        .doing("writing the report")?;
+    emit(&mut out, format, &report, |out| {
+        text::write_text(out, &report)
+    })
+    .doing("writing the report")?;
     Ok(())
 }
 
@@ -165,7 +169,11 @@ fn measure(args: Args) -> Result<AppsReport, BenchError> {
         let label = crate::scale::size_label(budget);
         let rows = vec![
             Row::new(Variant::Kernel, "-", "-".into()),
-            Row::new(Variant::Defaults, pagepilot_default_policy(), "3/4 limit".into()),
+            Row::new(
+                Variant::Defaults,
+                pagepilot_default_policy(),
+                "3/4 limit".into(),
+            ),
             Row::new(Variant::Best, &policy, label),
         ];
         let report = AppReport {
@@ -187,7 +195,7 @@ fn measure(args: Args) -> Result<AppsReport, BenchError> {
     }
     std::fs::create_dir_all(&launcher.log_dir).on("creating", &launcher.log_dir)?;
     let timeout = Duration::from_secs(args.timeout_s);
-    let result = rounds(&mut benches, &launcher, &args, budget, timeout);
+    let result = rounds::rounds(&mut benches, &launcher, &args, budget, timeout);
     let _ = std::fs::remove_dir_all(&launcher.log_dir);
     result?;
     let apps = benches
@@ -211,81 +219,4 @@ fn measure(args: Args) -> Result<AppsReport, BenchError> {
 /// `pagepilot run`'s policy when given none (its `--policy` default).
 fn pagepilot_default_policy() -> &'static str {
     "seq"
-}
-
-/// Every round: every application, its three rows back to back, starting one row further
-/// each round so that no row always runs first.
-fn rounds(
-    benches: &mut [Bench],
-    launcher: &Launcher,
-    args: &Args,
-    budget: u64,
-    timeout: Duration,
-) -> Result<(), BenchError> {
-    for round in 0..args.runs {
-        for b in benches.iter_mut() {
-            for k in 0..Variant::ALL.len() {
-                let at = (round + k) % Variant::ALL.len();
-                let variant = Variant::ALL[at];
-                let tag = format!("{}-{round}", b.workload.app.name());
-                let (argv, log) =
-                    launcher.argv(variant, &b.workload.argv, (&b.policy, budget), &tag);
-                if let Some(l) = &log {
-                    let _ = std::fs::remove_file(l);
-                }
-                let ran = exec::run(&argv, &b.workload.env, args.memory, &[&b.workload.data], timeout)?;
-                let interposed = match &log {
-                    Some(l) => runlog::read(l).on("reading the interposer's log", l)?,
-                    None => None,
-                };
-                let run = Run {
-                    wall_s: ran.wall.as_secs_f64(),
-                    end: ran.end,
-                    bytes_read: ran.bytes_read,
-                    major_faults: ran.major_faults,
-                    peak_bytes: ran.peak_bytes,
-                    interposed,
-                    output_matches: true,
-                };
-                let run = check_output(&mut b.report, run, &ran.stdout);
-                progress(round, args.runs, b.workload.app, variant, &run, &ran.stderr_tail);
-                b.report.rows[at].runs.push(run);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Compares a successful run's output with the first one's (which it becomes if first).
-fn check_output(report: &mut AppReport, mut run: Run, stdout: &str) -> Run {
-    if run.ok() {
-        match &report.output {
-            Some(first) => run.output_matches = first == stdout.trim(),
-            None => report.output = Some(stdout.trim().to_string()),
-        }
-    }
-    run
-}
-
-/// One line on stderr per run; a failed run's stderr after it.
-fn progress(round: usize, runs: usize, app: App, v: Variant, run: &Run, stderr: &str) {
-    let pages = run
-        .interposed
-        .map_or(String::new(), |i| format!(", {} page-ins", i.pages_read));
-    eprintln!(
-        "[{}/{runs}] {} {}: {:.2} s, {:.1} MB read, peak {:.1} MB{pages}{}",
-        round + 1,
-        app.name(),
-        v.name(),
-        run.wall_s,
-        run.bytes_read as f64 / f64::from(1 << 20),
-        run.peak_bytes as f64 / f64::from(1 << 20),
-        if run.ok() { String::new() } else { format!(" ({:?})", run.end) },
-    );
-    if !run.ok() && !stderr.is_empty() {
-        eprintln!("    stderr: {stderr}");
-    }
-    if run.ok() && !run.output_matches {
-        eprintln!("    its output differs from the first run's");
-    }
 }

@@ -74,11 +74,19 @@ pub fn prepare(cx: &DataCx, passes: usize) -> Result<Workload, BenchError> {
     if bytes != points * DIM * 4 {
         return Err(AppsError::Data {
             app: "numpy",
-            what: format!("{} holds {bytes} bytes, not {}", path.display(), points * DIM * 4),
+            what: format!(
+                "{} holds {bytes} bytes, not {}",
+                path.display(),
+                points * DIM * 4
+            ),
         }
         .into());
     }
-    let mut argv = vec![cx.python().as_os_str().to_owned(), "-c".into(), PASSES.into()];
+    let mut argv = vec![
+        cx.python().as_os_str().to_owned(),
+        "-c".into(),
+        PASSES.into(),
+    ];
     argv.push(path.clone().into_os_string());
     argv.extend([DIM, K, passes as u64, CHUNK].map(|v| v.to_string().into()));
     Ok(Workload {

@@ -1,8 +1,7 @@
 //! `bench apps`'s report: per application its three rows, each with its runs and their
 //! medians (over the runs that succeeded), the kernel's time over the row's, and a closing
-//! line per application with kernel/defaults and kernel/best.
+//! line per application with kernel/defaults and kernel/best (`text` writes it for people).
 
-use std::io::{self, Write};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -12,8 +11,6 @@ use super::exec::End;
 use super::runlog::Interposed;
 use super::variant::Variant;
 use crate::measure::{median, ratio};
-
-const MB: f64 = (1u64 << 20) as f64;
 
 /// One run of a row.
 #[derive(Clone, Debug, Serialize)]
@@ -118,7 +115,10 @@ impl Row {
         for (what, n) in [
             ("oom-killed", count(&|r| r.end == End::OomKilled)),
             ("timed out", count(&|r| r.end == End::TimedOut)),
-            ("failed", count(&|r| matches!(r.end, End::Exited { code } if code != 0))),
+            (
+                "failed",
+                count(&|r| matches!(r.end, End::Exited { code } if code != 0)),
+            ),
             ("killed", count(&|r| matches!(r.end, End::Signaled { .. }))),
             ("OUTPUT DIFFERS", count(&|r| r.ok() && !r.output_matches)),
         ] {
@@ -195,60 +195,58 @@ pub struct AppsReport {
     pub wall_s: f64,
 }
 
-fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
-    v.map_or_else(|| "-".into(), f)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The table, then a closing line per application.
-pub fn write_text(out: &mut impl Write, r: &AppsReport) -> io::Result<()> {
-    writeln!(
-        out,
-        "bench apps: every row in a memory cgroup of {:.0} MB, the page cache dropped before \
-         each run; medians of {} run(s)",
-        r.memory_bytes as f64 / MB,
-        r.runs
-    )?;
-    writeln!(
-        out,
-        "{:<8} {:<9} {:<7} {:<9} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8}  note",
-        "app", "row", "policy", "budget", "wall s", "kernel/row", "disk MB", "page-ins", "majflt",
-        "peak MB"
-    )?;
-    for a in &r.apps {
-        for row in &a.rows {
-            let m = row.median;
-            let page_ins = match (row.variant, m) {
-                (Variant::Kernel, _) | (_, None) => "-".into(),
-                (_, Some(m)) => m.pages_read.map_or_else(|| "none".into(), |p| p.to_string()),
-            };
-            writeln!(
-                out,
-                "{:<8} {:<9} {:<7} {:<9} {:>8} {:>10} {:>9} {:>9} {:>9} {:>8}  {}",
-                a.app.name(),
-                row.variant.name(),
-                row.policy,
-                row.budget,
-                opt(m, |m| format!("{:.2}", m.wall_s)),
-                opt(row.kernel_over_row, |x| format!("{x:.2}")),
-                opt(m, |m| format!("{:.1}", m.bytes_read as f64 / MB)),
-                page_ins,
-                opt(m, |m| m.major_faults.to_string()),
-                opt(m, |m| format!("{:.1}", m.peak_bytes as f64 / MB)),
-                row.note()
-            )?;
+    fn run(wall_s: f64, end: End, pages_read: Option<u64>) -> Run {
+        Run {
+            wall_s,
+            end,
+            bytes_read: 4096,
+            major_faults: 1,
+            peak_bytes: 1 << 20,
+            interposed: pages_read.map(|p| Interposed {
+                regions: 1,
+                pages_read: p,
+                ..Interposed::default()
+            }),
+            output_matches: true,
         }
     }
-    writeln!(out)?;
-    for a in &r.apps {
-        writeln!(
-            out,
-            "{}: kernel/defaults {}, kernel/best {}  ({}; data {:.0} MB)",
-            a.app.name(),
-            opt(a.kernel_over_defaults, |x| format!("{x:.2}x")),
-            opt(a.kernel_over_best, |x| format!("{x:.2}x")),
-            a.what,
-            a.data_bytes as f64 / MB
-        )?;
+
+    #[test]
+    fn test_medians_skip_failed_runs_and_ratios_divide_the_kernels_time() {
+        let ok = End::Exited { code: 0 };
+        let mut kernel = Row::new(Variant::Kernel, "-", "-".into());
+        kernel.runs = vec![run(4.0, ok, None), run(6.0, ok, None), run(5.0, ok, None)];
+        let mut best = Row::new(Variant::Best, "mru", "48M".into());
+        best.runs = vec![
+            run(2.0, ok, Some(10)),
+            run(1.0, End::OomKilled, None),
+            run(2.5, ok, Some(30)),
+        ];
+        let mut defaults = Row::new(Variant::Defaults, "seq", "3/4 limit".into());
+        defaults.runs = vec![run(1.0, End::TimedOut, None)];
+        let mut a = AppReport {
+            app: App::Numpy,
+            what: String::new(),
+            data: PathBuf::new(),
+            data_bytes: 0,
+            best_why: String::new(),
+            output: None,
+            rows: vec![kernel, defaults, best],
+            kernel_over_defaults: None,
+            kernel_over_best: None,
+        };
+        a.settle();
+        assert_eq!(a.rows[0].median.unwrap().wall_s, 5.0);
+        let best = &a.rows[2];
+        assert_eq!(best.median.unwrap().wall_s, 2.5);
+        assert_eq!(best.median.unwrap().pages_read, Some(30));
+        assert_eq!(a.kernel_over_best, Some(2.0));
+        assert_eq!(a.kernel_over_defaults, None);
+        assert_eq!(best.note(), "oom-killed 1/3");
+        assert_eq!(a.rows[1].note(), "timed out 1/1");
     }
-    writeln!(out, "(total {:.0} s)", r.wall_s)
 }

@@ -34,7 +34,8 @@ const PATTERNS: [&str; 6] = [
     "[0-9]{6}$",
 ];
 /// The shell command: every pattern in turn, stopping at the first `rg` that fails.
-const SCRIPT: &str = r#"f=$1; shift; for p in "$@"; do rg --no-config --mmap -c -e "$p" -- "$f" || exit; done"#;
+const SCRIPT: &str =
+    r#"f=$1; shift; for p in "$@"; do rg --no-config --mmap -c -e "$p" -- "$f" || exit; done"#;
 
 /// Makes the text once and returns the passes over it.
 pub fn prepare(cx: &DataCx, passes: usize) -> Result<Workload, BenchError> {

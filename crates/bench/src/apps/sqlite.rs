@@ -82,9 +82,18 @@ fn check_plan(path: &std::path::Path, mmap: u64) -> Result<(), BenchError> {
     );
     let out = data::generate(
         "sqlite",
-        Command::new("sqlite3").args(["-readonly", "-batch"]).arg(path).arg(sql),
+        Command::new("sqlite3")
+            .args(["-readonly", "-batch"])
+            .arg(path)
+            .arg(sql),
     )?;
-    let bad = |what: String| -> BenchError { AppsError::Data { app: "sqlite", what }.into() };
+    let bad = |what: String| -> BenchError {
+        AppsError::Data {
+            app: "sqlite",
+            what,
+        }
+        .into()
+    };
     let granted: u64 = out
         .lines()
         .next()
@@ -97,9 +106,13 @@ fn check_plan(path: &std::path::Path, mmap: u64) -> Result<(), BenchError> {
              (SQLITE_MAX_MMAP_SIZE): use a smaller --memory"
         )));
     }
-    let inner_scanned = out.lines().any(|l| l.contains("SCAN i") && !l.contains("INDEX"));
+    let inner_scanned = out
+        .lines()
+        .any(|l| l.contains("SCAN i") && !l.contains("INDEX"));
     if !inner_scanned {
-        return Err(bad(format!("the join's plan does not scan inner_t: {out:?}")));
+        return Err(bad(format!(
+            "the join's plan does not scan inner_t: {out:?}"
+        )));
     }
     Ok(())
 }

@@ -72,7 +72,10 @@ pub fn check(apps: &[App]) -> Result<Option<PathBuf>, AppsError> {
 /// The interpreter's `sys.executable`, if it imports `module`.
 fn interpreter_with(module: &str) -> Option<PathBuf> {
     let out = Command::new(python_name())
-        .args(["-c", &format!("import sys, {module}; print(sys.executable)")])
+        .args([
+            "-c",
+            &format!("import sys, {module}; print(sys.executable)"),
+        ])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()

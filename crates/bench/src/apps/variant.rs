@@ -52,8 +52,7 @@ pub struct Launcher {
 impl Launcher {
     /// This binary, once its interposer is found: beside it, or at `$PAGEPILOT_RUN_LIB`.
     pub fn find(log_dir: PathBuf) -> Result<Launcher, AppsError> {
-        let exe = std::env::current_exe()
-            .unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
         let library = match std::env::var_os(LIBRARY_ENV) {
             Some(p) => PathBuf::from(p),
             None => exe
@@ -120,7 +119,18 @@ mod tests {
         assert_eq!((k, log), (prog.clone(), None));
         let (d, log) = l.argv(Variant::Defaults, &prog, ("mru", 1 << 20), "rg-1");
         let d: Vec<_> = d.iter().map(|a| a.to_str().unwrap()).collect();
-        assert_eq!(d, ["/bin/pagepilot", "run", "--log", "/tmp/logs/rg-1-defaults.log", "--", "rg", "x"]);
+        assert_eq!(
+            d,
+            [
+                "/bin/pagepilot",
+                "run",
+                "--log",
+                "/tmp/logs/rg-1-defaults.log",
+                "--",
+                "rg",
+                "x"
+            ]
+        );
         assert_eq!(log.unwrap(), Path::new("/tmp/logs/rg-1-defaults.log"));
         let (b, _) = l.argv(Variant::Best, &prog, ("mru", 1 << 20), "rg-1");
         let b: Vec<_> = b.iter().map(|a| a.to_str().unwrap()).collect();
