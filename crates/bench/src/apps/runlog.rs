@@ -1,6 +1,7 @@
 //! What the interposer says it did: the `end` lines of `pagepilot run --log FILE`, one per
 //! region when it ends (`pagepilot-run[PID]: end PATH faults=N pages_read=N
-//! pages_written=N`), summed over every process and region of a run.
+//! pages_written=N`, possibly more fields after), summed over every process and region of
+//! a run.
 
 use std::path::Path;
 
@@ -31,13 +32,15 @@ pub fn parse(text: &str) -> Option<Interposed> {
             continue;
         }
         sum.regions += 1;
-        // The path may hold spaces: the counts are the last `key=value` words.
-        for word in rest.split_whitespace().rev() {
+        // The path may hold spaces: the counts are the `key=value` words from the last
+        // ` faults=` on (later fields, numbers or not, are skipped).
+        let counts = rest.rfind(" faults=").map_or(rest, |i| &rest[i + 1..]);
+        for word in counts.split_whitespace() {
             let Some((key, value)) = word.split_once('=') else {
-                break;
+                continue;
             };
             let Ok(n) = value.parse::<u64>() else {
-                break;
+                continue;
             };
             match key {
                 "faults" => sum.faults += n,
@@ -68,7 +71,8 @@ mod tests {
         let log = "pagepilot-run[10]: take /d/a b.db size=1G policy=mru\n\
                    pagepilot-run[10]: end /d/a b.db faults=5 pages_read=40 pages_written=0\n\
                    pagepilot-run[11]: leave /lib/x.so: smaller than --min-size\n\
-                   pagepilot-run[11]: end /d/c faults=2 pages_read=3 pages_written=1\n\
+                   pagepilot-run[11]: end /d/c faults=2 pages_read=3 pages_written=1 \
+                   frames=49154 policy=seq-live\n\
                    something else: end x faults=100\n";
         assert_eq!(
             parse(log),
