@@ -13,10 +13,13 @@ use crate::BenchError;
 pub enum AppsError {
     /// Not root (or no memory controller): every row runs in a memory cgroup.
     #[error(
-        "bench apps runs every row (the kernel's, and pagepilot's for a fair comparison) in a \
-         memory cgroup of --memory and drops the page cache before each run: that needs root"
+        "every row (the kernel's, and pagepilot's for a fair comparison) runs in a memory \
+         cgroup of --memory after the page cache is dropped, which needs root: {why}"
     )]
-    NeedsRoot(#[source] BaselineUnavailable),
+    NeedsRoot {
+        /// What this user cannot do.
+        why: String,
+    },
     /// A program or Python module an application needs is not installed.
     #[error(
         "{app}: {program} is not installed; scripts/setup installs what pagepilot needs \
@@ -62,6 +65,20 @@ pub enum AppsError {
         /// `--headroom`, bytes.
         headroom: u64,
     },
+}
+
+impl From<BaselineUnavailable> for AppsError {
+    /// The kernel baseline's check, without its advice (other benches skip the kernel's
+    /// rows; this one cannot run any row).
+    fn from(e: BaselineUnavailable) -> AppsError {
+        let why = match e {
+            BaselineUnavailable::NotWritable(path) => {
+                format!("{} is not writable by this user", path.display())
+            }
+            BaselineUnavailable::Cgroup(c) => pagepilot_policy::chain(&c).to_string(),
+        };
+        AppsError::NeedsRoot { why }
+    }
 }
 
 impl From<AppsError> for BenchError {

@@ -148,7 +148,7 @@ fn measure(args: Args) -> Result<AppsReport, BenchError> {
             apps.push(a);
         }
     }
-    crate::kernel::baseline_available().map_err(AppsError::NeedsRoot)?;
+    crate::kernel::baseline_available().map_err(AppsError::from)?;
     let python = tools::check(&apps)?;
     let budget = variant::best_budget(args.memory, args.headroom)?;
     let launcher = Launcher::find(variant::log_dir())?;
