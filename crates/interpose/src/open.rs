@@ -123,7 +123,8 @@ fn file_size(fd: c_int) -> Result<usize, String> {
 /// rule's own budget, the daemon, or the common pool.
 fn options(s: &mut State, path: &str, backing: Backing) -> Result<RegionOptions, String> {
     let choice = s.config.choose(std::path::Path::new(path));
-    let mut opts = RegionOptions::new(backing, s.budget as usize, &choice.policy);
+    let budget = s.budget() as usize;
+    let mut opts = RegionOptions::new(backing, budget, &choice.policy);
     let daemon = std::env::var_os(pagepilot_pager::DAEMON_ENV).is_some();
     match choice.budget {
         Some(b) => opts.budget_bytes = b as usize,
@@ -132,9 +133,9 @@ fn options(s: &mut State, path: &str, backing: Backing) -> Result<RegionOptions,
             if s.pool.is_none() {
                 // No partition burst: a file alone may hold the whole
                 // budget; a newcomer short of its minimum takes frames back.
-                let pool = pagepilot_pager::Pool::new(s.budget as usize)
+                let pool = pagepilot_pager::Pool::new(budget)
                     .map_err(|e| format!("the pool: {e}"))?
-                    .with_partition_burst(s.budget as usize);
+                    .with_partition_burst(budget);
                 s.pool = Some(pool);
             }
             opts = opts

@@ -20,8 +20,9 @@ use crate::taken::{TakenFile, Window};
 pub struct State {
     /// The configuration from the environment.
     pub config: Config,
-    /// Bytes of the common pool.
-    pub budget: u64,
+    /// Bytes of the common pool, once the first region asked
+    /// ([`State::budget`]).
+    budget: Option<u64>,
     /// The common pool, made at the first region that draws from it.
     pub pool: Option<Pool>,
     /// The files taken over: their shared regions, and private copies.
@@ -112,6 +113,15 @@ pub fn is_taken(id: FileId) -> bool {
 }
 
 impl State {
+    /// Bytes of the common pool: `--budget`, or the default, measured when
+    /// the first file is taken over (the program's own memory by then is
+    /// left to it, see `budget::default_budget`).
+    pub fn budget(&mut self) -> u64 {
+        *self
+            .budget
+            .get_or_insert_with(crate::budget::default_budget)
+    }
+
     /// The taken-over file `id` (its shared region, not a private copy).
     pub fn file(&self, id: FileId) -> Option<&Arc<TakenFile>> {
         self.files.iter().find(|f| f.id == id && !f.private)
@@ -188,7 +198,7 @@ pub fn init() {
         }
     };
     let log = Arc::new(Log::open(config.log.as_deref()));
-    let budget = config.budget.unwrap_or_else(crate::budget::default_budget);
+    let budget = config.budget;
     *STATE.lock() = Some(State {
         config,
         budget,

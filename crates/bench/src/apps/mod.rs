@@ -1,7 +1,7 @@
 //! `pagepilot bench apps`: real, unmodified programs over data larger than the memory, side
 //! by side: each run plainly (the kernel), under `pagepilot run` with its defaults, and
 //! under `pagepilot run --policy BEST --budget B` (BEST from a table per application, B the
-//! limit less `--headroom`), every run in a fresh memory cgroup of `--memory` (the program,
+//! limit less `--headroom`, half the limit by default), every run in a fresh memory cgroup of `--memory` (the program,
 //! pagepilot's frames and pagepilot's own memory all inside), from a dropped page cache.
 //! The three rows alternate within each round (starting one row further each round);
 //! medians of `--runs` rounds are reported with the kernel's time over each row's, the bytes
@@ -60,9 +60,9 @@ pub struct Args {
     #[arg(long = "policy", value_name = "APP=POLICY", value_parser = app::parse_override)]
     policies: Vec<(App, String)>,
     /// What the best row's budget leaves of the limit, for pagepilot's own memory and the
-    /// program's heap and libraries (the budget is --memory less this).
-    #[arg(long, value_parser = size, default_value = "16M")]
-    headroom: u64,
+    /// program's heap and libraries (the budget is --memory less this; default: half).
+    #[arg(long, value_parser = size)]
+    headroom: Option<u64>,
     /// Directory of the data, made once and reused (on a disk, not tmpfs).
     #[arg(long, default_value = data::DEFAULT_DIR)]
     dir: PathBuf,
@@ -150,7 +150,7 @@ fn measure(args: Args) -> Result<AppsReport, BenchError> {
     }
     crate::kernel::baseline_available().map_err(AppsError::from)?;
     let python = tools::check(&apps)?;
-    let budget = variant::best_budget(args.memory, args.headroom)?;
+    let budget = variant::best_budget(args.memory, args.headroom.unwrap_or(args.memory / 2))?;
     let launcher = Launcher::find(variant::log_dir())?;
     data::ensure_dir(&args.dir)?;
     let cx = DataCx {
@@ -169,11 +169,7 @@ fn measure(args: Args) -> Result<AppsReport, BenchError> {
         let label = crate::scale::size_label(budget);
         let rows = vec![
             Row::new(Variant::Kernel, "-", "-".into()),
-            Row::new(
-                Variant::Defaults,
-                pagepilot_default_policy(),
-                "3/4 limit".into(),
-            ),
+            Row::new(Variant::Defaults, pagepilot_default_policy(), "auto".into()),
             Row::new(Variant::Best, &policy, label),
         ];
         let report = AppReport {

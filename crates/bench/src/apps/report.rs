@@ -63,7 +63,7 @@ pub struct Row {
     pub variant: Variant,
     /// The policy (`-` for the kernel).
     pub policy: String,
-    /// The budget as given (`3/4 of the limit` for the defaults).
+    /// The budget as given (`auto` for the defaults).
     pub budget: String,
     /// Every run, in order.
     pub runs: Vec<Run>,
@@ -226,7 +226,7 @@ mod tests {
             run(1.0, End::OomKilled, None),
             run(2.5, ok, Some(30)),
         ];
-        let mut defaults = Row::new(Variant::Defaults, "seq", "3/4 limit".into());
+        let mut defaults = Row::new(Variant::Defaults, "seq", "auto".into());
         defaults.runs = vec![run(1.0, End::TimedOut, None)];
         let mut a = AppReport {
             app: App::Numpy,
