@@ -346,17 +346,20 @@ pub fn mprotect(addr: usize, len: usize, prot: c_int) -> Option<c_int> {
     })?
 }
 
-/// `msync` over windows: their regions write back (`MS_INVALIDATE`: and
-/// drop their clean pages, to read the file again).
-pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
+/// The taken-over files whose views `len` bytes from `addr` touch; `None`
+/// if none does (the call is the kernel's).
+fn touching(addr: usize, len: usize) -> Option<Vec<Arc<TakenFile>>> {
     if !state::any_taken() {
         return None;
     }
     let b = addr.checked_add(round_up(len))?;
-    let touched = state::with(|s| files_touched(s, addr, b))?;
-    if touched.is_empty() {
-        return None;
-    }
+    state::with(|s| files_touched(s, addr, b)).filter(|t| !t.is_empty())
+}
+
+/// `msync` over windows: their regions write back (`MS_INVALIDATE`: and
+/// drop their clean pages, to read the file again).
+pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
+    let touched = touching(addr, len)?;
     let known = libc::MS_ASYNC | libc::MS_SYNC | libc::MS_INVALIDATE;
     let both = libc::MS_ASYNC | libc::MS_SYNC;
     if !addr.is_multiple_of(PAGE) || flags & !known != 0 || flags & both == both {
@@ -385,14 +388,7 @@ pub fn msync(addr: usize, len: usize, flags: c_int) -> Option<c_int> {
 /// `MADV_SEQUENTIAL` and `MADV_NORMAL` become the region's read-ahead
 /// advice (for the whole region: the range is not kept).
 pub fn madvise(addr: usize, len: usize, advice: c_int) -> Option<c_int> {
-    if !state::any_taken() {
-        return None;
-    }
-    let b = addr.checked_add(round_up(len))?;
-    let touched = state::with(|s| files_touched(s, addr, b))?;
-    if touched.is_empty() {
-        return None;
-    }
+    let touched = touching(addr, len)?;
     let hint = match advice {
         libc::MADV_RANDOM => Some(pagepilot_pager::Advice::Random),
         libc::MADV_SEQUENTIAL => Some(pagepilot_pager::Advice::Sequential),

@@ -100,6 +100,16 @@ pub fn mremap(
         return None;
     }
     let plan = state::with(|s| plan(s, old, old_len, new_len, flags))??;
+    // SAFETY: the program's own call.
+    let theirs = || unsafe {
+        real::mremap(
+            old as *mut c_void,
+            old_len,
+            new_len,
+            flags,
+            new_addr as *mut c_void,
+        )
+    };
     let fixed = flags & libc::MREMAP_FIXED != 0;
     Some(match plan {
         Plan::Done(Ok(addr)) => addr as *mut c_void,
@@ -111,28 +121,10 @@ pub fn mremap(
                 unsafe { real::munmap(old as *mut c_void, old_len) };
                 addr as *mut c_void
             }
-            // SAFETY: the program's own call.
-            None => unsafe {
-                real::mremap(
-                    old as *mut c_void,
-                    old_len,
-                    new_len,
-                    flags,
-                    new_addr as *mut c_void,
-                )
-            },
+            None => theirs(),
         },
         Plan::Rewatch(mut w) => {
-            // SAFETY: the program's own call.
-            let p = unsafe {
-                real::mremap(
-                    old as *mut c_void,
-                    old_len,
-                    new_len,
-                    flags,
-                    new_addr as *mut c_void,
-                )
-            };
+            let p = theirs();
             if p != libc::MAP_FAILED {
                 (w.start, w.len) = (p as usize, round_up(new_len));
                 state::with(|s| {

@@ -59,11 +59,12 @@ impl TakenFile {
         }
         let s = self.region.stats();
         self.log.line(format_args!(
-            "end {} faults={} pages_read={} pages_written={} frames={} policy={}",
+            "end {} faults={} pages_read={} pages_written={} minor_faults={} frames={} policy={}",
             self.path,
-            s.missing_faults,
+            s.fault_events,
             s.bytes_read / PAGE as u64,
             s.bytes_written / PAGE as u64,
+            s.minor_faults,
             s.budget_frames,
             s.policy
         ));

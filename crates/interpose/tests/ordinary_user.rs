@@ -10,6 +10,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use pagepilot_testkit::device::DeviceGranted;
+
 /// The group the device is granted to in these tests.
 const DEVICE_GROUP: u32 = 64_998;
 
@@ -90,49 +92,6 @@ fn as_nobody(group: Option<u32>, args: &[&std::ffi::OsStr]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// `/dev/userfaultfd` granted to [`DEVICE_GROUP`] for the guard's life;
-/// its group and mode put back after, also when the test fails. One test
-/// at a time holds it.
-struct DeviceGranted {
-    gid: u32,
-    mode: u32,
-    _one: std::sync::MutexGuard<'static, ()>,
-}
-
-static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-impl DeviceGranted {
-    fn grant(to: Option<u32>) -> DeviceGranted {
-        use std::os::unix::fs::MetadataExt;
-        let one = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
-        let meta = std::fs::metadata("/dev/userfaultfd").unwrap();
-        let old = DeviceGranted {
-            gid: meta.gid(),
-            mode: meta.mode() & 0o7777,
-            _one: one,
-        };
-        if let Some(g) = to {
-            std::os::unix::fs::chown("/dev/userfaultfd", None, Some(g)).unwrap();
-            std::fs::set_permissions("/dev/userfaultfd", std::fs::Permissions::from_mode(0o660))
-                .unwrap();
-        } else {
-            std::fs::set_permissions("/dev/userfaultfd", std::fs::Permissions::from_mode(0o600))
-                .unwrap();
-        }
-        old
-    }
-}
-
-impl Drop for DeviceGranted {
-    fn drop(&mut self) {
-        let _ = std::os::unix::fs::chown("/dev/userfaultfd", None, Some(self.gid));
-        let _ = std::fs::set_permissions(
-            "/dev/userfaultfd",
-            std::fs::Permissions::from_mode(self.mode),
-        );
-    }
 }
 
 /// Runs the mapping program as `nobody` plainly and under `pagepilot run`

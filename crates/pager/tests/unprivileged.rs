@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use pagepilot_pager::doctor::{self, State};
 use pagepilot_pager::{Backing, Region, RegionOptions, UffdAccess, PAGE_SIZE};
+use pagepilot_testkit::device::DeviceGranted;
 
 const SYSCTL: &str = "/proc/sys/vm/unprivileged_userfaultfd";
 
@@ -87,40 +88,6 @@ fn page_of(region: &Region, page: usize) -> &[u8] {
 /// names it `pagepilot`; a number stands for it here).
 const DEVICE_GROUP: u32 = 64_999;
 
-/// `/dev/userfaultfd` granted to [`DEVICE_GROUP`] (group read and write) for
-/// the test's life; its owner and mode are put back after, also when the
-/// test fails.
-struct DeviceGranted {
-    gid: u32,
-    mode: u32,
-}
-
-impl DeviceGranted {
-    fn grant() -> DeviceGranted {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let meta = std::fs::metadata("/dev/userfaultfd").unwrap();
-        let old = DeviceGranted {
-            gid: meta.gid(),
-            mode: meta.mode() & 0o7777,
-        };
-        std::os::unix::fs::chown("/dev/userfaultfd", None, Some(DEVICE_GROUP)).unwrap();
-        std::fs::set_permissions("/dev/userfaultfd", std::fs::Permissions::from_mode(0o660))
-            .unwrap();
-        old
-    }
-}
-
-impl Drop for DeviceGranted {
-    fn drop(&mut self) {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::os::unix::fs::chown("/dev/userfaultfd", None, Some(self.gid));
-        let _ = std::fs::set_permissions(
-            "/dev/userfaultfd",
-            std::fs::Permissions::from_mode(self.mode),
-        );
-    }
-}
-
 /// Test `test` as `nobody` in group `group`: a region opened `want`'s way,
 /// and read(2) into a page not mapped yet, with the defaults, served like
 /// any other fault.
@@ -171,7 +138,7 @@ fn test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_
         "test_a_member_of_the_devices_group_gets_every_feature_and_read_into_a_region_works";
     let scenario = in_scenario(TEST);
     let _sysctl = (!scenario).then(|| Sysctl::set("0"));
-    let _device = (!scenario).then(DeviceGranted::grant);
+    let _device = (!scenario).then(|| DeviceGranted::grant(Some(DEVICE_GROUP)));
     every_feature_for_nobody(TEST, Some(DEVICE_GROUP), UffdAccess::Device);
 }
 

@@ -1,9 +1,12 @@
 //! What the integrity tests of the pager and of far memory share: a
 //! deterministic generator, threads hammering a region with random reads
 //! and writes checked against a shadow copy, and a test body run in a
-//! child process (for signals and exits). Test support only.
+//! child process (for signals and exits), and the userfaultfd device
+//! granted to a group (`device`). Test support only.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+pub mod device;
 
 /// xorshift64*: a small deterministic generator.
 pub struct Rng(pub u64);

@@ -17,9 +17,9 @@ const LIBRARY_ENV: &str = "PAGEPILOT_RUN_LIB";
 #[derive(clap::Args)]
 pub struct Args {
     /// Memory for all taken-over mappings together (no rule budget of
-    /// their own), e.g. 256M. Default: half of what the program has not
-    /// used of its memory cgroup's limit when its first file is taken over,
-    /// or a quarter of the machine's memory.
+    /// their own), e.g. 256M. Default: half of what the memory cgroup's
+    /// limit leaves beside the program's anonymous and shared memory when
+    /// its first file is taken over, or a quarter of the machine's memory.
     #[arg(long, value_parser = size)]
     budget: Option<u64>,
     /// The policy of files no rule names: a built-in (`pagepilot sim
