@@ -146,7 +146,7 @@ fn a_bad_rule_is_refused_before_the_program_starts_naming_the_rule() {
         (vec!["--policy", "lfu9"], "--policy \"lfu9\""),
     ] {
         let mut cmd = vec![pp.as_os_str(), "run".as_ref()];
-        cmd.extend(args.iter().map(|a| std::ffi::OsStr::new(a)));
+        cmd.extend(args.iter().map(std::ffi::OsStr::new));
         cmd.extend(["--".as_ref(), "touch".as_ref(), marker.as_os_str()]);
         let out = as_nobody(None, &cmd);
         assert!(!out.status.success(), "{args:?} was accepted");

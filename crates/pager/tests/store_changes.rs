@@ -374,9 +374,9 @@ fn failing_reads(name: &str, service: FaultService) {
     // CI runs as root, with mkfs.ext4 and losetup (scripts/setup installs
     // them): without root this is a failure, not a skip.
     // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
     assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
+        euid, 0,
         "a loop device and a mount need root: run the pager's tests as root, as CI does"
     );
     let disk =
