@@ -1,8 +1,9 @@
 //! `exec`: the new image starts without the regions (and without this
 //! process's exit handlers), so their dirty pages are written back first,
 //! as the kernel's page cache would keep them. Only in the process that
-//! took the files over: a child after `fork` (or `vfork`) uses the
-//! kernel's mapping, whose stores the page cache keeps.
+//! took the files over, checked before any lock or allocation: a child
+//! after `fork` (or `vfork`) uses the kernel's mapping, whose stores the
+//! page cache keeps.
 //!
 //! The variadic forms (`execl`, `execlp`, `execle`) gather their lists in
 //! `exec_variadic.c` and call these; the library exports them through
@@ -17,7 +18,7 @@ use crate::{real, state};
 
 /// Writes back the regions of the files this process took over.
 fn write_back() {
-    if state::bypass() || !state::any_taken() {
+    if state::bypass() || !state::took_here() {
         return;
     }
     let pid = std::process::id();

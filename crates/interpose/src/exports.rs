@@ -132,9 +132,11 @@ pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -
 }
 
 /// Runs `ours` unless the call is to be passed on or is not about a
-/// taken-over file; then `theirs`.
+/// taken-over file; then `theirs`. In a child after `fork` the regions are
+/// the kernel's mappings of their files, and the page cache alone keeps
+/// its I/O coherent (`state::took_here`).
 fn route<T>(ours: impl FnOnce() -> Option<T>, theirs: impl FnOnce() -> T) -> T {
-    if state::bypass() || !state::any_taken() {
+    if state::bypass() || !state::took_here() {
         return theirs();
     }
     ours().unwrap_or_else(theirs)

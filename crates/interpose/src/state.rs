@@ -66,6 +66,8 @@ impl Stamp {
 static STATE: ForkLock<Option<State>> = ForkLock::new(None);
 /// Files taken over now (the I/O fast path's test).
 static TAKEN: AtomicUsize = AtomicUsize::new(0);
+/// The process that last took a file over (`took_here`).
+static TAKER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 /// The configuration was read: the interposer acts.
 static READY: AtomicBool = AtomicBool::new(false);
 
@@ -85,6 +87,14 @@ pub fn bypass() -> bool {
 /// Whether any file is taken over.
 pub fn any_taken() -> bool {
     TAKEN.load(Relaxed) > 0
+}
+
+/// Whether this process took a file over: not a child after `fork` or
+/// `vfork`, whose copy of the state must not be locked (a `vfork` child
+/// shares the parent's memory, whose threads may hold the lock or the
+/// allocator's).
+pub fn took_here() -> bool {
+    any_taken() && TAKER.load(Relaxed) == std::process::id()
 }
 
 /// Runs `f` as the interposer's own code, with the state locked.
@@ -129,6 +139,7 @@ impl State {
 
     /// Adds a file taken over.
     pub fn add_file(&mut self, file: Arc<TakenFile>) {
+        TAKER.store(file.owner, Relaxed);
         self.files.push(file);
         TAKEN.store(self.files.len(), Relaxed);
         crate::fds::new_generation();
