@@ -25,16 +25,10 @@ pub struct FileId {
     pub ino: u64,
 }
 
-/// What a descriptor is, for the interposer.
-pub enum Kind {
-    /// Not a file taken over (or pagepilot's own descriptor).
-    Other,
-    /// A regular file: maybe taken over; the caller looks it up.
-    File(FileId),
-}
-
-/// What `fd` is. Cheap for descriptors seen before.
-pub fn kind(fd: i32) -> Kind {
+/// What `find` answers of the file behind `fd` (a regular file): `None`
+/// without asking for a descriptor remembered as no taken-over file's or
+/// as pagepilot's own, and remembered so when `find` answers `None`.
+pub fn lookup<T>(fd: i32, find: impl FnOnce(FileId) -> Option<T>) -> Option<T> {
     let slot = usize::try_from(fd)
         .ok()
         .filter(|&f| f < REMEMBERED)
@@ -43,18 +37,16 @@ pub fn kind(fd: i32) -> Kind {
     if let Some(s) = slot {
         let v = s.load(Relaxed);
         if v == OWN || v == generation << 2 | 1 {
-            return Kind::Other;
+            return None;
         }
     }
-    match identify(fd) {
-        Some(id) if crate::state::is_taken(id) => Kind::File(id),
-        _ => {
-            if let Some(s) = slot {
-                s.store(generation << 2 | 1, Relaxed);
-            }
-            Kind::Other
+    let found = identify(fd).and_then(find);
+    if found.is_none() {
+        if let Some(s) = slot {
+            s.store(generation << 2 | 1, Relaxed);
         }
     }
+    found
 }
 
 /// The file behind `fd`, if it is a regular file.

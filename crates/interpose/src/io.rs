@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use crate::fds::{self, Kind};
+use crate::fds;
 use crate::maps::set_errno;
 use crate::state;
 use crate::taken::TakenFile;
@@ -17,10 +17,7 @@ fn taken(fd: c_int) -> Option<Arc<TakenFile>> {
     if !state::any_taken() {
         return None;
     }
-    let Kind::File(id) = fds::kind(fd) else {
-        return None;
-    };
-    state::with(|s| s.file(id).cloned()).flatten()
+    fds::lookup(fd, |id| state::with(|s| s.file(id).cloned()).flatten())
 }
 
 /// The bytes of `iov`.

@@ -117,11 +117,6 @@ pub fn inside<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Whether `id` is a file taken over.
-pub fn is_taken(id: FileId) -> bool {
-    any_taken() && with(|s| s.file(id).is_some()).unwrap_or(false)
-}
-
 impl State {
     /// Bytes of the common pool: `--budget`, or the default, measured when
     /// the first file is taken over (the program's own memory by then is
