@@ -116,6 +116,10 @@ pub fn take(
         // SAFETY: fcntl(F_GETFL) on the program's descriptor.
         writable_fd: unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_ACCMODE == libc::O_RDWR,
     };
+    if !private && prot & libc::PROT_WRITE != 0 && !request.writable_fd {
+        // The kernel refuses it (EACCES), whatever region the file has.
+        return Take::Left(None);
+    }
     if private {
         // The copy reads the file: what the program stored through a
         // shared mapping must be there first.

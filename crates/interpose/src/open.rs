@@ -44,15 +44,10 @@ pub struct Request<'a> {
 /// The file's shared region, reaching at least `end` bytes. An empty
 /// cause: the kernel is to refuse the mapping itself.
 pub fn shared(s: &mut State, r: &Request<'_>, end: usize) -> Result<Arc<TakenFile>, String> {
-    // SAFETY: fcntl(F_GETFL) on a descriptor the program passed.
-    let access = unsafe { libc::fcntl(r.fd, libc::F_GETFL) } & libc::O_ACCMODE;
-    if r.prot & libc::PROT_WRITE != 0 && access != libc::O_RDWR {
-        return Err(String::new());
-    }
     // Writable whenever the file may be written, whatever this descriptor
     // allows: a later read-write mapping (another descriptor) then shares
     // the region. Read-only windows are protected read-only.
-    let writable = access == libc::O_RDWR || may_write(r.path);
+    let writable = r.writable_fd || may_write(r.path);
     let size = file_size(r.fd)?;
     // Room to grow: a database's map grows with its file (mremap).
     let reach = round_up(end.max(size) * 2);
