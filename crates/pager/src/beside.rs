@@ -69,13 +69,10 @@ impl Region {
         io: impl FnOnce(&mut [u8]) -> isize,
     ) -> isize {
         let n = io(buf);
-        if n <= 0 || self.shared.forked() {
+        if n <= 0 {
             return n;
         }
-        let g = self.shared.lock();
-        if self.shared.sharing().mode() != Mode::Paging {
-            return n;
-        }
+        let Some(g) = self.paging() else { return n };
         let views = self.shared.views();
         for (s, at, within, len) in pages_of(offset, n as usize, views.len()) {
             if holds_data(&g, s) {
@@ -94,17 +91,9 @@ impl Region {
     /// (the kernel drops them from the page cache); the bytes past the end
     /// of a page cut in two become zeros. Returns what `io` returned.
     pub fn truncate_beside(&self, len: u64, io: impl FnOnce() -> isize) -> isize {
-        if self.shared.forked() {
-            return io();
-        }
-        let region_len = self.shared.views().len() as u64;
-        let tail = region_len.saturating_sub(len) as usize;
-        let mut g = self.shared.lock();
-        if self.shared.sharing().mode() != Mode::Paging {
-            drop(g);
-            return io();
-        }
-        g = self.quiet(g, len, tail);
+        let Some(g) = self.paging() else { return io() };
+        let tail = (self.shared.views().len() as u64).saturating_sub(len) as usize;
+        let mut g = self.quiet(g, len, tail);
         let r = io();
         if r != 0 {
             return r;
@@ -143,15 +132,10 @@ impl Region {
         io: impl FnOnce() -> isize,
         mut fill: impl FnMut(usize, &mut [u8]),
     ) -> isize {
-        if self.shared.forked() || len == 0 {
+        let Some(g) = self.paging().filter(|_| len > 0) else {
             return io();
-        }
-        let mut g = self.shared.lock();
-        if self.shared.sharing().mode() != Mode::Paging {
-            drop(g);
-            return io();
-        }
-        g = self.quiet(g, offset, len);
+        };
+        let g = self.quiet(g, offset, len);
         let n = io();
         if n <= 0 {
             return n;
@@ -170,6 +154,17 @@ impl Region {
             }
         }
         n
+    }
+
+    /// The region's lock while the pager pages it; `None` while the region
+    /// is the kernel's mapping of its file (in a child after `fork`, or
+    /// shared with one), where the page cache alone keeps I/O coherent.
+    fn paging(&self) -> Option<Locked<'_>> {
+        if self.shared.forked() {
+            return None;
+        }
+        let g = self.shared.lock();
+        (self.shared.sharing().mode() == Mode::Paging).then_some(g)
     }
 
     /// Waits, holding the lock on return, until no page of `len` bytes from
@@ -196,27 +191,12 @@ impl Region {
 /// from `offset`: a page found past the file's end was poisoned (its
 /// access raised SIGBUS), and the file now reaches it.
 fn clear_absent(g: &Locked<'_>, views: &crate::views::Views, offset: usize, len: usize) {
-    let mut run: Option<(u32, usize)> = None;
-    for (s, ..) in pages_of(offset as u64, len, views.len()) {
-        let absent = g.table.state(s) == State::Absent;
-        run = match (run, absent) {
-            (Some((first, n)), true) if first + n as u32 == s => Some((first, n + 1)),
-            (r, true) => {
-                if let Some((first, n)) = r {
-                    views.zap(first, n);
-                }
-                Some((s, 1))
-            }
-            (r, false) => {
-                if let Some((first, n)) = r {
-                    views.zap(first, n);
-                }
-                None
-            }
-        };
-    }
-    if let Some((first, n)) = run {
-        views.zap(first, n);
+    let absent: Vec<u32> = pages_of(offset as u64, len, views.len())
+        .map(|(s, ..)| s)
+        .filter(|&s| g.table.state(s) == State::Absent)
+        .collect();
+    for run in absent.chunk_by(|a, b| b - a == 1) {
+        views.zap(run[0], run.len());
     }
 }
 
