@@ -384,30 +384,12 @@ fn list(args: ListArgs) -> CmdResult {
     Ok(())
 }
 
-/// A length: bytes with an optional K, M, G or T (powers of 1024; `KiB`,
-/// `MB`... accepted), more than zero.
+/// A length as `pagepilot_run::parse_size` reads it (bytes, or a number
+/// with K, M, G or T), more than zero.
 fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let t = t.strip_suffix(['B', 'b']).unwrap_or(t);
-    let t = t.strip_suffix('i').unwrap_or(t);
-    let (digits, shift) = match t.as_bytes().last().map(u8::to_ascii_uppercase) {
-        Some(b'K') => (&t[..t.len() - 1], 10),
-        Some(b'M') => (&t[..t.len() - 1], 20),
-        Some(b'G') => (&t[..t.len() - 1], 30),
-        Some(b'T') => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    match digits
-        .parse::<u64>()
-        .ok()
-        .map(|n| n.checked_mul(1 << shift))
-    {
-        Some(Some(0)) => Err(format!("`{s}`: a dataspace of 0 bytes")),
-        Some(Some(bytes)) => Ok(bytes),
-        Some(None) => Err(format!("`{s}` is too large")),
-        None => Err(format!(
-            "`{s}` is not a size (a number of bytes with K, M, G or T, e.g. 64M)"
-        )),
+    match pagepilot_run::parse_size(s) {
+        Ok(0) => Err(format!("`{s}`: a dataspace of 0 bytes")),
+        r => r.map_err(|e| e.to_string()),
     }
 }
 
