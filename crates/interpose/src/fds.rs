@@ -70,6 +70,20 @@ pub fn forget(fd: i32) {
     }
 }
 
+/// A descriptor of the interposer's own on `fd`'s file (close-on-exec,
+/// marked as pagepilot's).
+pub fn own_dup(fd: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a live descriptor.
+    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if d < 0 {
+        return None;
+    }
+    mark_own(d);
+    // SAFETY: `d` was just made, owned here alone.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(d) })
+}
+
 /// `fd` is pagepilot's own.
 pub fn mark_own(fd: i32) {
     if let Some(s) = usize::try_from(fd).ok().filter(|&f| f < REMEMBERED) {

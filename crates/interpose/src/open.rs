@@ -5,7 +5,6 @@
 //! common pool, the daemon, or a rule's budget of their own.
 
 use std::ffi::c_int;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use pagepilot_pager::dataspace::{DataspaceId, FileManager, LazyCopyManager, Manager};
@@ -164,19 +163,13 @@ fn adopt(
         // fail with EFAULT: the program would break.
         return Err("userfaultfd is user-mode only for this user (see `pagepilot doctor`)".into());
     }
-    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on the program's descriptor.
-    let dup = unsafe { libc::fcntl(r.fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return Err("no descriptor left".into());
-    }
-    fds::mark_own(dup);
+    let fd = fds::own_dup(r.fd).ok_or("no descriptor left")?;
     let file = Arc::new(TakenFile {
         id: r.id,
         path: r.path.into(),
         region,
         writable,
-        // SAFETY: `dup` was just made and is owned here alone.
-        fd: unsafe { OwnedFd::from_raw_fd(dup) },
+        fd,
         log: s.log.clone(),
         owner: std::process::id(),
         private,

@@ -7,7 +7,7 @@
 //! size: SQLite maps a new database small and grows the map with it.
 
 use std::ffi::{c_int, c_void};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -30,21 +30,9 @@ pub struct Watched {
 /// Mappings watched now (the fast path's test).
 static WATCHED: AtomicUsize = AtomicUsize::new(0);
 
-/// A descriptor of the interposer's own on `fd`'s file.
-fn dup(fd: c_int) -> Option<OwnedFd> {
-    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a live descriptor.
-    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if d < 0 {
-        return None;
-    }
-    fds::mark_own(d);
-    // SAFETY: `d` was just made, owned here alone.
-    Some(unsafe { OwnedFd::from_raw_fd(d) })
-}
-
 /// Watches the kernel's small shared mapping at `start`.
 pub fn watch(start: usize, len: usize, prot: c_int, fd: c_int, offset: i64) {
-    let Some(fd) = dup(fd) else { return };
+    let Some(fd) = fds::own_dup(fd) else { return };
     let w = Watched {
         start,
         len: round_up(len),
@@ -203,7 +191,7 @@ fn plan(s: &mut State, old: usize, old_len: usize, new_len: usize, flags: c_int)
         .count()
         == 1;
     if only && !fixed && !file.private {
-        let fd = dup(file.fd.as_raw_fd())?;
+        let fd = fds::own_dup(file.fd.as_raw_fd())?;
         s.windows.remove(i);
         s.remove_file(&file);
         return Some(Plan::Rebuild(w, file, fd));
