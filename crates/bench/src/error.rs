@@ -212,6 +212,9 @@ pub enum BenchError {
     /// `bench appel-li`.
     #[error(transparent)]
     AppelLi(#[from] crate::appel_li::Error),
+    /// `bench apps`.
+    #[error(transparent)]
+    Apps(#[from] crate::apps::AppsError),
 }
 
 /// Says what was being done when an io error happened, and on which path.

@@ -1,12 +1,11 @@
 //! Why `bench apps` could not run: what is specific to running real programs (root for the
 //! cgroups, the programs themselves, the interposer, their data). Everything else goes
-//! through [`BenchError`]'s own variants (io with a path, arguments, cgroups, policies).
+//! through [`crate::BenchError`]'s own variants (io with a path, arguments, cgroups, policies).
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
 
 use crate::kernel::BaselineUnavailable;
-use crate::BenchError;
 
 /// A refusal or failure of `bench apps` of its own.
 #[derive(Debug, thiserror::Error)]
@@ -78,16 +77,5 @@ impl From<BaselineUnavailable> for AppsError {
             BaselineUnavailable::Cgroup(c) => pagepilot_policy::chain(&c).to_string(),
         };
         AppsError::NeedsRoot { why }
-    }
-}
-
-impl From<AppsError> for BenchError {
-    /// [`BenchError`] has no variant of its own for this module's errors: they travel as a
-    /// measurement error of `apps` whose text carries the whole chain of causes.
-    fn from(e: AppsError) -> BenchError {
-        BenchError::Measurement {
-            bench: "apps",
-            what: pagepilot_policy::chain(&e).to_string(),
-        }
     }
 }
