@@ -389,7 +389,9 @@ fn list(args: ListArgs) -> CmdResult {
 fn parse_size(s: &str) -> Result<u64, String> {
     match pagepilot_run::parse_size(s) {
         Ok(0) => Err(format!("`{s}`: a dataspace of 0 bytes")),
-        r => r.map_err(|e| e.to_string()),
+        r => r.map_err(|_| {
+            format!("`{s}` is not a size (a number of bytes with K, M, G or T, e.g. 64M)")
+        }),
     }
 }
 
