@@ -29,6 +29,17 @@ pub enum ConfigError {
     /// A window outside 1..=[`crate::MAX_WINDOW`].
     #[error("window of {0} pages is not in 1..={max}", max = crate::MAX_WINDOW)]
     BadWindow(usize),
+    /// A replica wait for no replicas.
+    #[error("a replica wait needs at least one replica to wait for")]
+    NoReplicasToWaitFor,
+    /// A replica wait at least as long as a reply may take.
+    #[error("a replica wait of {wait:?} must be shorter than the reply timeout, {response:?}")]
+    WaitBeyondResponse {
+        /// The wait asked.
+        wait: std::time::Duration,
+        /// The reply timeout.
+        response: std::time::Duration,
+    },
     /// A connection pool of no connections.
     #[error("a far manager needs at least one connection")]
     NoConnections,

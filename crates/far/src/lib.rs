@@ -29,6 +29,6 @@ mod store;
 
 pub use error::ConfigError;
 pub use keys::{check_name, meta_key, page_key, DEFAULT_WINDOW, MAX_LEN, MAX_NAME, MAX_WINDOW};
-pub use link::{Target, Timing};
+pub use link::{ReplicaWait, Target, Timing};
 pub use manager::{RedisConfig, RedisManager};
 pub use store::{Batching, RedisStore};

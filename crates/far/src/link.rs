@@ -55,6 +55,62 @@ impl Default for Timing {
     }
 }
 
+/// Durability of writes: a write counts as done once `replicas` replicas
+/// of the node that took it acknowledge it (Redis `WAIT`), so a primary
+/// that dies right after loses nothing its promoted replica lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaWait {
+    /// Replicas that must acknowledge (at least 1).
+    pub replicas: u32,
+    /// How long the node waits for them in one attempt; fewer by then and
+    /// the write is sent again (the replica may be resyncing after a
+    /// failover) until the retry time has passed, then it fails.
+    pub timeout: Duration,
+}
+
+/// Why one attempt of a request failed.
+enum Failure {
+    Redis(RedisError),
+    /// `WAIT` answered fewer replicas than asked.
+    Unreplicated {
+        acknowledged: i64,
+        asked: u32,
+    },
+}
+
+impl Failure {
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Redis(e) => retryable(e),
+            Failure::Unreplicated { .. } => true,
+        }
+    }
+
+    fn kind(&self) -> io::ErrorKind {
+        match self {
+            Failure::Redis(e) if e.is_timeout() => io::ErrorKind::TimedOut,
+            Failure::Redis(e) if retryable(e) => io::ErrorKind::ConnectionAborted,
+            Failure::Redis(_) => io::ErrorKind::Other,
+            Failure::Unreplicated { .. } => io::ErrorKind::TimedOut,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Redis(e) => write!(f, "{e}"),
+            Failure::Unreplicated {
+                acknowledged,
+                asked,
+            } => write!(
+                f,
+                "WAIT: {acknowledged} of {asked} replica(s) acknowledged the write"
+            ),
+        }
+    }
+}
+
 /// A connection of either kind.
 enum Conn {
     Single(redis::Connection),
@@ -238,9 +294,12 @@ impl Link {
 
     /// Sends the `count` commands of `pipe` as one request (one round trip
     /// to the node of the first command's key) and returns their replies,
-    /// none of them an error. A request that fails in a way a retry may
-    /// mend (a connection refused or dropped, a timeout, MOVED, CLUSTERDOWN,
-    /// TRYAGAIN, a replica not yet promoted) is sent again on a new
+    /// none of them an error. With `wait`, a `WAIT` follows the commands on
+    /// the same connection, and the request counts as done only once the
+    /// replicas it asks for acknowledged it (its reply is not returned). A
+    /// request that fails in a way a retry may mend (a connection refused
+    /// or dropped, a timeout, MOVED, CLUSTERDOWN, TRYAGAIN, a replica not
+    /// yet promoted, too few replicas acknowledging) is sent again on a new
     /// connection after a pause (20 ms, doubling to 500 ms) until
     /// `retry_for` has passed; then, or on any other error, it fails
     /// naming the target and `what` (the keys and dataspace).
@@ -248,9 +307,22 @@ impl Link {
         &self,
         pipe: &Pipeline,
         count: usize,
+        wait: Option<ReplicaWait>,
         what: &dyn Fn() -> String,
     ) -> io::Result<Vec<Value>> {
-        let packed = pipe.get_packed_pipeline();
+        let mut packed = pipe.get_packed_pipeline();
+        let sent_count = match wait {
+            Some(w) => {
+                packed.extend(
+                    redis::cmd("WAIT")
+                        .arg(w.replicas)
+                        .arg(w.timeout.as_millis() as u64)
+                        .get_packed_command(),
+                );
+                count + 1
+            }
+            None => count,
+        };
         let start = Instant::now();
         let mut pause = Duration::from_millis(20);
         let mut attempts = 0u32;
@@ -258,7 +330,7 @@ impl Link {
             attempts += 1;
             let sent = self.take().and_then(|mut c| {
                 self.round_trips.fetch_add(1, Ordering::Relaxed);
-                match c.send(&packed, count) {
+                match c.send(&packed, sent_count) {
                     Ok(v) => {
                         self.give_back(c);
                         Ok(v)
@@ -270,34 +342,42 @@ impl Link {
                     }
                 }
             });
-            let e = match sent {
-                Ok(v) if v.len() == count => return Ok(v),
+            let failure = match sent {
+                Ok(mut v) if v.len() == sent_count => match wait {
+                    None => return Ok(v),
+                    Some(w) => match v.pop() {
+                        Some(Value::Int(n)) if n >= i64::from(w.replicas) => return Ok(v),
+                        Some(Value::Int(n)) => Failure::Unreplicated {
+                            acknowledged: n,
+                            asked: w.replicas,
+                        },
+                        other => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                format!("{}: {}: WAIT answered {other:?}", self.target, what()),
+                            ))
+                        }
+                    },
+                },
                 Ok(v) => {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         format!(
-                            "{}: {}: {} replies to {count} commands",
+                            "{}: {}: {} replies to {sent_count} commands",
                             self.target,
                             what(),
                             v.len()
                         ),
                     ))
                 }
-                Err(e) => e,
+                Err(e) => Failure::Redis(e),
             };
             let spent = start.elapsed();
-            if !retryable(&e) || spent + pause > self.timing.retry_for {
-                let kind = if e.is_timeout() {
-                    io::ErrorKind::TimedOut
-                } else if retryable(&e) {
-                    io::ErrorKind::ConnectionAborted
-                } else {
-                    io::ErrorKind::Other
-                };
+            if !failure.retryable() || spent + pause > self.timing.retry_for {
                 return Err(io::Error::new(
-                    kind,
+                    failure.kind(),
                     format!(
-                        "{}: {}: failed after {attempts} attempt(s) in {:.1} s: {e}",
+                        "{}: {}: failed after {attempts} attempt(s) in {:.1} s: {failure}",
                         self.target,
                         what(),
                         spent.as_secs_f64()

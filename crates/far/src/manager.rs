@@ -16,7 +16,7 @@ use redis::Value;
 
 use crate::error::ConfigError;
 use crate::keys::{check_name, check_window, meta_key, page_key, Meta, DEFAULT_WINDOW, MAX_LEN};
-use crate::link::{Link, Target, Timing};
+use crate::link::{Link, ReplicaWait, Target, Timing};
 use crate::store::{Batching, RedisStore};
 
 /// Serves named dataspaces ([`DataspaceId::Name`]) kept in Redis: `create`
@@ -33,6 +33,7 @@ pub struct RedisManager {
     link: Arc<Link>,
     window: usize,
     batching: Batching,
+    wait: Option<ReplicaWait>,
     /// Open stores' tokens, by name.
     open: Mutex<HashMap<String, Vec<Weak<()>>>>,
 }
@@ -46,6 +47,7 @@ pub struct RedisConfig {
     connections: usize,
     window: usize,
     batching: Batching,
+    wait: Option<ReplicaWait>,
 }
 
 impl RedisConfig {
@@ -68,6 +70,7 @@ impl RedisConfig {
             connections: 8,
             window: DEFAULT_WINDOW,
             batching: Batching::Windows,
+            wait: None,
         }
     }
 
@@ -102,6 +105,17 @@ impl RedisConfig {
         self.batching = b;
         self
     }
+
+    /// Write-backs (and a created dataspace's metadata) count as done only
+    /// once `replicas` replicas of the node acknowledge them (`WAIT`,
+    /// waiting up to `timeout` per attempt; fewer and the write is sent
+    /// again until the retry time passes, then it fails and the pager
+    /// keeps the pages dirty). Default: done when the primary has them,
+    /// which a failover right after may lose.
+    pub fn with_replica_wait(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.wait = Some(ReplicaWait { replicas, timeout });
+        self
+    }
 }
 
 fn io_of(e: impl std::fmt::Display) -> io::Error {
@@ -134,12 +148,24 @@ impl RedisManager {
     /// the first operation).
     pub fn new(config: RedisConfig) -> Result<Self, ConfigError> {
         check_window(config.window)?;
+        if let Some(w) = config.wait {
+            if w.replicas == 0 {
+                return Err(ConfigError::NoReplicasToWaitFor);
+            }
+            if w.timeout >= config.timing.response {
+                return Err(ConfigError::WaitBeyondResponse {
+                    wait: w.timeout,
+                    response: config.timing.response,
+                });
+            }
+        }
         let link = Link::new(config.target, config.timing, config.connections)?;
         Ok(RedisManager {
             key: ManagerKey::fresh(Self::NAME),
             link: Arc::new(link),
             window: config.window,
             batching: config.batching,
+            wait: config.wait,
             open: Mutex::default(),
         })
     }
@@ -160,7 +186,7 @@ impl RedisManager {
         let mut pipe = redis::pipe();
         pipe.cmd("PING");
         let t = Instant::now();
-        self.link.request(&pipe, 1, &|| "PING".into())?;
+        self.link.request(&pipe, 1, None, &|| "PING".into())?;
         Ok(t.elapsed())
     }
 
@@ -198,7 +224,7 @@ impl RedisManager {
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg(&key);
         let what = || format!("reading {key} (far dataspace {name:?})");
-        let v = self.link.request(&pipe, 1, &what)?;
+        let v = self.link.request(&pipe, 1, None, &what)?;
         match &v[0] {
             Value::Nil => Ok(None),
             Value::BulkString(b) => Meta::decode(b).map(Some).ok_or_else(|| {
@@ -296,6 +322,7 @@ impl Manager for RedisManager {
             window: meta.window,
             writable: access == Access::ReadWrite,
             batching: self.batching,
+            wait: self.wait,
             _alive: alive,
         }))
     }
@@ -349,12 +376,19 @@ impl Manager for RedisManager {
         let mut pipe = redis::pipe();
         pipe.cmd("SET").arg(&key).arg(meta.encode()).arg("NX");
         let what = || format!("creating {key} (far dataspace {name:?})");
-        let v = self.link.request(&pipe, 1, &what).map_err(io)?;
-        match v[0] {
-            Value::Okay => Ok(DataspaceId::Name(name.to_owned())),
+        let v = self.link.request(&pipe, 1, None, &what).map_err(io)?;
+        if v[0] != Value::Okay {
             // NX and the key exists.
-            _ => Err(CreateError::Exists(path.to_owned())),
+            return Err(CreateError::Exists(path.to_owned()));
         }
+        if self.wait.is_some() {
+            // The same value again, now waited for: unlike `NX`, a retry
+            // of it (too few replicas yet) answers as the first attempt.
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET").arg(&key).arg(meta.encode());
+            self.link.request(&pipe, 1, self.wait, &what).map_err(io)?;
+        }
+        Ok(DataspaceId::Name(name.to_owned()))
     }
 
     fn delete(&self, id: &DataspaceId) -> Result<(), DeleteError> {
@@ -386,13 +420,13 @@ impl Manager for RedisManager {
                     first + n
                 )
             };
-            self.link.request(&pipe, 1, &what).map_err(io)?;
+            self.link.request(&pipe, 1, None, &what).map_err(io)?;
         }
         let key = meta_key(name);
         let mut pipe = redis::pipe();
         pipe.cmd("DEL").arg(&key);
         let what = || format!("deleting {key} (far dataspace {name:?})");
-        self.link.request(&pipe, 1, &what).map_err(io)?;
+        self.link.request(&pipe, 1, None, &what).map_err(io)?;
         Ok(())
     }
 

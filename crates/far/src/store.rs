@@ -9,7 +9,7 @@ use pagepilot_dataspace::{ManagerKey, PageStore, PAGE};
 use redis::{Pipeline, Value};
 
 use crate::keys::{page_key, pieces};
-use crate::link::Link;
+use crate::link::{Link, ReplicaWait};
 
 /// How pages travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub struct RedisStore {
     pub(crate) window: usize,
     pub(crate) writable: bool,
     pub(crate) batching: Batching,
+    /// Replicas a write waits for, if any.
+    pub(crate) wait: Option<ReplicaWait>,
     /// Held while open: the manager refuses to delete a dataspace with a
     /// live token.
     pub(crate) _alive: Arc<()>,
@@ -187,9 +189,9 @@ impl PageStore for RedisStore {
             }
         });
         for r in requests {
-            let replies = self
-                .link
-                .request(&r.pipe, r.count, &|| self.what("reading", r.first, r.pages))?;
+            let replies = self.link.request(&r.pipe, r.count, None, &|| {
+                self.what("reading", r.first, r.pages)
+            })?;
             // The replies in page order: one value per GET, an array per MGET.
             let mut page = r.first;
             for reply in &replies {
@@ -259,8 +261,9 @@ impl PageStore for RedisStore {
             }
         });
         for r in requests {
-            self.link
-                .request(&r.pipe, r.count, &|| self.what("writing", r.first, r.pages))?;
+            self.link.request(&r.pipe, r.count, self.wait, &|| {
+                self.what("writing", r.first, r.pages)
+            })?;
         }
         Ok(())
     }

@@ -416,6 +416,49 @@ fn test_bad_addresses_windows_and_pools_are_refused() {
 }
 
 #[test]
+fn test_a_replica_wait_is_refused_for_no_replicas_or_past_the_reply_timeout() {
+    let at = || RedisConfig::single("redis://127.0.0.1:1");
+    let e = RedisManager::new(at().with_replica_wait(0, Duration::from_millis(100))).unwrap_err();
+    assert!(e.to_string().contains("at least one replica"), "{e}");
+    let e = RedisManager::new(
+        at().with_timeouts(Duration::from_secs(1), Duration::from_millis(200))
+            .with_replica_wait(1, Duration::from_millis(200)),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("shorter than the reply timeout"),
+        "{e}"
+    );
+}
+
+#[test]
+fn test_a_write_waiting_for_a_replica_a_server_lacks_fails_naming_the_shortfall() {
+    let server = Server::start();
+    let config = RedisConfig::single(server.url())
+        .with_retry_for(Duration::from_millis(300))
+        .with_replica_wait(1, Duration::from_millis(50));
+    let far = RedisManager::new(config).unwrap();
+    // The metadata's write waits too: a server without replicas refuses it.
+    let e = far.create(Some("waited".as_ref()), 4096).unwrap_err();
+    let cause = std::error::Error::source(&e).map(ToString::to_string);
+    assert!(
+        cause.is_some_and(|c| c.contains("0 of 1 replica(s) acknowledged")),
+        "{e:?}"
+    );
+    let plain = server.manager(Duration::from_millis(300));
+    let id = plain.create(Some("plain".as_ref()), 4096).unwrap();
+    let store = far.open(&id, Access::ReadWrite, None).unwrap();
+    let e = write(store.as_ref(), 0, &[7u8; 4096]).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(e.to_string().contains("writing key"), "{e}");
+    assert!(
+        e.to_string().contains("0 of 1 replica(s) acknowledged"),
+        "{e}"
+    );
+    far.close(&id, store).unwrap();
+}
+
+#[test]
 fn test_a_stored_value_of_the_wrong_size_or_bad_metadata_is_an_error_naming_the_key() {
     let server = Server::start();
     let far = server.manager(SECOND);

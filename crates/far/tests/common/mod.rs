@@ -50,14 +50,14 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Three primaries, with a replica each if `replicas`. The ports are
+    /// Three primaries with `replicas` replicas each. The ports are
     /// free when chosen but not reserved: a connection of another process
     /// may take one before a node binds it (they lie in the ephemeral
     /// range), so a start that fails is stopped and tried again on others.
-    pub fn start(replicas: bool) -> Cluster {
+    pub fn start(replicas: usize) -> Cluster {
         const ATTEMPTS: usize = 3;
         static N: AtomicUsize = AtomicUsize::new(0);
-        let n = if replicas { 6 } else { 3 };
+        let n = 3 * (1 + replicas);
         for _ in 0..ATTEMPTS {
             let base = free_ports(n);
             let dir = std::env::temp_dir().join(format!(
@@ -66,10 +66,9 @@ impl Cluster {
                 N.fetch_add(1, Ordering::Relaxed)
             ));
             let mut cmd = Command::new(script());
-            cmd.arg("start").args(["--port", &base.to_string()]);
-            if !replicas {
-                cmd.arg("--no-replicas");
-            }
+            cmd.arg("start")
+                .args(["--port", &base.to_string()])
+                .args(["--replicas", &replicas.to_string()]);
             let out = cmd
                 .arg(&dir)
                 .stderr(Stdio::inherit())
@@ -170,7 +169,7 @@ pub fn shared_cluster() -> Vec<String> {
                 return s.split(',').map(String::from).collect();
             }
             static OWN: OnceLock<Mutex<Option<Cluster>>> = OnceLock::new();
-            let c = Cluster::start(true);
+            let c = Cluster::start(1);
             let seeds = c.seeds.clone();
             OWN.get_or_init(|| Mutex::new(Some(c)));
             extern "C" fn stop() {
