@@ -13,7 +13,7 @@
 //! --daemon` (its stores must reach the file, as the kernel's page cache
 //! keeps them). The scripts they run are in `tests/apps/`. The `pagepilot`
 //! binary and `libpagepilot_run.so` are the ones in this test's
-//! `target/<profile>` (`cargo build -p pagepilot-cli -p pagepilot-interpose`).
+//! `target/<profile>` (`cargo build --profile test -p pagepilot-cli -p pagepilot-interpose`).
 //! `PAGEPILOT_APPS_KEEP=1` keeps the tests' directories (in `$TMPDIR`).
 
 use std::ffi::OsString;
@@ -32,22 +32,6 @@ const WATCHDOG: Duration = Duration::from_secs(120);
 /// The two ways a program runs, each in a directory of that name.
 const PLAIN: &str = "plain";
 const PAGED: &str = "paged";
-
-/// `target/<profile>/pagepilot`, beside the interposer.
-fn pagepilot() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's executable");
-    // target/<profile>/deps/apps-<hash>
-    let dir = exe.ancestors().nth(2).expect("target/<profile>");
-    let build = "cargo build -p pagepilot-cli -p pagepilot-interpose";
-    for path in [dir.join("pagepilot"), dir.join("libpagepilot_run.so")] {
-        assert!(
-            path.is_file(),
-            "{} is missing: build it first with `{build}`",
-            path.display()
-        );
-    }
-    dir.join("pagepilot")
-}
 
 /// `name` on the PATH; a failure naming scripts/setup if it is not.
 fn installed(name: &str) -> PathBuf {
@@ -128,7 +112,7 @@ impl Outcome {
 fn start(tmp: &Path, way: &str, argv: &[OsString], daemon: Option<&Path>) -> Running {
     let mut command = Command::new(&argv[0]);
     if way == PAGED {
-        command = Command::new(pagepilot());
+        command = Command::new(pagepilot_testkit::run::pagepilot_beside_interposer());
         let options = ["run", "--budget", BUDGET, "--min-size", "0", "--log"];
         command.args(options).arg(tmp.join("paged.log"));
         if let Some(socket) = daemon {
@@ -482,7 +466,10 @@ impl Daemon {
         let user = "frames = 4096\nfault_rate = 4294967296\ncpu_reserve_ppm = 1000000\n";
         let text = format!("{machine}\n[default]\n{user}connections = 1024\ndescriptors = 65536\n");
         std::fs::write(&config, text).expect("the daemon's configuration");
-        let (mut command, socket) = (Command::new(pagepilot()), dir.join("daemon.sock"));
+        let (mut command, socket) = (
+            Command::new(pagepilot_testkit::run::pagepilot_beside_interposer()),
+            dir.join("daemon.sock"),
+        );
         let options = ["daemon", "--foreground", "--socket"];
         command
             .args(options)

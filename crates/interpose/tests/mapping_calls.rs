@@ -38,30 +38,6 @@ mod harness {
         (seed * 0x9d + i * 13 + (i >> 12)) as u8
     }
 
-    /// `target/<profile>`: the test executable is `target/<profile>/deps/NAME-HASH`.
-    fn profile_dir() -> PathBuf {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        exe.parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>")
-            .to_path_buf()
-    }
-
-    /// The `pagepilot` binary and the interposer beside it.
-    fn pagepilot() -> PathBuf {
-        let dir = profile_dir();
-        let (bin, lib) = (dir.join("pagepilot"), dir.join("libpagepilot_run.so"));
-        for path in [&bin, &lib] {
-            assert!(
-                path.exists(),
-                "{} is missing: build the workspace first (`cargo build -p pagepilot-cli -p \
-                 pagepilot-interpose`; scripts/test builds every target before testing)",
-                path.display()
-            );
-        }
-        bin
-    }
-
     /// `tests/c/mapping_calls.c`, compiled once per run of this test binary
     /// into `target/tmp/mapping_calls-bin-PID` (those of ended runs removed).
     fn program() -> &'static Path {
@@ -218,7 +194,10 @@ mod harness {
     /// Runs `mode` plainly (which must succeed), then under `pagepilot
     /// run`, and asserts the same status, stdout and files.
     pub fn run_both(mode: &str) -> Both {
-        let (program, pagepilot) = (program(), pagepilot());
+        let (program, pagepilot) = (
+            program(),
+            pagepilot_testkit::run::pagepilot_beside_interposer(),
+        );
         let scratch = || tempfile::tempdir().expect("a scratch directory");
         let (out, a, b) = (scratch(), scratch(), scratch());
         let (a, b) = (

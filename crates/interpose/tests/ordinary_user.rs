@@ -47,20 +47,6 @@ fn open_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// `target/<profile>/pagepilot`, beside the interposer.
-fn pagepilot() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's executable");
-    let dir = exe.ancestors().nth(2).expect("target/<profile>");
-    for path in [dir.join("pagepilot"), dir.join("libpagepilot_run.so")] {
-        assert!(
-            path.is_file(),
-            "{} is missing: build it first with `cargo build -p pagepilot-cli -p pagepilot-interpose`",
-            path.display()
-        );
-    }
-    dir.join("pagepilot")
-}
-
 /// The mapping program, compiled into `dir`.
 fn program(dir: &Path) -> PathBuf {
     let src = dir.join("mapper.c");
@@ -103,7 +89,7 @@ fn plain_and_paged(name: &str, group: Option<u32>) -> String {
     let log = dir.join("run.log");
     let plain = as_nobody(group, &[bin.as_os_str(), dir.join("plain.dat").as_os_str()]);
     assert!(plain.status.success(), "plain: {}", text(&plain.stderr));
-    let pp = pagepilot();
+    let pp = pagepilot_testkit::run::pagepilot_beside_interposer();
     let paged = as_nobody(
         group,
         &[
@@ -138,7 +124,7 @@ fn plain_and_paged(name: &str, group: Option<u32>) -> String {
 fn a_bad_rule_is_refused_before_the_program_starts_naming_the_rule() {
     let dir = open_dir("bad-rule");
     let marker = dir.join("started");
-    let pp = pagepilot();
+    let pp = pagepilot_testkit::run::pagepilot_beside_interposer();
     for (args, named) in [
         (vec!["--map", "*.db=lfu9"], "rule \"*.db=lfu9\""),
         (vec!["--map", "nopolicy"], "rule \"nopolicy\""),

@@ -2,11 +2,13 @@
 //! deterministic generator, threads hammering a region with random reads
 //! and writes checked against a shadow copy, and a test body run in a
 //! child process (for signals and exits), and the userfaultfd device
-//! granted to a group (`device`). Test support only.
+//! granted to a group (`device`), and where the tests of `pagepilot run`
+//! find it (`run`). Test support only.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod device;
+pub mod run;
 
 /// xorshift64*: a small deterministic generator.
 pub struct Rng(pub u64);
