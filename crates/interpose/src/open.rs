@@ -50,18 +50,17 @@ pub fn shared(s: &mut State, r: &Request<'_>, end: usize) -> Result<Arc<TakenFil
     let size = file_size(r.fd)?;
     // Room to grow: a database's map grows with its file (mremap).
     let reach = round_up(end.max(size) * 2);
+    // The mapping lands at the program's hint if the view fits there.
+    let at = r.hint.checked_sub(r.off as usize).filter(|_| r.hint != 0);
+    let reservation = at.and_then(|view| Reservation::take(view, reach));
     let backing = Backing::File {
         path: r.path.into(),
         writable,
     };
-    let mut opts = options(s, r.path, backing)?
+    let opts = options(s, r.path, backing)?
         .with_len(reach)
         .with_past_end(true);
-    if let Some(view) = r.hint.checked_sub(r.off as usize).filter(|_| r.hint != 0) {
-        // The mapping lands at the program's hint if the view fits there.
-        opts = opts.with_app_address(view);
-    }
-    adopt(s, r, opts, writable, false)
+    adopt(s, r, opts, reservation, writable, false)
 }
 
 /// A private copy of the request's range of the file.
@@ -76,12 +75,52 @@ pub fn private(s: &mut State, r: &Request<'_>) -> Result<Arc<TakenFile>, String>
         .copy_of(source, &DataspaceId::Path(r.path.into()))
         .map_err(|e| format!("the private copy: {}", pagepilot_pager::policy::chain(&e)))?;
     let len = r.len.min(size - r.off as usize);
+    let reservation = Some(r.hint)
+        .filter(|&h| h != 0)
+        .and_then(|h| Reservation::take(h, round_up(len)));
     let backing = Backing::Dataspaces(vec![Attachment::whole(copies, id).range(r.off as u64, len)]);
-    let mut opts = options(s, r.path, backing)?;
-    if r.hint != 0 {
-        opts = opts.with_app_address(r.hint);
+    let opts = options(s, r.path, backing)?;
+    adopt(s, r, opts, reservation, true, true)
+}
+
+/// The range at a program's address hint, held from the moment the
+/// mapping is asked for until the region's view replaces it: the pool,
+/// threads and allocations made on the way (thread stacks are mapped from
+/// the top of the largest free range) cannot take it meanwhile.
+struct Reservation {
+    at: usize,
+    len: usize,
+}
+
+impl Reservation {
+    /// `[at, at+len)` reserved, if nothing is mapped there.
+    fn take(at: usize, len: usize) -> Option<Reservation> {
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | libc::MAP_NORESERVE
+            | libc::MAP_FIXED_NOREPLACE;
+        // SAFETY: MAP_FIXED_NOREPLACE maps only where nothing is mapped.
+        let p = unsafe { real::mmap(at as *mut _, len, libc::PROT_NONE, flags, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        if p as usize != at {
+            // A kernel older than MAP_FIXED_NOREPLACE took it as a hint.
+            // SAFETY: the mapping just made, used by nothing.
+            unsafe { real::munmap(p, len) };
+            return None;
+        }
+        Some(Reservation { at, len })
     }
-    adopt(s, r, opts, true, true)
+}
+
+impl Drop for Reservation {
+    /// The region failed: the range it left reserved is released.
+    fn drop(&mut self) {
+        // SAFETY: our reservation (or the pager's, put back over the view it
+        // replaced), used by nothing.
+        unsafe { real::munmap(self.at as *mut _, self.len) };
+    }
 }
 
 /// Whether this process may write the file at `path` (its permission bits
@@ -145,13 +184,19 @@ fn options(s: &mut State, path: &str, backing: Backing) -> Result<RegionOptions,
 fn adopt(
     s: &mut State,
     r: &Request<'_>,
-    opts: RegionOptions,
+    mut opts: RegionOptions,
+    reservation: Option<Reservation>,
     writable: bool,
     private: bool,
 ) -> Result<Arc<TakenFile>, String> {
+    if let Some(range) = &reservation {
+        opts = opts.with_app_reservation(range.at);
+    }
     let before = fds::open_on(r.id);
     let region = Region::map(opts)
         .map_err(|e| format!("the region: {}", pagepilot_pager::policy::chain(&e)))?;
+    // The view replaced the reservation: the region owns the range now.
+    std::mem::forget(reservation);
     for own in fds::open_on(r.id)
         .into_iter()
         .filter(|f| !before.contains(f))

@@ -135,24 +135,21 @@ impl Region {
         let (dirty_memfd, dirty) = crate::dirty::DirtyMirror::for_region(writable && file, pages)
             .map_err(sys_err("dirty map"))?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&memfd);
-        let app = sys::map_shared_near(opts.app_address, fd, map_len, writable)
-            .map_err(sys_err("mmap"))?;
-        let pager = match sys::map_shared(fd, map_len, true) {
-            Ok(p) => p,
-            Err(e) => {
-                // SAFETY: `app` was just mapped and is not yet shared.
-                unsafe { sys::unmap(app, map_len) };
-                return Err(MapError::Sys {
-                    call: "mmap",
-                    source: e,
-                });
-            }
-        };
-        let guard = UnmapOnError {
+        let reserved = opts.app_address.filter(|_| opts.app_address_reserved);
+        let app = match reserved {
+            // SAFETY: the caller reserved the range for the view.
+            Some(at) => unsafe { sys::map_shared_over(at, fd, map_len, writable) },
+            None => sys::map_shared_near(opts.app_address, fd, map_len, writable),
+        }
+        .map_err(sys_err("mmap"))?;
+        let mut guard = UnmapOnError {
             app,
-            pager,
+            pager: None,
             map_len,
+            reserved: reserved.is_some(),
         };
+        let pager = sys::map_shared(fd, map_len, true).map_err(sys_err("mmap"))?;
+        guard.pager = Some(pager);
         let in_thread = opts.fault_service == FaultService::FaultingThread;
         if in_thread && !cfg!(target_arch = "x86_64") {
             // The write bit of a fault is read from the x86-64 signal context.
@@ -345,16 +342,25 @@ fn check_len(len: usize) -> Result<(), MapError> {
 /// Unmaps both views if mapping fails half way.
 struct UnmapOnError {
     app: usize,
-    pager: usize,
+    pager: Option<usize>,
     map_len: usize,
+    /// The application's view replaced the caller's reservation: it goes
+    /// back to being one.
+    reserved: bool,
 }
 
 impl Drop for UnmapOnError {
     fn drop(&mut self) {
-        // SAFETY: both views were mapped by `Region::map` and were never handed out.
+        // SAFETY: the views were mapped by `Region::map` and were never handed out.
         unsafe {
-            sys::unmap(self.app, self.map_len);
-            sys::unmap(self.pager, self.map_len);
+            if self.reserved {
+                sys::reserve_over(self.app, self.map_len);
+            } else {
+                sys::unmap(self.app, self.map_len);
+            }
+            if let Some(pager) = self.pager {
+                sys::unmap(pager, self.map_len);
+            }
         }
     }
 }

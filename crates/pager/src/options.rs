@@ -58,6 +58,12 @@ pub struct RegionOptions {
     /// Where to place the application's view, if that range is free (an
     /// address hint, as `mmap`'s; the pager's choice otherwise).
     pub app_address: Option<usize>,
+    /// With `app_address`: the caller holds a reservation there (an
+    /// anonymous mapping of exactly the view's length, e.g. `PROT_NONE`)
+    /// that the view replaces, so nothing mapped meanwhile can take the
+    /// range. If the region cannot be mapped, the range is left reserved
+    /// (`PROT_NONE`) for the caller to release.
+    pub app_address_reserved: bool,
     /// Pages read per missing fault outside a detected sequence (1: demand
     /// paging; 0, the default: sized by use, as the kernel's `mmap_miss`
     /// heuristic does: clusters of 32 pages, more while the application
@@ -185,6 +191,7 @@ impl Default for RegionOptions {
             len: None,
             past_end: false,
             app_address: None,
+            app_address_reserved: false,
             fault_around_pages: 0,
             readahead_max_pages: 0,
             zero_around_max_pages: 16,
@@ -377,6 +384,13 @@ impl RegionOptions {
     /// Sets [`RegionOptions::app_address`].
     pub fn with_app_address(mut self, at: usize) -> Self {
         self.app_address = Some(at);
+        self
+    }
+    /// Sets [`RegionOptions::app_address`] to a range the caller reserved
+    /// ([`RegionOptions::app_address_reserved`]).
+    pub fn with_app_reservation(mut self, at: usize) -> Self {
+        self.app_address = Some(at);
+        self.app_address_reserved = true;
         self
     }
     /// Sets [`RegionOptions::past_end`].

@@ -51,6 +51,33 @@ pub fn map_shared_near(
     Ok(p as usize)
 }
 
+/// [`map_shared`] over `[at, at+len)`, which the caller reserved.
+///
+/// # Safety
+/// `[at, at+len)` must be a mapping of the caller's own that nothing uses:
+/// it is replaced.
+pub unsafe fn map_shared_over(at: usize, fd: RawFd, len: usize, write: bool) -> io::Result<usize> {
+    let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
+    let flags = libc::MAP_SHARED | libc::MAP_FIXED;
+    // SAFETY: the caller gives up the range (its own reservation).
+    let p = unsafe { direct::mmap(at as *mut libc::c_void, len, prot, flags, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p as usize)
+}
+
+/// Puts an anonymous `PROT_NONE` reservation over `[at, at+len)` (a view
+/// made over a caller's reservation, given back when the region fails).
+///
+/// # Safety
+/// `[at, at+len)` must be a mapping this crate made that nothing uses.
+pub unsafe fn reserve_over(at: usize, len: usize) {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE;
+    // SAFETY: the caller guarantees the range is ours and unused.
+    unsafe { direct::mmap(at as *mut libc::c_void, len, libc::PROT_NONE, flags, -1, 0) };
+}
+
 /// One page of private anonymous memory (a handler's doorbell).
 pub fn map_anon_page() -> io::Result<usize> {
     let prot = libc::PROT_READ | libc::PROT_WRITE;
