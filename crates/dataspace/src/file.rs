@@ -207,6 +207,49 @@ impl PageStore for FileStore {
         self.direct.sync_data()
     }
 
+    fn fill(
+        &self,
+        first: usize,
+        pages: usize,
+        frames: std::os::fd::BorrowedFd<'_>,
+        frames_off: u64,
+    ) -> Option<io::Result<usize>> {
+        // Only what the page cache holds: a cold page is read with O_DIRECT
+        // (`read`), not cached twice. Pages past the end of file are none
+        // of its business.
+        let within = pages.min((self.len as usize).div_ceil(PAGE).saturating_sub(first));
+        if within == 0 || !matches!(self.cached(first, within), Cached::All) {
+            return None;
+        }
+        let off = (first * PAGE) as u64;
+        let frames = frames.as_raw_fd();
+        let filled = sys::splice_range(
+            self.cached.as_raw_fd(),
+            off,
+            frames,
+            frames_off,
+            pages * PAGE,
+        )
+        .and_then(|done| {
+            let tail = done % PAGE;
+            if tail != 0 {
+                // The last page's bytes past the end of file: zero,
+                // whatever the frame held.
+                let zeros = [0u8; PAGE];
+                let at = frames_off + done as u64;
+                // SAFETY: `zeros` holds PAGE - tail readable bytes.
+                unsafe { sys::pwrite_all(frames, zeros.as_ptr(), PAGE - tail, at)? };
+            }
+            Ok(done)
+        });
+        Some(filled.map(|done| {
+            if self.is_direct {
+                self.cached_bytes.fetch_add(done as u64, Ordering::Relaxed);
+            }
+            done.div_ceil(PAGE)
+        }))
+    }
+
     fn read_source(&self, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
         let file = match self.cached(first, pages) {
             Cached::None => &self.direct,

@@ -55,6 +55,25 @@ pub trait PageStore: Send + Sync {
         None
     }
 
+    /// Fills pages `first..first+pages` of `frames`, a file laid out as the
+    /// store from `frames_off` on (a region's memfd), with their data
+    /// without mapping them, if the store can move them from the kernel's
+    /// page cache straight in (`splice`): no frame is faulted in and
+    /// cleared before the copy, as [`PageStore::read`] into a mapping of
+    /// the frames would. Returns what `read` would (the pages that exist;
+    /// the bytes of the last one beyond the end are zero), or `None`: it
+    /// cannot, `read` must.
+    fn fill(
+        &self,
+        first: usize,
+        pages: usize,
+        frames: BorrowedFd<'_>,
+        frames_off: u64,
+    ) -> Option<io::Result<usize>> {
+        let _ = (first, pages, frames, frames_off);
+        None
+    }
+
     /// The file a child process maps in the region's place after `fork`
     /// (`None`: the region is absent in the child).
     fn file(&self) -> Option<RawFd> {
@@ -134,6 +153,16 @@ macro_rules! forward_pages {
 
         fn readaround_pages(&$this) -> Option<usize> {
             $lower.readaround_pages()
+        }
+
+        fn fill(
+            &$this,
+            first: usize,
+            pages: usize,
+            frames: std::os::fd::BorrowedFd<'_>,
+            frames_off: u64,
+        ) -> Option<std::io::Result<usize>> {
+            $lower.fill(first, pages, frames, frames_off)
         }
 
         fn has_data(&$this, page: usize) -> bool {

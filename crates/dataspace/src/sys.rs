@@ -1,7 +1,7 @@
 //! Every raw system call the page stores make: opens with O_DIRECT (or
 //! O_TMPFILE), positioned reads and writes that finish what they start, the
 //! page cache's occupancy (`cachestat`), populating a mapping with zero
-//! frames, and `copy_file_range`. Nothing else in the crate calls `libc`
+//! frames, `copy_file_range`, and `splice` through a pipe of each thread's. Nothing else in the crate calls `libc`
 //! for a system call; the pager's own `sys` re-exports these instead of
 //! making them again.
 
@@ -110,6 +110,128 @@ fn positioned(
             break;
         }
         done += n as usize;
+    }
+    Ok(done)
+}
+
+/// A pipe of this thread's for [`splice_range`], as large as the kernel
+/// lets it be (1 MiB asked: fewer round trips through it per call).
+struct Pipe {
+    read: std::os::fd::OwnedFd,
+    write: std::os::fd::OwnedFd,
+    /// Bytes it holds at most.
+    capacity: usize,
+}
+
+impl Pipe {
+    fn new() -> io::Result<Pipe> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+        check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+        // SAFETY: both descriptors were just made and are owned by nobody else.
+        let (read, write) = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        // SAFETY: fcntl on a descriptor we own; a refusal leaves the default size.
+        let size = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        // SAFETY: as above.
+        let size = if size > 0 {
+            size
+        } else {
+            unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) }
+        };
+        Ok(Pipe {
+            read,
+            write,
+            capacity: check(size)? as usize,
+        })
+    }
+}
+
+thread_local! {
+    static PIPE: std::cell::RefCell<Option<Pipe>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Moves up to `len` bytes at `src_off` of `src` to `dst_off` of `dst`
+/// through this thread's pipe (`splice` in, `splice` out): from the page
+/// cache straight into `dst`'s pages, no user-space buffer and, for a shmem
+/// `dst`, no clearing of its new pages first. Returns the bytes moved (less
+/// than `len` only at the end of `src`). A call that fails leaves the pipe
+/// to be made again, never holding another call's bytes.
+pub fn splice_range(
+    src: RawFd,
+    src_off: u64,
+    dst: RawFd,
+    dst_off: u64,
+    len: usize,
+) -> io::Result<usize> {
+    PIPE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Pipe::new()?);
+        }
+        let pipe = slot.as_ref().expect("made above");
+        let moved = splice_through(pipe, src, src_off, dst, dst_off, len);
+        if moved.is_err() {
+            *slot = None;
+        }
+        moved
+    })
+}
+
+fn splice_through(
+    pipe: &Pipe,
+    src: RawFd,
+    src_off: u64,
+    dst: RawFd,
+    dst_off: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let splice =
+        |from: RawFd, from_off: Option<&mut i64>, to: RawFd, to_off: Option<&mut i64>, n: usize| {
+            let (fp, tp) = (
+                from_off.map_or(std::ptr::null_mut(), |o| o as *mut i64),
+                to_off.map_or(std::ptr::null_mut(), |o| o as *mut i64),
+            );
+            loop {
+                // SAFETY: the offsets are live locals (or null for the pipe's
+                // ends); the descriptors are open for the call.
+                let k = unsafe { libc::splice(from, fp, to, tp, n, libc::SPLICE_F_MOVE) };
+                if k >= 0 {
+                    return Ok(k as usize);
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        };
+    let (mut at, mut to) = (src_off as i64, dst_off as i64);
+    let mut done = 0;
+    while done < len {
+        let k = splice(
+            src,
+            Some(&mut at),
+            pipe.write.as_raw_fd(),
+            None,
+            (len - done).min(pipe.capacity),
+        )?;
+        if k == 0 {
+            break;
+        }
+        let mut out = 0;
+        while out < k {
+            let w = splice(pipe.read.as_raw_fd(), None, dst, Some(&mut to), k - out)?;
+            if w == 0 {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            out += w;
+        }
+        done += k;
     }
     Ok(done)
 }

@@ -252,3 +252,73 @@ fn test_file_manager_has_no_anonymous_dataspaces() {
     );
     assert!(FileManager.identify(&id).is_err());
 }
+
+/// `fill` moves cached pages into a frames file at the frames' offset,
+/// zeroes the last page past the end of file whatever the frame held, and
+/// declines pages the page cache does not hold (read with O_DIRECT then).
+#[test]
+fn test_file_fill_splices_cached_pages_into_frames_and_zeroes_past_the_end() {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::os::fd::AsFd;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 3);
+    // A file ending 100 bytes into its fourth page.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&[9u8; 100])
+        .unwrap();
+    let id = path_id(&p);
+    let s = FileManager.open(&id, Access::ReadOnly, None).unwrap();
+    // Into the page cache.
+    std::fs::read(&p).unwrap();
+    let mut frames = tempfile::tempfile().unwrap();
+    // Stale bytes in every frame: a refilled frame must not show them.
+    frames.write_all(&[0xee; 6 * PAGE]).unwrap();
+    let filled = s.fill(1, 4, frames.as_fd(), 2 * PAGE as u64);
+    match filled {
+        Some(Ok(pages)) => assert_eq!(pages, 3, "pages 1, 2 and the partial page 3"),
+        Some(Err(e)) => panic!("fill failed: {e}"),
+        None => {
+            // A page cache the kernel cannot report on (no cachestat):
+            // nothing to check but the refusal.
+            assert!(s.direct(), "a buffered store always fills from the cache");
+            return;
+        }
+    }
+    let mut back = vec![0u8; 6 * PAGE];
+    frames.seek(SeekFrom::Start(0)).unwrap();
+    frames.read_exact(&mut back).unwrap();
+    assert!(
+        back[..2 * PAGE].iter().all(|&b| b == 0xee),
+        "frames before the offset untouched"
+    );
+    assert!(back[2 * PAGE..3 * PAGE].iter().all(|&b| b == 2), "page 1");
+    assert!(back[3 * PAGE..4 * PAGE].iter().all(|&b| b == 3), "page 2");
+    assert!(
+        back[4 * PAGE..4 * PAGE + 100].iter().all(|&b| b == 9),
+        "page 3's bytes"
+    );
+    assert!(
+        back[4 * PAGE + 100..5 * PAGE].iter().all(|&b| b == 0),
+        "page 3 past the end of file: zero"
+    );
+    assert!(
+        back[5 * PAGE..].iter().all(|&b| b == 0xee),
+        "no page past the file"
+    );
+    // Out of the page cache: declined (read with O_DIRECT instead).
+    let file = std::fs::File::open(&p).unwrap();
+    // Written back first: dirty pages stay cached.
+    file.sync_all().unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: fadvise on an open descriptor; no memory is passed.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert!(
+        s.fill(0, 3, frames.as_fd(), 0).is_none(),
+        "pages not in the page cache are left to `read`"
+    );
+    FileManager.close(&id, s).unwrap();
+}

@@ -26,6 +26,15 @@
  *   16384 the handler thread runs SCHED_FIFO (priority 1): a woken handler
  *     preempts other processes' threads instead of queueing behind them;
  *     32768 the faulting thread too (it is woken by the handler's ioctl).
+ *   131072 the faulting thread pinned to its CPU, the handler thread to
+ *     the next CPU (every wake-up crosses CPUs, to a CPU idle-polling under
+ *     the haltpoll cpuidle driver).
+ *   262144 with 65536: each handler waits in an epoll of its own with
+ *     EPOLLEXCLUSIVE (one handler woken per fault, the first idle one in
+ *     the order they were added); 524288: a handler that served a fault
+ *     adds itself again, at the back (the faulting thread, woken while
+ *     that handler's CPU is busy, moves to the other one, whose handler is
+ *     then first).
  *   65536 one handler thread per CPU, each pinned to its CPU (blocking
  *     reads, every handler woken per fault: the one on the faulting thread's
  *     CPU serves it without a cross-CPU wake-up); the faulting thread is not
@@ -47,6 +56,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,9 +121,29 @@ static void pin_here(int cpu) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); sch
 static void fifo(void) { struct sched_param sp = {.sched_priority = 1}; if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) perror("SCHED_FIFO"); }
 static void *handler(void *a) {
     if (mode & (1024 | 65536)) pin_here((int)(long)a);
+    if (mode & 131072) pin_here(((int)(long)a + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (mode & 16384) fifo();
     struct uffd_msg m[16];
+    int ep = -1;
+    if (mode & 262144) {
+        ep = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event e = {EPOLLIN | EPOLLEXCLUSIVE, {0}};
+        epoll_ctl(ep, EPOLL_CTL_ADD, uffd, &e);
+    }
     while (!atomic_load(&stop)) {
+        if (ep >= 0) {
+            struct epoll_event e;
+            if (epoll_wait(ep, &e, 1, 10) <= 0) continue;
+            int n = read(uffd, m, sizeof m);
+            if (n <= 0) continue;
+            for (int i = 0; i < n / (int)sizeof(m[0]); i++) serve(m[i].arg.pagefault.address & ~(unsigned long)(P - 1));
+            if (mode & 524288) { /* to the back of the wake-up queue */
+                struct epoll_event e2 = {EPOLLIN | EPOLLEXCLUSIVE, {0}};
+                epoll_ctl(ep, EPOLL_CTL_DEL, uffd, 0);
+                epoll_ctl(ep, EPOLL_CTL_ADD, uffd, &e2);
+            }
+            continue;
+        }
         if (mode & 4) { struct pollfd p = {uffd, POLLIN}; if (poll(&p, 1, 10) <= 0) continue; }
         int n = read(uffd, m, sizeof m);
         if (n <= 0) continue;
@@ -163,7 +193,7 @@ static struct run kernel_round(void) {
 static struct run probe_round(void) {
     long len = (long)npages * P;
     if (uffd < 0) {
-        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & 8) ? O_NONBLOCK : 0));
+        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & (8 | 262144)) ? O_NONBLOCK : 0));
         struct uffdio_api api = {UFFD_API, ((mode & 16) ? UFFD_FEATURE_SIGBUS : 0) | ((mode & 8192) ? UFFD_FEATURE_MOVE : 0) | UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_MINOR_SHMEM};
         if (ioctl(uffd, UFFDIO_API, &api)) perror("api");
     }
@@ -177,7 +207,7 @@ static struct run probe_round(void) {
     atomic_store(&stop, 0); atomic_store(&want, AHEAD);
     pthread_t t = 0, z = 0, per_cpu[64];
     int cpu = sched_getcpu(), ncpu = 0;
-    if (mode & 1024) pin_here(cpu);
+    if (mode & (1024 | 131072)) pin_here(cpu);
     if (mode & 65536) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         for (ncpu = 0; ncpu < n && ncpu < 64; ncpu++) pthread_create(&per_cpu[ncpu], 0, handler, (void *)(long)ncpu);
@@ -189,7 +219,7 @@ static struct run probe_round(void) {
     if (t) { pthread_cancel(t); pthread_join(t, 0); } /* read(2) is a cancellation point */
     for (int i = 0; i < ncpu; i++) { pthread_cancel(per_cpu[i]); pthread_join(per_cpu[i], 0); }
     if (z) pthread_join(z, 0);
-    if (mode & 1024) { cpu_set_t s; CPU_ZERO(&s); for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &s); sched_setaffinity(0, sizeof s, &s); }
+    if (mode & (1024 | 131072)) { cpu_set_t s; CPU_ZERO(&s); for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &s); sched_setaffinity(0, sizeof s, &s); }
     munmap(app, len); munmap(pager, len); munmap(staging, len); close(memfd); free(ready);
     return res;
 }
