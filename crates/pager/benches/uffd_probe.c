@@ -35,6 +35,9 @@
  *     adds itself again, at the back (the faulting thread, woken while
  *     that handler's CPU is busy, moves to the other one, whose handler is
  *     then first).
+ *   1048576 a handler switches to SCHED_IDLE around each fault's service
+ *     (the ioctl that wakes the faulting thread), back to SCHED_OTHER
+ *     before it waits again.
  *   65536 one handler thread per CPU, each pinned to its CPU (blocking
  *     reads, every handler woken per fault: the one on the faulting thread's
  *     CPU serves it without a cross-CPU wake-up); the faulting thread is not
@@ -147,7 +150,15 @@ static void *handler(void *a) {
         if (mode & 4) { struct pollfd p = {uffd, POLLIN}; if (poll(&p, 1, 10) <= 0) continue; }
         int n = read(uffd, m, sizeof m);
         if (n <= 0) continue;
-        for (int i = 0; i < n / (int)sizeof(m[0]); i++) serve(m[i].arg.pagefault.address & ~(unsigned long)(P - 1));
+        for (int i = 0; i < n / (int)sizeof(m[0]); i++) {
+            struct sched_param none = {0};
+            /* SCHED_IDLE while waking the faulting thread: this CPU then
+             * counts as idle (sched_idle_cpu), so the woken thread is placed
+             * here, not on another CPU, and preempts this handler at once. */
+            if (mode & 1048576) sched_setscheduler(0, SCHED_IDLE, &none);
+            serve(m[i].arg.pagefault.address & ~(unsigned long)(P - 1));
+            if (mode & 1048576) sched_setscheduler(0, SCHED_OTHER, &none);
+        }
     }
     return 0;
 }

@@ -5,8 +5,11 @@
 use crate::frame_table::State;
 use crate::region_state::RegionState;
 use crate::shared::Shared;
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::sys::PAGE;
 
+use super::load::splice_in;
 use super::windows::complete_window;
 
 /// Submits the reads of the windows issued for the ring under the lock.
@@ -27,6 +30,26 @@ pub(super) fn issue_queued(sh: &Shared) {
         let punt = job.victims.is_empty();
         if !punt {
             sh.evict(&mut job.victims);
+        }
+        // Pages the page cache holds, read by this thread (not punted to a
+        // worker) are spliced in here and now: the ring's read of them would
+        // run inline as well, through a mapping of frames it first faults in
+        // and clears (`bench scan`, warm sequential under a budget a quarter
+        // of the file: 1.24x the pages per second at one thread; punted
+        // windows spliced here instead lost the worker's overlap, 0.85-0.94x).
+        let alone = sh.stats().reads_in_flight.load(Relaxed) == 0;
+        let filled = (!punt && alone)
+            .then(|| splice_in(sh, job.first, n))
+            .flatten();
+        if let Some(filled) = filled {
+            let res = match filled {
+                Ok(have) => (have * PAGE) as i32,
+                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            };
+            ring.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record(ticket, res);
+            continue;
         }
         let mut r = ring.lock().unwrap_or_else(|p| p.into_inner());
         let submitted = sh.store().read_source(first, n).is_some_and(|(fd, off)| {
