@@ -138,10 +138,10 @@ impl Pipe {
         };
         // SAFETY: fcntl on a descriptor we own; a refusal leaves the default size.
         let size = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
-        // SAFETY: as above.
         let size = if size > 0 {
             size
         } else {
+            // SAFETY: fcntl on a descriptor we own; no memory is passed.
             unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) }
         };
         Ok(Pipe {
