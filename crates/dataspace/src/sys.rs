@@ -175,7 +175,28 @@ pub fn splice_range(
             *slot = Some(Pipe::new()?);
         }
         let pipe = slot.as_ref().expect("made above");
-        let moved = splice_through(pipe, src, src_off, dst, dst_off, len);
+        let (mut at, mut to) = (src_off as i64, dst_off as i64);
+        let mut moved = || -> io::Result<usize> {
+            let mut done = 0;
+            while done < len {
+                let want = (len - done).min(pipe.capacity);
+                let k = splice(src, Some(&mut at), pipe.write.as_raw_fd(), None, want)?;
+                if k == 0 {
+                    break;
+                }
+                let mut out = 0;
+                while out < k {
+                    let w = splice(pipe.read.as_raw_fd(), None, dst, Some(&mut to), k - out)?;
+                    if w == 0 {
+                        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+                    }
+                    out += w;
+                }
+                done += k;
+            }
+            Ok(done)
+        };
+        let moved = moved();
         if moved.is_err() {
             *slot = None;
         }
@@ -183,57 +204,31 @@ pub fn splice_range(
     })
 }
 
-fn splice_through(
-    pipe: &Pipe,
-    src: RawFd,
-    src_off: u64,
-    dst: RawFd,
-    dst_off: u64,
-    len: usize,
+/// One `splice(2)` of up to `n` bytes, retried when interrupted; `None`
+/// offsets for a pipe's end.
+fn splice(
+    from: RawFd,
+    from_off: Option<&mut i64>,
+    to: RawFd,
+    to_off: Option<&mut i64>,
+    n: usize,
 ) -> io::Result<usize> {
-    let splice =
-        |from: RawFd, from_off: Option<&mut i64>, to: RawFd, to_off: Option<&mut i64>, n: usize| {
-            let (fp, tp) = (
-                from_off.map_or(std::ptr::null_mut(), |o| o as *mut i64),
-                to_off.map_or(std::ptr::null_mut(), |o| o as *mut i64),
-            );
-            loop {
-                // SAFETY: the offsets are live locals (or null for the pipe's
-                // ends); the descriptors are open for the call.
-                let k = unsafe { libc::splice(from, fp, to, tp, n, libc::SPLICE_F_MOVE) };
-                if k >= 0 {
-                    return Ok(k as usize);
-                }
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        };
-    let (mut at, mut to) = (src_off as i64, dst_off as i64);
-    let mut done = 0;
-    while done < len {
-        let k = splice(
-            src,
-            Some(&mut at),
-            pipe.write.as_raw_fd(),
-            None,
-            (len - done).min(pipe.capacity),
-        )?;
-        if k == 0 {
-            break;
+    let (fp, tp) = (
+        from_off.map_or(std::ptr::null_mut(), |o| o as *mut i64),
+        to_off.map_or(std::ptr::null_mut(), |o| o as *mut i64),
+    );
+    loop {
+        // SAFETY: the offsets are live locals of the caller (or null for a
+        // pipe's end); the descriptors are open for the call.
+        let k = unsafe { libc::splice(from, fp, to, tp, n, libc::SPLICE_F_MOVE) };
+        if k >= 0 {
+            return Ok(k as usize);
         }
-        let mut out = 0;
-        while out < k {
-            let w = splice(pipe.read.as_raw_fd(), None, dst, Some(&mut to), k - out)?;
-            if w == 0 {
-                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
-            }
-            out += w;
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
         }
-        done += k;
     }
-    Ok(done)
 }
 
 /// Copies all `len` bytes of `from` into `to` (both from offset 0) with
