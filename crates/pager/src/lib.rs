@@ -28,6 +28,7 @@ mod around;
 mod auto;
 mod backing;
 mod beside;
+mod cgroup;
 mod daemon;
 mod dirty;
 pub mod doctor;
@@ -66,6 +67,7 @@ mod views;
 mod writeback;
 
 pub use backing::{Attachment, Backing};
+pub use cgroup::{fit_in, machine_memory, BudgetCut, MemoryCgroup};
 pub use daemon::{Client, DaemonError, DAEMON_ENV, DAEMON_UID_ENV};
 pub use error::{FailedPage, FlushError, MapError, PinError, PrefaultError};
 pub use evictions::{Drained, Eviction};

@@ -75,6 +75,15 @@ impl Region {
         // pages are all a pinned dataspace's may have one frame more than
         // pages, or it could never be mapped.
         let budget_frames = (opts.budget_bytes / PAGE).min(pages.max(1) + spare);
+        // A region alone takes what its memory cgroup leaves; a pool's
+        // regions share what the pool was given.
+        let (budget_frames, fitted) = match opts.pool {
+            Some(_) => (budget_frames, None),
+            None => {
+                let (frames, fitted) = crate::cgroup::fit(budget_frames);
+                (frames, Some(fitted))
+            }
+        };
         let given_policy = given.is_some();
         let policy = match given {
             Some(p) => p,
@@ -294,6 +303,7 @@ impl Region {
             blocking: None,
             policy_name,
             budget_frames,
+            fitted,
             handler_threads: if in_thread { 0 } else { opts.handler_threads },
             in_thread,
             closed: false,

@@ -54,6 +54,8 @@ pub(crate) struct PoolShared {
     /// RAPHA's controller of the pool's regions with fault limits: the
     /// system limit bounds them together.
     pub(crate) rate: SharedRate,
+    /// Its budget fitted in the memory cgroup.
+    fitted: Box<crate::cgroup::Fitted>,
 }
 
 /// What a pool holds, and each region's part.
@@ -72,6 +74,8 @@ pub struct PoolStats {
     pub system_fault_limit: u64,
     /// RAPHA: the processor share the pool's regions reserve together.
     pub reserved_pc: f64,
+    /// The budget asked, if it was cut to what the memory cgroup left.
+    pub budget_cut: Option<crate::cgroup::BudgetCut>,
 }
 
 /// A pool that cannot be made.
@@ -95,7 +99,10 @@ impl Pool {
     /// A pool of `budget_bytes` (whole pages), its `partition_burst` half
     /// of it, regions given 10 ms to give frames back.
     pub fn new(budget_bytes: usize) -> Result<Pool, PoolError> {
-        let frames = budget_bytes / PAGE;
+        if budget_bytes < PAGE {
+            return Err(PoolError::TooSmall(budget_bytes));
+        }
+        let (frames, fitted) = crate::cgroup::fit(budget_bytes / PAGE);
         let manager = FrameManager::new(frames, Monotonic(Instant::now()))
             .map_err(|_| PoolError::TooSmall(budget_bytes))?;
         let shared = Arc::new(PoolShared {
@@ -106,6 +113,7 @@ impl Pool {
             flushes: Mutex::new(Vec::new()),
             wake: Condvar::new(),
             rate: limit::controller(),
+            fitted,
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -165,6 +173,7 @@ impl Pool {
                 .collect(),
             system_fault_limit,
             reserved_pc,
+            budget_cut: self.shared.fitted.cut,
         }
     }
 

@@ -34,6 +34,8 @@ pub struct Region {
     blocking: Option<Box<(JoinHandle<bool>, usize)>>,
     policy_name: String,
     budget_frames: usize,
+    /// Its budget fitted in the memory cgroup (not in a pool).
+    fitted: Option<Box<crate::cgroup::Fitted>>,
     handler_threads: usize,
     in_thread: bool,
     closed: bool,
@@ -262,6 +264,7 @@ impl Region {
         s.shared =
             self.shared.forked() || self.shared.sharing().mode() != crate::sharing::Mode::Paging;
         s.policy = self.policy_name.clone();
+        s.budget_cut = self.fitted.as_ref().and_then(|f| f.cut);
         s.direct_io = self.shared.store().direct();
         s.uffd_access = self.shared.uffd_access();
         if let Some(limit) = &self.shared.fault_limit() {

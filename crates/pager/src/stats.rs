@@ -254,6 +254,8 @@ pub struct RegionStats {
     pub shares: u64,
     /// Times the pager took the region back once no child used it.
     pub resumes: u64,
+    /// The budget asked, if it was cut to what the memory cgroup left.
+    pub budget_cut: Option<crate::cgroup::BudgetCut>,
 }
 
 impl Counters {
