@@ -190,7 +190,10 @@ fn adopt(
     private: bool,
 ) -> Result<Arc<TakenFile>, String> {
     if let Some(range) = &reservation {
-        opts = opts.with_app_reservation(range.at);
+        // SAFETY: the reservation is ours, of exactly the view's length (the
+        // region's reach, or the private copy's rounded length), and used by
+        // nothing.
+        opts = unsafe { opts.with_app_reservation(range.at) };
     }
     let before = fds::open_on(r.id);
     let region = Region::map(opts)

@@ -37,7 +37,7 @@ pub enum FaultService {
 }
 
 /// How to map a region. Build with [`RegionOptions::new`] and the `with_*`
-/// methods, or fill the fields over [`RegionOptions::default`].
+/// methods, or set its public fields on [`RegionOptions::default`].
 #[derive(Clone, Debug)]
 pub struct RegionOptions {
     /// What the region is backed by.
@@ -62,8 +62,9 @@ pub struct RegionOptions {
     /// anonymous mapping of exactly the view's length, e.g. `PROT_NONE`)
     /// that the view replaces, so nothing mapped meanwhile can take the
     /// range. If the region cannot be mapped, the range is left reserved
-    /// (`PROT_NONE`) for the caller to release.
-    pub app_address_reserved: bool,
+    /// (`PROT_NONE`) for the caller to release. Set it only through
+    /// [`RegionOptions::with_app_reservation`], whose contract it is.
+    pub(crate) app_address_reserved: bool,
     /// Pages read per missing fault outside a detected sequence (1: demand
     /// paging; 0, the default: sized by use, as the kernel's `mmap_miss`
     /// heuristic does: clusters of 32 pages, more while the application
@@ -388,7 +389,11 @@ impl RegionOptions {
     }
     /// Sets [`RegionOptions::app_address`] to a range the caller reserved
     /// ([`RegionOptions::app_address_reserved`]).
-    pub fn with_app_reservation(mut self, at: usize) -> Self {
+    ///
+    /// # Safety
+    /// `[at, at + the view's length)` must be a mapping of the caller's
+    /// own that nothing uses: the region's view replaces it (`MAP_FIXED`).
+    pub unsafe fn with_app_reservation(mut self, at: usize) -> Self {
         self.app_address = Some(at);
         self.app_address_reserved = true;
         self

@@ -2,11 +2,11 @@
 //! and reads submitted after the lock is released, and reaped in ticket
 //! order when the application reaches a page still being read.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::frame_table::State;
 use crate::region_state::RegionState;
 use crate::shared::Shared;
-use std::sync::atomic::Ordering::Relaxed;
-
 use crate::sys::PAGE;
 
 use super::load::splice_in;
