@@ -5,6 +5,9 @@ use serde::Serialize;
 
 use crate::sys::{self, OpenError, UffdAccess};
 
+#[path = "doctor_folios.rs"]
+mod folios;
+
 /// How a check ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -128,6 +131,7 @@ pub fn run(path: Option<&std::path::Path>) -> Report {
         checks.extend(file_system_checks(p));
     }
     checks.push(cgroup_check());
+    checks.push(folios::folios_check());
     Report {
         checks,
         uffd_access: access,
