@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -141,22 +141,28 @@ impl FileStore {
         }
         Ok(done.div_ceil(PAGE))
     }
-}
+    /// Of pages `first..first+pages`, how many lie within the file as
+    /// opened (pages past its end are none of the page cache's business).
+    fn within(&self, first: usize, pages: usize) -> usize {
+        pages.min((self.len as usize).div_ceil(PAGE).saturating_sub(first))
+    }
 
-/// How much of a run of pages the page cache holds.
-enum Cached {
-    All,
-    None,
-    Some,
-}
-
-impl PageStore for FileStore {
-    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
+    /// [`PageStore::read`], the page cache holding `state` of the pages.
+    ///
+    /// # Safety
+    /// As [`PageStore::read`].
+    unsafe fn read_as(
+        &self,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+        state: Cached,
+    ) -> io::Result<usize> {
         let whole = |file| {
             // SAFETY: forwarded from the caller.
             unsafe { self.read_from(file, first, pages, dst) }
         };
-        match self.cached(first, pages) {
+        match state {
             Cached::All => return whole(&self.cached),
             Cached::None => return whole(&self.direct),
             Cached::Some => {}
@@ -177,6 +183,53 @@ impl PageStore for FileStore {
             p += n;
         }
         Ok(pages)
+    }
+
+    /// Splices pages `first..first+pages` from the page cache into
+    /// `frames` at `frames_off` (see [`PageStore::fill`]).
+    fn splice_into(
+        &self,
+        first: usize,
+        pages: usize,
+        frames: RawFd,
+        frames_off: u64,
+    ) -> io::Result<usize> {
+        let off = (first * PAGE) as u64;
+        let done = sys::splice_range(
+            self.cached.as_raw_fd(),
+            off,
+            frames,
+            frames_off,
+            pages * PAGE,
+        )?;
+        let tail = done % PAGE;
+        if tail != 0 {
+            // The last page's bytes past the end of file: zero, whatever
+            // the frame held.
+            let zeros = [0u8; PAGE];
+            let at = frames_off + done as u64;
+            // SAFETY: `zeros` holds PAGE - tail readable bytes.
+            unsafe { sys::pwrite_all(frames, zeros.as_ptr(), PAGE - tail, at)? };
+        }
+        if self.is_direct {
+            self.cached_bytes.fetch_add(done as u64, Ordering::Relaxed);
+        }
+        Ok(done.div_ceil(PAGE))
+    }
+}
+
+/// How much of a run of pages the page cache holds.
+enum Cached {
+    All,
+    None,
+    Some,
+}
+
+impl PageStore for FileStore {
+    unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
+        let state = self.cached(first, self.within(first, pages));
+        // SAFETY: forwarded from the caller.
+        unsafe { self.read_as(first, pages, dst, state) }
     }
 
     unsafe fn write(&self, first: usize, pages: usize, src: *const u8) -> io::Result<()> {
@@ -215,39 +268,31 @@ impl PageStore for FileStore {
         frames_off: u64,
     ) -> Option<io::Result<usize>> {
         // Only what the page cache holds: a cold page is read with O_DIRECT
-        // (`read`), not cached twice. Pages past the end of file are none
-        // of its business.
-        let within = pages.min((self.len as usize).div_ceil(PAGE).saturating_sub(first));
+        // (`read`), not cached twice.
+        let within = self.within(first, pages);
         if within == 0 || !matches!(self.cached(first, within), Cached::All) {
             return None;
         }
-        let off = (first * PAGE) as u64;
-        let frames = frames.as_raw_fd();
-        let filled = sys::splice_range(
-            self.cached.as_raw_fd(),
-            off,
-            frames,
-            frames_off,
-            pages * PAGE,
-        )
-        .and_then(|done| {
-            let tail = done % PAGE;
-            if tail != 0 {
-                // The last page's bytes past the end of file: zero,
-                // whatever the frame held.
-                let zeros = [0u8; PAGE];
-                let at = frames_off + done as u64;
-                // SAFETY: `zeros` holds PAGE - tail readable bytes.
-                unsafe { sys::pwrite_all(frames, zeros.as_ptr(), PAGE - tail, at)? };
+        Some(self.splice_into(first, pages, frames.as_raw_fd(), frames_off))
+    }
+
+    unsafe fn fill_or_read(
+        &self,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+        frames: std::os::fd::BorrowedFd<'_>,
+        frames_off: u64,
+    ) -> io::Result<usize> {
+        // One look at the page cache decides both.
+        let within = self.within(first, pages);
+        match self.cached(first, within) {
+            Cached::All if within > 0 => {
+                self.splice_into(first, pages, frames.as_raw_fd(), frames_off)
             }
-            Ok(done)
-        });
-        Some(filled.map(|done| {
-            if self.is_direct {
-                self.cached_bytes.fetch_add(done as u64, Ordering::Relaxed);
-            }
-            done.div_ceil(PAGE)
-        }))
+            // SAFETY: forwarded from the caller.
+            state => unsafe { self.read_as(first, pages, dst, state) },
+        }
     }
 
     fn read_source(&self, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {

@@ -74,6 +74,27 @@ pub trait PageStore: Send + Sync {
         None
     }
 
+    /// [`PageStore::fill`] where the store can, else [`PageStore::read`]
+    /// into `dst` (the same frames, mapped): one look at where the pages
+    /// are decides both.
+    ///
+    /// # Safety
+    /// As [`PageStore::read`], for `dst`.
+    unsafe fn fill_or_read(
+        &self,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+        frames: BorrowedFd<'_>,
+        frames_off: u64,
+    ) -> io::Result<usize> {
+        match self.fill(first, pages, frames, frames_off) {
+            Some(filled) => filled,
+            // SAFETY: the caller's guarantee, passed on.
+            None => unsafe { self.read(first, pages, dst) },
+        }
+    }
+
     /// The file a child process maps in the region's place after `fork`
     /// (`None`: the region is absent in the child).
     fn file(&self) -> Option<RawFd> {
@@ -163,6 +184,18 @@ macro_rules! forward_pages {
             frames_off: u64,
         ) -> Option<std::io::Result<usize>> {
             $lower.fill(first, pages, frames, frames_off)
+        }
+
+        unsafe fn fill_or_read(
+            &$this,
+            first: usize,
+            pages: usize,
+            dst: *mut u8,
+            frames: std::os::fd::BorrowedFd<'_>,
+            frames_off: u64,
+        ) -> std::io::Result<usize> {
+            // SAFETY: the caller's guarantee, passed on.
+            unsafe { $lower.fill_or_read(first, pages, dst, frames, frames_off) }
         }
 
         fn has_data(&$this, page: usize) -> bool {

@@ -258,41 +258,32 @@ pub(super) fn fill(
 
 /// Reads pages `first..first + n` (Loading) from the store into their
 /// frames: the pages it brought (fewer beyond the file's end). Pages the
-/// page cache holds are spliced into the memfd (`PageStore::fill`: new
-/// frames are not cleared first; `fill_ways.c` measures 1.25-1.4x the
-/// read into the pager's view) while no other read is in flight, the
-/// others read into the pager's view.
+/// page cache holds are spliced into the memfd (`PageStore::fill_or_read`:
+/// new frames are not cleared first; `fill_ways.c` measures 1.25-1.4x the
+/// read into the pager's view) while no other read is in flight (writes to
+/// the memfd take its inode's lock, so concurrent splices wait for each
+/// other where reads through the view do not: two application threads
+/// reading at random ran 0.76x with every fill spliced), the others read
+/// into the pager's view.
 fn read(sh: &Shared, first: u32, n: usize) -> std::io::Result<usize> {
     let t_read = Instant::now();
     let c = &sh.stats();
     let now = c.reads_in_flight.fetch_add(1, Relaxed) + 1;
     c.reads_in_flight_max.fetch_max(now, Relaxed);
-    let filled = if now == 1 {
-        splice_in(sh, first, n)
-    } else {
-        None
-    };
+    let (store, dst) = (sh.store(), sh.views().pager_addr(first));
+    let frames_off = (first as usize * PAGE) as u64;
     // SAFETY: the pages are Loading: no handler maps them and the
     // application cannot reach them until they are mapped.
-    let r = filled.unwrap_or_else(|| unsafe {
-        sh.store()
-            .read(first as usize, n, sh.views().pager_addr(first))
-    });
+    let r = unsafe {
+        if now == 1 {
+            store.fill_or_read(first as usize, n, dst, sh.views().memfd(), frames_off)
+        } else {
+            store.read(first as usize, n, dst)
+        }
+    };
     c.reads_in_flight.fetch_sub(1, Relaxed);
     c.read_latency.record(t_read.elapsed().as_nanos() as u64);
     r
-}
-
-/// Pages `first..first + n` spliced from the page cache into their frames
-/// (`PageStore::fill`), if the store can. Writes to the memfd take its
-/// inode's lock, so concurrent splices wait for each other where reads
-/// through the pager's view do not (two application threads reading at
-/// random: 0.76x the pages per second with every fill spliced): callers
-/// splice only while no other read is in flight.
-pub(super) fn splice_in(sh: &Shared, first: u32, n: usize) -> Option<std::io::Result<usize>> {
-    let frames_off = (first as usize * PAGE) as u64;
-    sh.store()
-        .fill(first as usize, n, sh.views().memfd(), frames_off)
 }
 
 /// Completes a fault's cluster `first..first + n` (or a piece of it read

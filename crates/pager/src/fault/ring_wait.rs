@@ -9,7 +9,6 @@ use crate::region_state::RegionState;
 use crate::shared::Shared;
 use crate::sys::PAGE;
 
-use super::load::splice_in;
 use super::windows::complete_window;
 
 /// Submits the reads of the windows issued for the ring under the lock.
@@ -39,7 +38,10 @@ pub(super) fn issue_queued(sh: &Shared) {
         // windows spliced here instead lost the worker's overlap, 0.85-0.94x).
         let alone = sh.stats().reads_in_flight.load(Relaxed) == 0;
         let filled = (!punt && alone)
-            .then(|| splice_in(sh, job.first, n))
+            .then(|| {
+                let frames_off = (first * PAGE) as u64;
+                sh.store().fill(first, n, sh.views().memfd(), frames_off)
+            })
             .flatten();
         if let Some(filled) = filled {
             let res = match filled {
