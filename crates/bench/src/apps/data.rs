@@ -37,6 +37,24 @@ impl DataCx {
     pub fn python(&self) -> &Path {
         self.python.as_deref().unwrap_or(Path::new("python3"))
     }
+
+    /// Makes `path` once ([`make_once`]) by running `script` with the Python interpreter,
+    /// given the temporary path and `args`; a failure is `app`'s.
+    pub fn make_with_python(
+        &self,
+        app: &'static str,
+        path: &Path,
+        what: &str,
+        script: &str,
+        args: &[u64],
+    ) -> Result<bool, BenchError> {
+        make_once(path, what, |tmp| {
+            let mut command = Command::new(self.python());
+            command.args(["-c", script]).arg(tmp);
+            command.args(args.iter().map(u64::to_string));
+            generate(app, &mut command).map(drop)
+        })
+    }
 }
 
 /// Creates `dir` if needed; refuses tmpfs (no disk to read from: the bench would measure

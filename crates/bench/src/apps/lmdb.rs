@@ -5,8 +5,6 @@
 //! LMDB advises for random access to a database larger than the memory: with read-ahead the
 //! kernel reads 128 KiB per fault and, in a small cgroup, thrashes (a 32M run read 437 GB).
 
-use std::process::Command;
-
 use super::app::{App, Workload};
 use super::data::{self, DataCx};
 use super::error::AppsError;
@@ -57,16 +55,13 @@ print(n, gets, s)
 pub fn prepare(cx: &DataCx, gets: usize) -> Result<Workload, BenchError> {
     let dir = cx.path("lmdb", VERSION, "");
     let entries = cx.memory * 2 / 4096 * PER_PAGE;
-    data::make_once(&dir, "the lmdb database", |tmp| {
-        data::generate(
-            "lmdb",
-            Command::new(cx.python())
-                .args(["-c", GENERATE])
-                .arg(tmp)
-                .args([entries, VALUE].map(|v| v.to_string())),
-        )
-        .map(drop)
-    })?;
+    cx.make_with_python(
+        "lmdb",
+        &dir,
+        "the lmdb database",
+        GENERATE,
+        &[entries, VALUE],
+    )?;
     let file = dir.join("data.mdb");
     let bytes = data::size_of(&file)?;
     if bytes < cx.memory * 3 / 2 {

@@ -3,8 +3,6 @@
 //! points per centroid. `--numpy-passes` passes; the centroids it ends with are printed (every
 //! row must print the same).
 
-use std::process::Command;
-
 use super::app::{App, Workload};
 use super::data::{self, DataCx};
 use super::error::AppsError;
@@ -60,16 +58,13 @@ print(n, passes, " ".join(str(int(v)) for v in counts), "%.3f" % float(np.abs(c)
 pub fn prepare(cx: &DataCx, passes: usize) -> Result<Workload, BenchError> {
     let path = cx.path("numpy", VERSION, ".f32");
     let points = cx.memory * 2 / (DIM * 4);
-    data::make_once(&path, "the numpy array", |tmp| {
-        data::generate(
-            "numpy",
-            Command::new(cx.python())
-                .args(["-c", GENERATE])
-                .arg(tmp)
-                .args([points, DIM, K].map(|v| v.to_string())),
-        )
-        .map(drop)
-    })?;
+    cx.make_with_python(
+        "numpy",
+        &path,
+        "the numpy array",
+        GENERATE,
+        &[points, DIM, K],
+    )?;
     let bytes = data::size_of(&path)?;
     if bytes != points * DIM * 4 {
         return Err(AppsError::Data {
