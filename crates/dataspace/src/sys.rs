@@ -121,6 +121,10 @@ struct Pipe {
     write: std::os::fd::OwnedFd,
     /// Bytes it holds at most.
     capacity: usize,
+    /// The process that made it: a child after `fork` inherits the
+    /// thread's pipe, and the two processes must not share it (one could
+    /// take the other's bytes, and the other then wait for them forever).
+    owner: u32,
 }
 
 impl Pipe {
@@ -148,6 +152,7 @@ impl Pipe {
             read,
             write,
             capacity: check(size)? as usize,
+            owner: std::process::id(),
         })
     }
 }
@@ -171,7 +176,7 @@ pub fn splice_range(
 ) -> io::Result<usize> {
     PIPE.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
+        if slot.as_ref().is_none_or(|p| p.owner != std::process::id()) {
             *slot = Some(Pipe::new()?);
         }
         let pipe = slot.as_ref().expect("made above");

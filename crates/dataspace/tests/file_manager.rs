@@ -322,3 +322,75 @@ fn test_file_fill_splices_cached_pages_into_frames_and_zeroes_past_the_end() {
     );
     FileManager.close(&id, s).unwrap();
 }
+
+/// A child forked by a thread that has filled frames keeps filling through a
+/// pipe of its own: the thread's pipe inherited from the parent is not used
+/// by both processes at once (one would take the other's pages, or wait
+/// forever for pages the other took). Parent and child each fill their own
+/// page, many times, at the same time, and check every byte.
+#[test]
+fn test_file_fill_in_a_forked_child_does_not_share_the_parents_pipe() {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::fd::AsFd;
+    const ROUNDS: usize = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    numbered_file(&p, 64);
+    std::fs::read(&p).unwrap();
+    let id = path_id(&p);
+    let s = FileManager.open(&id, Access::ReadOnly, None).unwrap();
+    // Fills pages `first..first + 16` into a frames file `ROUNDS` times,
+    // checking them each time: the first wrong page, or none.
+    let fill_and_check = move |first: usize| -> Result<(), String> {
+        let mut frames = tempfile::tempfile().map_err(|e| e.to_string())?;
+        let mut back = vec![0u8; 16 * PAGE];
+        for round in 0..ROUNDS {
+            match s.fill(first, 16, frames.as_fd(), 0) {
+                Some(Ok(16)) => {}
+                other => return Err(format!("round {round}: fill gave {other:?}")),
+            }
+            frames.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+            frames.read_exact(&mut back).map_err(|e| e.to_string())?;
+            for (k, page) in back.chunks(PAGE).enumerate() {
+                let want = (first + k + 1) as u8;
+                if let Some(b) = page.iter().find(|&&b| b != want) {
+                    return Err(format!("round {round}: page {} holds {b}", first + k));
+                }
+            }
+        }
+        Ok(())
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    // One thread makes its pipe, forks and goes on with it; the child is a
+    // copy of this thread. Not scoped: a hang must fail the test, not hold it.
+    std::thread::spawn(move || {
+        let made = fill_and_check(0);
+        // SAFETY: the child only fills and checks (its own allocations
+        // under glibc's fork-reset allocator), then leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = match fill_and_check(32) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("child: {e}");
+                    1
+                }
+            };
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        let parent = made.and_then(|()| fill_and_check(0));
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let _ = tx.send((parent, status));
+    });
+    let (parent, status) = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("parent and child filled within a minute (a hang shares a pipe)");
+    parent.expect("the parent's fills");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's fills failed (status {status:#x})"
+    );
+}

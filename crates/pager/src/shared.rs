@@ -13,7 +13,6 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Mutex;
 
-use crate::frame_table::State;
 use crate::lock::{Locked, RegionLock};
 use crate::stats::Counters;
 use crate::sys;
@@ -186,14 +185,6 @@ impl Shared {
     /// Locks the table and policy (`crate::lock`).
     pub fn lock(&self) -> Locked<'_> {
         self.frames().lock()
-    }
-
-    /// Waits until page `s` is in no transition state.
-    pub fn wait_stable<'a>(&'a self, mut g: Locked<'a>, s: u32) -> Locked<'a> {
-        while matches!(g.table.state(s), State::Loading | State::Evicting) {
-            g = self.wait(g);
-        }
-        g
     }
 
     /// Lets the lock go and waits for the next notification.

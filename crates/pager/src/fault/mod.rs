@@ -201,6 +201,12 @@ pub fn serve(sh: &Shared, addr: usize, flags: u64, stamp: u64, queued: bool) -> 
 /// (the waits let a switch through, `sharing`). `None`: the region is the
 /// file's mapping now, and the thread retries there. With `stall`, a page
 /// still being read ahead first moves the windows on (`windows::stall`).
+///
+/// A page read on the ring is reaped here, by this thread, after every wait:
+/// while it waited for another thread's read of the page, the page may have
+/// been evicted and issued again as a window on the ring, and in the
+/// faulting thread nobody else may be left to reap it (a writer hung so,
+/// the other thread done and joining it).
 fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<crate::lock::Locked<'_>> {
     let mut g = sh.lock();
     loop {
@@ -211,7 +217,11 @@ fn stable_while_paged(sh: &Shared, s: u32, stall_loading: bool) -> Option<crate:
         if stall_loading && g.table.state(s) == State::Loading {
             stall(sh, &mut g, s);
         }
-        g = sh.wait_stable(ring_wait(sh, g, s), s);
+        g = ring_wait(sh, g, s);
+        if matches!(g.table.state(s), State::Loading | State::Evicting) {
+            g = sh.wait(g);
+            continue;
+        }
         if sh.sharing().mode() == Mode::Paging {
             return Some(g);
         }
@@ -278,7 +288,9 @@ pub(super) fn serve_access(sh: &Shared, s: u32, flags: u64, stamp: u64, queued: 
             sh.views().wake(s, 1);
         }
         State::Absent => return load(sh, g, s, write, queued),
-        State::Loading | State::Evicting => unreachable!("wait_stable returned a transition"),
+        State::Loading | State::Evicting => {
+            unreachable!("stable_while_paged returned a transition")
+        }
     }
     Outcome::Served
 }
