@@ -7,6 +7,8 @@ use crate::sys::{self, OpenError, UffdAccess};
 
 #[path = "doctor_folios.rs"]
 mod folios;
+#[path = "doctor_footprint.rs"]
+mod footprint;
 
 /// How a check ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -132,6 +134,7 @@ pub fn run(path: Option<&std::path::Path>) -> Report {
     }
     checks.push(cgroup_check());
     checks.push(folios::folios_check());
+    checks.push(footprint::footprint_check(access.is_some()));
     Report {
         checks,
         uffd_access: access,

@@ -50,6 +50,7 @@ mod pool;
 mod prefetch;
 mod read_job;
 mod readahead;
+mod readers;
 mod region;
 mod region_map;
 mod region_state;

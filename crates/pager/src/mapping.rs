@@ -308,8 +308,7 @@ impl Region {
             in_thread,
             closed: false,
         };
-        let readers = threads::spawn_readers(&shared, fault_readers)?;
-        region.handlers.extend(readers);
+        threads::give_readers(&shared, fault_readers, in_thread)?;
         if in_thread {
             sigbus::register(shared)?;
             return Ok(region);

@@ -256,6 +256,7 @@ impl Region {
             }
             s.bookkeeping_bytes =
                 (g.table.bookkeeping_bytes() + self.shared.store().bookkeeping_bytes()) as u64;
+            s.reader_threads = g.readers.as_ref().map_or(0, |r| r.started()) as u64;
         }
         if self.shared.forked() {
             s.budget_frames = self.budget_frames as u64;
@@ -337,8 +338,14 @@ impl Region {
         // whichever thread makes it and whatever fault it was waiting for:
         // not SIGBUS once the faulting-thread handler stops serving.
         let _ = sys::protect_none(self.shared.views().app(), self.shared.views().map_len());
-        // Closing the channel stops the reader threads.
-        self.shared.lock().readers = None;
+        // Closing the channel stops the reader threads (joined below,
+        // without the lock they take).
+        let readers = self.shared.lock().readers.take();
+        self.handlers.extend(
+            readers
+                .map(crate::readers::Readers::close)
+                .unwrap_or_default(),
+        );
         if self.in_thread {
             sigbus::unregister(&self.shared);
         }

@@ -6,7 +6,6 @@ use pagepilot_policy::FaultKind;
 
 use crate::frame_table::FrameTable;
 use crate::policy_port::PolicyPort;
-use crate::read_job::ReadJob;
 
 /// Pages brought in by the last missing faults that a page evicted as
 /// recently may not evict in turn (`Shared::guard_refault`): more than the
@@ -28,7 +27,7 @@ pub struct RegionState {
     /// The prefetched windows: in flight, then pending until entered.
     pub prefetch: crate::prefetch::Prefetches,
     /// The region's reader threads, if it has any.
-    pub readers: Option<std::sync::mpsc::Sender<ReadJob>>,
+    pub readers: Option<crate::readers::Readers>,
     /// Eviction notifications, if a subscriber turned them on (`evictions`).
     pub evictions: Option<crate::evictions::EvictionQueue>,
 }

@@ -238,6 +238,9 @@ pub struct RegionStats {
     pub uffd_access: crate::sys::UffdAccess,
     /// Fault-handler threads.
     pub handler_threads: u64,
+    /// Reader threads started so far (they start as reads queue, up to a
+    /// limit; none for a region whose reads never did).
+    pub reader_threads: u64,
     /// The read-ahead in force: largest window, pages.
     pub readahead_max_pages: u64,
     /// The read-ahead in force: windows kept ahead (asynchronous only).

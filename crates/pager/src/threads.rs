@@ -1,50 +1,44 @@
 //! The region's threads: reader threads for windows read ahead (and fault
-//! reads), and the lone handler thread that blocks in `read` on the
+//! reads, `readers`), and the lone handler thread that blocks in `read` on the
 //! userfaultfd, with the doorbell that stops it.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::error::MapError;
 use crate::fault;
 use crate::lifecycle::spawn_service;
+use crate::readers::Readers;
 use crate::shared::Shared;
 use crate::sys::{self, PAGE};
 
-/// Starts the region's reader threads, if it needs any: one per prefetched
-/// window in flight (depth + 1 while the application waits for one, see
-/// `fault::windows::stall`) where no io_uring reads them, and
+/// Gives the region its reader threads (`Readers`), if it needs any: one
+/// per prefetched window in flight (depth + 1 while the application waits
+/// for one, see `fault::windows::stall`) where no io_uring reads them, and
 /// `fault_readers` for the reads of missing faults (each blocks in its own
-/// read).
-pub fn spawn_readers(
+/// read). Started as jobs come, but all at once for a region served in the
+/// faulting thread (its jobs are sent from a signal handler).
+pub fn give_readers(
     shared: &Arc<Shared>,
     fault_readers: usize,
-) -> Result<Vec<JoinHandle<()>>, MapError> {
+    in_thread: bool,
+) -> Result<(), MapError> {
     let windows = if shared.tuning().async_readahead && shared.ring().is_none() {
         shared.tuning().readahead_depth + 1
     } else {
         0
     };
-    let readers = windows.max(fault_readers);
-    let mut threads = Vec::new();
-    if readers == 0 {
-        return Ok(threads);
+    let max = windows.max(fault_readers);
+    if max == 0 {
+        return Ok(());
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    shared.lock().readers = Some(tx);
-    let rx = Arc::new(Mutex::new(rx));
-    for i in 0..readers {
-        let (sh, rx) = (shared.clone(), rx.clone());
-        let h = spawn_service(format!("pagepilot-read-{i}"), move || {
-            fault::run_reader(sh, rx)
-        })
-        .map_err(|source| MapError::Sys {
-            call: "thread spawn",
-            source,
-        })?;
-        threads.push(h);
-    }
-    Ok(threads)
+    let eager = if in_thread { max } else { 0 };
+    let readers = Readers::new(shared, max, eager).map_err(|source| MapError::Sys {
+        call: "thread spawn",
+        source,
+    })?;
+    shared.lock().readers = Some(readers);
+    Ok(())
 }
 
 /// Starts the region's handler threads waiting in epoll, one per entry of

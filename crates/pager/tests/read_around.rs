@@ -127,6 +127,9 @@ fn test_random_reads_under_a_full_budget_soon_read_single_pages() {
         read <= faults * 5 / 4,
         "{read} pages for {faults} faults: {s:?}"
     );
+    // One thread's faults never wait behind each other: no reader thread
+    // was started for them.
+    assert_eq!(s.reader_threads, 0, "{s:?}");
     region.unmap().unwrap();
 }
 
@@ -179,5 +182,8 @@ fn test_threads_faulting_together_are_served_within_the_budget() {
     assert_eq!(s.read_errors, 0, "{s:?}");
     assert_eq!(s.bytes_read, s.missing_faults * PAGE_SIZE as u64, "{s:?}");
     assert!(s.evictions > 0, "{s:?}");
+    // Readers start as faults queue, three at most (how many depends on
+    // the scheduler).
+    assert!(s.reader_threads <= 3, "{s:?}");
     region.unmap().unwrap();
 }

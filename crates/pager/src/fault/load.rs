@@ -61,8 +61,7 @@ pub(super) fn load(
         write,
         probe,
     };
-    let tx = g.readers.clone().filter(|_| hand_off);
-    let Some(tx) = tx.filter(|_| sh.store().has_data(s as usize)) else {
+    if !(hand_off && g.readers.is_some() && sh.store().has_data(s as usize)) {
         // The windows ahead are issued first, their victims chosen while
         // the policy does not know this cluster: an MRU-like policy would
         // otherwise give up the pages the application is about to use.
@@ -71,7 +70,7 @@ pub(super) fn load(
         }
         g.table.begin_load(first, n);
         return fill(sh, g, first, n, cause, None);
-    };
+    }
     // A reader thread reads and maps the cluster (waking the faulting
     // thread); this handler goes on with the next fault.
     g.table.begin_load(first, n);
@@ -82,7 +81,7 @@ pub(super) fn load(
         cause,
         victims,
     };
-    match tx.send(job) {
+    match g.readers.as_mut().expect("checked above").send(job) {
         Ok(()) => {
             if sequential {
                 prefetch_ahead(sh, &mut g, 0);
@@ -118,10 +117,9 @@ fn read_around_in_pieces(
 ) -> (u32, usize, bool) {
     // Fills that overlap are for reader threads of faults' reads only
     // (policy programs get none).
-    let tx = g.readers.clone();
-    let Some(tx) = tx.filter(|_| sh.tuning().fault_reads != FaultReads::Handler) else {
+    if g.readers.is_none() || sh.tuning().fault_reads == FaultReads::Handler {
         return (first, n, probe);
-    };
+    }
     let window = g.readahead.window();
     if !probe || window <= AROUND_PIECE {
         return (first, n, probe);
@@ -163,7 +161,8 @@ fn read_around_in_pieces(
             },
             victims: Vec::new(),
         };
-        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+        let sent = g.readers.as_mut().expect("checked above").send(job);
+        if let Err(std::sync::mpsc::SendError(job)) = sent {
             // No reader left (cannot happen while the sender lives): the
             // piece stays absent, for a fault of its own.
             g.table.abort_load(job.first, job.pages);

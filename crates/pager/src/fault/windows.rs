@@ -78,8 +78,8 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
     }
     // Windows go to the ring where there is one (reader threads may be
     // there for faults' reads only).
-    let tx = g.readers.clone().filter(|_| sh.ring().is_none());
-    if tx.is_none() && sh.ring().is_none() {
+    let to_readers = g.readers.is_some() && sh.ring().is_none();
+    if !to_readers && sh.ring().is_none() {
         return;
     }
     let w = g.readahead.window().max(1);
@@ -99,8 +99,8 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
             cause: Cause::Prefetch(g.prefetch.next_ticket()),
             victims,
         };
-        let sent = match &tx {
-            Some(tx) => tx.send(job),
+        let sent = match g.readers.as_mut().filter(|_| to_readers) {
+            Some(readers) => readers.send(job),
             None => {
                 // Evicted for and submitted after the lock is released.
                 g.prefetch.queue(job);
@@ -137,6 +137,7 @@ pub(super) fn wait_turn<'a>(
 pub fn run_reader(
     shared: Arc<Shared>,
     rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<ReadJob>>>,
+    outstanding: &std::sync::atomic::AtomicUsize,
 ) {
     sys::block_async_signals();
     loop {
@@ -154,6 +155,7 @@ pub fn run_reader(
             job.cause,
             Some(job.victims),
         );
+        outstanding.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
