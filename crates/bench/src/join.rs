@@ -132,6 +132,10 @@ pub struct PolicyResult {
     pub minor_faults: u64,
     /// Median bytes read from the device.
     pub bytes_read: u64,
+    /// pagepilot rows: bytes read from the device beyond the page-ins (the
+    /// program's own text and libraries read again when the memory left
+    /// beside the frames is too small to keep them).
+    pub read_beyond_page_ins: Option<u64>,
     /// The paper's analytic faults for this policy (LRU and MRU only).
     pub analytic_faults: Option<u64>,
     /// Measured faults / analytic faults.
@@ -406,6 +410,8 @@ pub fn measure(
                     faults: med.faults,
                     minor_faults: med.minor_faults,
                     bytes_read: med.bytes_read,
+                    read_beyond_page_ins: pagepilot
+                        .then(|| med.bytes_read.saturating_sub(med.faults * PAGE as u64)),
                     analytic_faults: analytic,
                     faults_vs_analytic: analytic
                         .map(|a| ratio(med.faults as f64, a as f64).unwrap_or(0.0)),
@@ -506,7 +512,7 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             .fold(12, usize::max);
         writeln!(
             out,
-            "  {:<w$} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>18} {:>20}",
+            "  {:<w$} {:>6} {:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>8} {:>18} {:>20}",
             "policy",
             "window",
             "elapsed ms",
@@ -515,6 +521,7 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             "meas/analyt",
             "formula",
             "MB read",
+            "beyond",
             "speedup vs kernel",
             "per round [range]"
         )?;
@@ -525,7 +532,7 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
             let text = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
             writeln!(
                 out,
-                "  {:<w$} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>18} {:>20}",
+                "  {:<w$} {:>6} {:>11.1} {:>10} {:>10} {:>12} {:>10} {:>10.1} {:>8} {:>18} {:>20}",
                 p.label,
                 text(p.window.map(|w| w.to_string())),
                 p.elapsed_ms,
@@ -534,6 +541,10 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
                 opt(p.faults_vs_analytic, ""),
                 text(p.window_formula_faults.map(|f| f.to_string())),
                 p.bytes_read as f64 / MB as f64,
+                text(
+                    p.read_beyond_page_ins
+                        .map(|b| format!("{:.1}", b as f64 / MB as f64))
+                ),
                 opt(p.speedup_vs_kernel, "x"),
                 text(
                     p.speedup_per_round
@@ -548,7 +559,8 @@ pub fn print_text(r: &JoinReport, out: &mut dyn Write) -> std::io::Result<()> {
         "\nfaults: pagepilot page-ins; kernel: major faults (its read-ahead maps many pages \
          per fault).\nwindow: k pages x D windows ahead (D = 0: synchronous). formula: MRU's \
          page-ins with the windows' frames outside its resident set,\n\
-         O + (O-M+(D+1)k)(Loop-1). speedup: kernel time / policy time, of the medians; \
+         O + (O-M+(D+1)k)(Loop-1). beyond: MB read beyond the page-ins (the program's own \
+         text read again).\nspeedup: kernel time / policy time, of the medians; \
          per round: its median over the rounds (each round runs every row back to back).\n\
          defaults: the region mapped through the public API with no option but the policy \
          (what a user gets), (C API): the same from a C program through pp_map_file; the \
