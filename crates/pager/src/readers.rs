@@ -49,14 +49,17 @@ impl Readers {
     }
 
     /// Hands `job` to a reader, starting one if every reader is busy and
-    /// the limit allows. Given back if no reader runs nor can be started.
+    /// the limit allows. Given back if no reader runs nor can be started
+    /// (the caller reads it itself).
     pub fn send(&mut self, job: ReadJob) -> Result<(), SendError<ReadJob>> {
         let outstanding = self.outstanding.fetch_add(1, SeqCst) + 1;
         if outstanding > self.threads.len() && self.threads.len() < self.max {
             // A reader that cannot be started leaves the job to the others.
             let _ = self.start_one();
         }
-        if self.threads.is_empty() {
+        // The channel outlives the readers (kept to start more): one whose
+        // readers all ended would take the job and never read it.
+        if self.threads.iter().all(JoinHandle::is_finished) {
             self.outstanding.fetch_sub(1, SeqCst);
             return Err(SendError(job));
         }
