@@ -11,7 +11,9 @@
  * Services: def (the defaults: a handler kept to each CPU), fa1 (the same,
  * one page per fault), lone (one handler thread per application thread,
  * handler_threads = threads: a lone blocking handler at 1 thread), two (two
- * floating handlers), ft (the faulting thread, one page per fault), kern. */
+ * floating handlers), ft (the faulting thread, one page per fault), kern.
+ * Each row ends with the most reads any run of a service had in flight
+ * (`reads_in_flight_max`), in the order of the columns. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -32,6 +34,8 @@ static const int THREADS[3] = {1, 2, 4};
 static volatile unsigned char *base;
 static size_t pages;
 static int ops_per;
+/* The region's reads in flight at most, in the last run (0 for kern). */
+static unsigned inflight;
 
 static double now(void) {
     struct timespec t;
@@ -84,7 +88,14 @@ static double run(const char *path, int service, int threads, int ops, size_t bu
     for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, reader, (void *)(uintptr_t)(i + 1));
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
     double rate = ops_per * threads / (now() - t0);
-    if (r && pp_unmap(r) != 0) { fprintf(stderr, "pp_unmap failed\n"); exit(1); }
+    inflight = 0;
+    if (r) {
+        static char stats[16384];
+        const char *key = "\"reads_in_flight_max\":";
+        if (pp_stats_json(r, stats, sizeof stats) > 0 && strstr(stats, key))
+            inflight = (unsigned)atoi(strstr(stats, key) + strlen(key));
+        if (pp_unmap(r) != 0) { fprintf(stderr, "pp_unmap failed\n"); exit(1); }
+    }
     if (m) munmap(m, len);
     close(fd);
     return rate;
@@ -104,12 +115,14 @@ int main(int argc, char **argv) {
     size_t budget = (size_t)atoi(argv[2]) << 20;
     int ops = atoi(argv[3]), rounds = atoi(argv[4]);
     static double rate[3][SERVICES][MAX_ROUNDS];
+    static unsigned most[3][SERVICES];
     for (int k = 0; k < rounds; k++)
         for (int t = 0; t < 3; t++)
             for (int s = 0; s < SERVICES; s++) {
                 /* Odd rounds run the services in reverse order. */
                 int service = k % 2 ? SERVICES - 1 - s : s;
                 rate[t][service][k] = run(argv[1], service, THREADS[t], ops, budget);
+                if (inflight > most[t][service]) most[t][service] = inflight;
             }
     printf("threads");
     for (int s = 0; s < SERVICES; s++) printf(" %12s", NAMES[s]);
@@ -122,6 +135,8 @@ int main(int argc, char **argv) {
         }
         printf("%7d", THREADS[t]);
         for (int s = 0; s < SERVICES; s++) printf(" %6.0f[%.2f]", med[s], med[s] / med[SERVICES - 1]);
+        printf("   reads in flight at most:");
+        for (int s = 0; s < SERVICES - 1; s++) printf(" %u", most[t][s]);
         printf("\n");
     }
     return 0;
