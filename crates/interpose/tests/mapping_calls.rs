@@ -106,12 +106,14 @@ mod harness {
             }
             if start.elapsed() > WATCHDOG {
                 let pgid = child.id() as libc::pid_t;
+                // Where every thread stands, before the kill.
+                let stacks = pagepilot_testkit::hang::report(pgid);
                 // SAFETY: kill(2) of the process group the child leads; no memory is involved.
                 unsafe { libc::kill(-pgid, libc::SIGKILL) };
                 let _ = child.wait();
                 panic!(
                     "{label} run of {command:?} still running after {WATCHDOG:?}: killed (a hang)\n\
-                     --- stdout\n{}--- stderr\n{}",
+                     --- stdout\n{}--- stderr\n{}--- where it hung\n{stacks}",
                     read(&stdout),
                     read(&stderr)
                 );

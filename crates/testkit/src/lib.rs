@@ -2,12 +2,13 @@
 //! deterministic generator, threads hammering a region with random reads
 //! and writes checked against a shadow copy, and a test body run in a
 //! child process (for signals and exits), and the userfaultfd device
-//! granted to a group (`device`), and where the tests of `pagepilot run`
-//! find it (`run`). Test support only.
+//! granted to a group (`device`), where the tests of `pagepilot run` find
+//! it (`run`), and where a hung program stands (`hang`). Test support only.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod device;
+pub mod hang;
 pub mod run;
 
 /// xorshift64*: a small deterministic generator.

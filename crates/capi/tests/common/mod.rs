@@ -167,7 +167,7 @@ pub fn run_watched(
         tick(&mut child);
         if start.elapsed() > watchdog {
             // Where every thread of the group stands, before the kill.
-            let report = hang_report(pgid);
+            let report = pagepilot_testkit::hang::report(pgid);
             let _ = std::fs::write(dir.file("hang.txt"), report);
             kill_group(pgid);
             let _ = child.wait();
@@ -188,52 +188,4 @@ pub fn run_watched(
         pgid,
         output,
     }
-}
-
-/// The processes of group `pgid`, and for each thread its name, state,
-/// kernel wait channel and kernel stack (`/proc`), then its user stack
-/// (`gdb`, where installed): what a hang report needs to name its cause.
-pub fn hang_report(pgid: i32) -> String {
-    let mut report = String::new();
-    for pid in group_members(pgid) {
-        report += &format!("process {pid}\n");
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten();
-        for task in tasks.flatten() {
-            let path = task.path();
-            let read = |name: &str| std::fs::read_to_string(path.join(name)).unwrap_or_default();
-            report += &format!(
-                "  thread {} ({}) wchan {}\n{}",
-                task.file_name().to_string_lossy(),
-                read("comm").trim(),
-                read("wchan"),
-                read("stack")
-            );
-        }
-        let gdb = Command::new("timeout")
-            .args(["20", "gdb", "-p", &pid.to_string(), "-batch", "-nx"])
-            .args(["-ex", "thread apply all bt 30"])
-            .stdin(std::process::Stdio::null())
-            .output();
-        match gdb {
-            Ok(out) => report += &String::from_utf8_lossy(&out.stdout),
-            Err(e) => report += &format!("  (no gdb: {e})\n"),
-        }
-    }
-    report
-}
-
-/// The pids whose process group is `pgid`.
-fn group_members(pgid: i32) -> Vec<i32> {
-    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
-    entries
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // "pid (comm) state ppid pgrp ...": comm may hold spaces.
-            let after = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
-            after.split_whitespace().nth(2).and_then(|g| g.parse().ok()) == Some(pgid)
-        })
-        .collect()
 }
