@@ -2,7 +2,8 @@
 //! cannot reclaim (shared memory, no swap): a budget that leaves the
 //! program too little gets it killed where the kernel's page cache would
 //! have shrunk. So the default is half of what the cgroup's limit leaves
-//! beside the memory the kernel cannot reclaim (anonymous and shared) when
+//! beside the memory the kernel cannot reclaim (anonymous and shared, and
+//! mapped files: `MemoryCgroup::unreclaimable`) when
 //! the program's first file is taken over; the other half is left for the
 //! program's growth and for the page cache (its libraries, the files
 //! pagepilot does not page). Without a limit: a quarter of the machine's

@@ -52,6 +52,15 @@ impl Report {
     }
 }
 
+/// The value of field `name` in a `/proc/<pid>/status` text, its unit
+/// left on (`"1200 kB"`).
+fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
 fn check(name: &'static str, state: State, detail: String, fix: Option<String>) -> Check {
     Check {
         name,
@@ -195,11 +204,7 @@ fn device_check() -> Check {
 fn seccomp_check(access: Option<UffdAccess>) -> Check {
     let name = "seccomp";
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let mode = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Seccomp:"))
-        .map(str::trim)
-        .unwrap_or("?");
+    let mode = status_field(&status, "Seccomp").unwrap_or("?");
     // User-mode-only is open to every user: refused too, a filter is the likely cause.
     let state = if access.is_none() {
         State::Fail

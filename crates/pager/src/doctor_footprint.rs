@@ -21,8 +21,7 @@ pub(super) struct Status {
 /// The fields of a `/proc/<pid>/status` text; a field missing reads 0.
 pub(super) fn parse_status(text: &str) -> Status {
     let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        super::status_field(text, name)
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .unwrap_or(0)
     };

@@ -63,9 +63,8 @@ impl Readers {
             self.outstanding.fetch_sub(1, SeqCst);
             return Err(SendError(job));
         }
-        self.tx.send(job).inspect_err(|_| {
-            self.outstanding.fetch_sub(1, SeqCst);
-        })
+        // Cannot fail: this type holds the receiving end.
+        self.tx.send(job)
     }
 
     /// Closes the channel: the readers finish the jobs sent and return.

@@ -78,8 +78,8 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
     }
     // Windows go to the ring where there is one (reader threads may be
     // there for faults' reads only).
-    let to_readers = g.readers.is_some() && sh.ring().is_none();
-    if !to_readers && sh.ring().is_none() {
+    let to_readers = sh.ring().is_none();
+    if to_readers && g.readers.is_none() {
         return;
     }
     let w = g.readahead.window().max(1);
