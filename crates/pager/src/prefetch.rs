@@ -7,19 +7,29 @@
 use std::collections::VecDeque;
 
 use crate::read_job::ReadJob;
+use crate::readahead::StreamId;
 
 /// A window: its first page and its pages.
 pub type Window = (u32, usize);
 
-/// The prefetched windows of a region.
+/// A window read ahead of stream `stream`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ahead {
+    /// The window.
+    pub window: Window,
+    /// The sequence it was read ahead of.
+    pub stream: StreamId,
+}
+
+/// The prefetched windows of a region, of every stream it follows.
 #[derive(Default)]
 pub struct Prefetches {
     /// Windows read but not entered by the application yet, in ticket
     /// order: their pages are Resident and PENDING.
-    pending: VecDeque<Window>,
+    pending: VecDeque<Ahead>,
     /// Windows issued but not accounted yet, in ticket order: their pages
     /// are Loading.
-    inflight: VecDeque<Window>,
+    inflight: VecDeque<Ahead>,
     /// Windows issued for the ring under the lock, whose victims are
     /// evicted and reads submitted once it is released.
     queued: Vec<ReadJob>,
@@ -30,29 +40,41 @@ pub struct Prefetches {
 }
 
 impl Prefetches {
-    /// Windows ahead of the application: read or being read.
+    /// Windows ahead of the application, of every stream: read or being
+    /// read.
     pub fn ahead(&self) -> usize {
         self.pending.len() + self.inflight.len()
     }
 
-    /// Windows read and not entered yet.
-    pub fn pending(&self) -> usize {
-        self.pending.len()
+    /// Windows of `stream` read or being read from past page `s` on: the
+    /// ones its application thread has not reached.
+    pub fn ahead_of(&self, stream: StreamId, s: u32) -> usize {
+        self.all()
+            .filter(|a| a.stream == stream && a.window.0 > s)
+            .count()
     }
 
-    /// The position among the pending windows of the one holding page `s`.
-    pub fn pending_index(&self, s: u32) -> Option<usize> {
-        self.pending.iter().position(|&w| holds(w, s))
+    /// Windows of `stream` read or being read up to page `s`: the ones its
+    /// application thread is in or has passed.
+    pub fn reached(&self, stream: StreamId, s: u32) -> usize {
+        self.all()
+            .filter(|a| a.stream == stream && a.window.0 <= s)
+            .count()
     }
 
-    /// The position among the windows in flight of the one holding page `s`.
-    pub fn inflight_index(&self, s: u32) -> Option<usize> {
-        self.inflight.iter().position(|&w| holds(w, s))
+    /// The stream of the window read and not entered that holds page `s`.
+    pub fn pending_stream(&self, s: u32) -> Option<StreamId> {
+        holding(&self.pending, s)
+    }
+
+    /// The stream of the window in flight that holds page `s`.
+    pub fn inflight_stream(&self, s: u32) -> Option<StreamId> {
+        holding(&self.inflight, s)
     }
 
     /// The oldest window in flight (the next to be accounted).
     pub fn oldest_in_flight(&self) -> Option<Window> {
-        self.inflight.front().copied()
+        self.inflight.front().map(|a| a.window)
     }
 
     /// The ticket the next window issued gets.
@@ -60,10 +82,14 @@ impl Prefetches {
         self.issued
     }
 
-    /// Window `(first, pages)` was issued with [`Prefetches::next_ticket`].
-    pub fn issued(&mut self, first: u32, pages: usize) {
+    /// Window `(first, pages)` of `stream` was issued with
+    /// [`Prefetches::next_ticket`].
+    pub fn issued(&mut self, first: u32, pages: usize, stream: StreamId) {
         self.issued += 1;
-        self.inflight.push_back((first, pages));
+        self.inflight.push_back(Ahead {
+            window: (first, pages),
+            stream,
+        });
     }
 
     /// Whether the window of `ticket` is the next to be accounted.
@@ -77,23 +103,35 @@ impl Prefetches {
     }
 
     /// Accounts the oldest window in flight (its read ended): returns it.
-    pub fn account(&mut self) -> Option<Window> {
-        let w = self.inflight.pop_front()?;
+    pub fn account(&mut self) -> Option<Ahead> {
+        let a = self.inflight.pop_front()?;
         self.done += 1;
-        Some(w)
+        Some(a)
     }
 
-    /// Window `(first, pages)`, read, waits for the application to enter it.
-    pub fn read(&mut self, first: u32, pages: usize) {
+    /// Window `a`, accounted, brought its first `pages` pages: they wait
+    /// for the application to enter them.
+    pub fn read(&mut self, a: Ahead, pages: usize) {
         if pages > 0 {
-            self.pending.push_back((first, pages));
+            self.pending.push_back(Ahead {
+                window: (a.window.0, pages),
+                ..a
+            });
         }
     }
 
-    /// Takes the oldest pending window (entered, skipped or settled: its
-    /// pages go to the policy).
-    pub fn take_pending(&mut self) -> Option<Window> {
-        self.pending.pop_front()
+    /// Takes the pending windows `which` picks, in ticket order (entered,
+    /// skipped or settled: their pages go to the policy).
+    pub fn take_pending(&mut self, which: impl Fn(&Ahead) -> bool) -> Vec<Window> {
+        let mut taken = Vec::new();
+        self.pending.retain(|a| {
+            let take = which(a);
+            if take {
+                taken.push(a.window);
+            }
+            !take
+        });
+        taken
     }
 
     /// Queues `job` for the ring, submitted once the lock is released.
@@ -105,11 +143,16 @@ impl Prefetches {
     pub fn take_queued(&mut self) -> Vec<ReadJob> {
         std::mem::take(&mut self.queued)
     }
+
+    fn all(&self) -> impl Iterator<Item = &Ahead> {
+        self.pending.iter().chain(self.inflight.iter())
+    }
 }
 
-/// Whether window `(first, pages)` holds page `s`.
-fn holds((first, pages): Window, s: u32) -> bool {
-    (first..first + pages as u32).contains(&s)
+/// The stream of the window of `windows` that holds page `s`.
+fn holding(windows: &VecDeque<Ahead>, s: u32) -> Option<StreamId> {
+    let held = |&(first, pages): &Window| (first..first + pages as u32).contains(&s);
+    windows.iter().find(|a| held(&a.window)).map(|a| a.stream)
 }
 
 #[cfg(test)]
@@ -120,29 +163,58 @@ mod tests {
     fn test_windows_are_accounted_in_ticket_order_then_pending_until_taken() {
         let mut p = Prefetches::default();
         assert_eq!(p.next_ticket(), 0);
-        p.issued(10, 4);
-        p.issued(14, 8);
+        p.issued(10, 4, 1);
+        p.issued(14, 8, 1);
         assert_eq!(
-            (p.ahead(), p.inflight_index(15), p.inflight_index(9)),
+            (p.ahead(), p.inflight_stream(15), p.inflight_stream(9)),
             (2, Some(1), None)
         );
         assert!(p.is_turn(0) && !p.is_turn(1));
-        assert_eq!(p.account(), Some((10, 4)));
-        p.read(10, 4);
+        let a = p.account().unwrap();
+        assert_eq!(a.window, (10, 4));
+        p.read(a, 4);
         assert!(p.is_turn(1));
         assert_eq!(
-            (p.pending(), p.pending_index(13), p.oldest_in_flight()),
-            (1, Some(0), Some((14, 8)))
+            (p.ahead(), p.pending_stream(13), p.oldest_in_flight()),
+            (2, Some(1), Some((14, 8)))
         );
-        assert_eq!(p.account(), Some((14, 8)));
-        p.read(14, 0);
+        let b = p.account().unwrap();
+        assert_eq!(b.window, (14, 8));
+        p.read(b, 0);
         assert_eq!(
-            p.pending(),
-            1,
+            (p.ahead(), p.pending_stream(15)),
+            (1, None),
             "a window that brought nothing is not pending"
         );
-        assert_eq!(p.take_pending(), Some((10, 4)));
+        assert_eq!(p.take_pending(|_| true), vec![(10, 4)]);
         assert_eq!((p.ahead(), p.account()), (0, None));
         assert_eq!(p.next_ticket(), 2);
+    }
+
+    #[test]
+    fn test_each_stream_counts_and_gives_up_only_its_own_windows() {
+        let mut p = Prefetches::default();
+        // Two threads streaming their own halves: windows interleaved.
+        for (first, stream) in [(0, 1), (1000, 2), (8, 1), (1008, 2), (16, 1)] {
+            p.issued(first, 8, stream);
+        }
+        for _ in 0..4 {
+            let a = p.account().unwrap();
+            p.read(a, 8);
+        }
+        assert_eq!((p.ahead_of(1, 3), p.ahead_of(2, 3)), (2, 2));
+        assert_eq!((p.ahead_of(1, 9), p.ahead_of(2, 1003)), (1, 1));
+        assert_eq!(
+            (p.reached(1, 9), p.reached(2, 1003), p.reached(2, 999)),
+            (2, 1, 0)
+        );
+        assert_eq!(p.pending_stream(1010), Some(2));
+        // Stream 1 enters its second window: its first two go, stream 2's stay.
+        assert_eq!(
+            p.take_pending(|a| a.stream == 1 && a.window.0 <= 9),
+            vec![(0, 8), (8, 8)]
+        );
+        assert_eq!((p.ahead(), p.ahead_of(2, 0)), (3, 2));
+        assert_eq!(p.inflight_stream(20), Some(1));
     }
 }

@@ -65,9 +65,15 @@ impl Plan {
     }
 }
 
+/// Names a sequence of faults: the windows read ahead of it carry it
+/// (`prefetch.rs`), so that each stream keeps its own windows in flight.
+pub(crate) type StreamId = u32;
+
 /// One sequence of faults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stream {
+    /// Its name; 0 for no sequence.
+    id: StreamId,
     /// The page after its last clustered read: a fault there continues it.
     next: u32,
     /// Its read-ahead window, pages.
@@ -78,6 +84,7 @@ struct Stream {
 
 /// No sequence yet: no fault continues it.
 const NO_STREAM: Stream = Stream {
+    id: 0,
     next: u32::MAX,
     window: 1,
     confirmed: false,
@@ -98,6 +105,8 @@ pub(crate) struct ReadAhead {
     around: ReadAround,
     /// What the application said of its accesses (`madvise`).
     advice: Advice,
+    /// The last stream id handed out.
+    last_id: StreamId,
 }
 
 /// What an application says of its accesses to a region, as `madvise`'s
@@ -121,6 +130,7 @@ impl ReadAhead {
             others: [NO_STREAM; STREAMS],
             around,
             advice: Advice::Normal,
+            last_id: 0,
         }
     }
 
@@ -228,6 +238,36 @@ impl ReadAhead {
         self.current.window
     }
 
+    /// The current sequence's name (0: none yet).
+    pub(crate) fn stream(&self) -> StreamId {
+        self.current.id
+    }
+
+    /// The other sequences followed (0 where none is).
+    pub(crate) fn others(&self) -> [StreamId; STREAMS] {
+        self.others.map(|o| o.id)
+    }
+
+    /// Makes sequence `id` the current one, as a fault continuing it would
+    /// (the application entered one of its windows); false if it is no
+    /// longer followed.
+    pub(crate) fn resume(&mut self, id: StreamId) -> bool {
+        if id == 0 {
+            return false;
+        }
+        if self.current.id == id {
+            return true;
+        }
+        let Some(found) = self.others.iter().position(|o| o.id == id) else {
+            return false;
+        };
+        let taken = self.others[found];
+        self.others.copy_within(0..found, 1);
+        self.others[0] = self.current;
+        self.current = taken;
+        true
+    }
+
     /// Whether the current sequence has been continued at least once
     /// (windows are read ahead of it).
     pub(crate) fn confirmed(&self) -> bool {
@@ -267,6 +307,8 @@ impl ReadAhead {
                 taken.confirmed
             }
             None => {
+                self.last_id = self.last_id.wrapping_add(1).max(1);
+                self.current.id = self.last_id;
                 self.current.confirmed = false;
                 false
             }

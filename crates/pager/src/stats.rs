@@ -107,6 +107,7 @@ pub struct Counters {
     pub(crate) probe_hits: AtomicU64,
     pub(crate) reads_in_flight: AtomicU64,
     pub(crate) reads_in_flight_max: AtomicU64,
+    pub(crate) windows_ahead_max: AtomicU64,
     pub(crate) zero_around_pages: AtomicU64,
     pub(crate) minor_faults: AtomicU64,
     pub(crate) wp_faults: AtomicU64,
@@ -152,6 +153,9 @@ pub struct RegionStats {
     /// The most reads of missing faults' clusters in flight at once (several
     /// application threads faulting together: see `FaultReads`).
     pub reads_in_flight_max: u64,
+    /// The most windows read ahead of the application at once, of all the
+    /// sequences it streams (each keeps `readahead_depth` of its own).
+    pub windows_ahead_max: u64,
     /// Of `missing_faults`, pages zero-filled ahead of the faulting page in
     /// clusters along a stream of first touches (`zero_around_max_pages`).
     pub zero_around_pages: u64,
@@ -270,6 +274,7 @@ impl Counters {
             readahead_pages: l(&self.readahead_pages),
             probe_hits: l(&self.probe_hits),
             reads_in_flight_max: l(&self.reads_in_flight_max),
+            windows_ahead_max: l(&self.windows_ahead_max),
             zero_around_pages: l(&self.zero_around_pages),
             minor_faults: l(&self.minor_faults),
             wp_faults: l(&self.wp_faults),

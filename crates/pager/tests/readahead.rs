@@ -247,3 +247,34 @@ fn test_two_parts_read_in_turn_each_keep_their_window() {
     assert!(s.fault_events < pages as u64 / 16, "{s:?}");
     region.unmap().unwrap();
 }
+
+/// Two sequences read in turn, with room for both: each keeps its own
+/// windows ahead (`readahead_depth` of them), so more windows are read
+/// ahead at once than one sequence's depth, as the kernel keeps each
+/// stream's read-ahead in flight.
+#[test]
+fn test_each_sequence_keeps_its_own_windows_ahead() {
+    let d = Scratch::new("readahead-depths");
+    let path = d.file("data");
+    let pages = 8192;
+    let data = random_file(&path, pages * PAGE_SIZE, 16);
+    let region = Region::map_file(&path, false, pages * PAGE_SIZE, "clock").unwrap();
+    for i in 0..pages / 2 {
+        for p in [i, pages / 2 + i] {
+            let at = p * PAGE_SIZE + 5;
+            // SAFETY: inside the region.
+            let v = unsafe { region.as_ptr().add(at).read_volatile() };
+            assert_eq!(v, data[at], "page {p}");
+        }
+    }
+    let s = region.stats();
+    println!("{}", region.stats_json());
+    assert!(s.async_readahead && s.readahead_depth >= 2, "{s:?}");
+    assert!(
+        s.windows_ahead_max > s.readahead_depth as u64,
+        "two sequences, {} windows ahead at most: {s:?}",
+        s.windows_ahead_max
+    );
+    assert!(s.fault_events < pages as u64 / 16, "{s:?}");
+    region.unmap().unwrap();
+}

@@ -46,10 +46,13 @@ pub(super) fn load(
         zero_fill(sh, g, s, n, write);
         return Outcome::Served;
     }
-    // A missing fault means the application is not inside prefetched
-    // windows: the ones it skipped become the policy's (and evictable).
-    let all = g.prefetch.pending();
-    hand_over(&mut g, all);
+    // A missing fault means this sequence's thread is not inside its
+    // prefetched windows: the ones it skipped become the policy's (and
+    // evictable), as do those of sequences no longer followed.
+    let (stream, others) = (g.readahead.stream(), g.readahead.others());
+    hand_over(&mut g, |a| {
+        a.stream == stream || !others.contains(&a.stream)
+    });
     let hand_off = match sh.tuning().fault_reads {
         FaultReads::Handler => false,
         FaultReads::Readers => true,
@@ -66,7 +69,7 @@ pub(super) fn load(
         // the policy does not know this cluster: an MRU-like policy would
         // otherwise give up the pages the application is about to use.
         if sequential {
-            prefetch_ahead(sh, &mut g, 0);
+            prefetch_ahead(sh, &mut g, s);
         }
         g.table.begin_load(first, n);
         return fill(sh, g, first, n, cause, None);
@@ -84,7 +87,7 @@ pub(super) fn load(
     match g.readers.as_mut().expect("checked above").send(job) {
         Ok(()) => {
             if sequential {
-                prefetch_ahead(sh, &mut g, 0);
+                prefetch_ahead(sh, &mut g, s);
             }
             Outcome::Served
         }
@@ -237,9 +240,12 @@ pub(super) fn fill(
     let mut g = sh.lock();
     let outcome = if let Cause::Prefetch(ticket) = cause {
         g = wait_turn(sh, g, ticket);
-        g.prefetch.account();
+        let window = g
+            .prefetch
+            .account()
+            .expect("a window in flight has its turn");
         sh.finish_evictions(&mut g, &victims, &failed);
-        complete_window(sh, &mut g, first, n, read);
+        complete_window(sh, &mut g, window, read);
         Outcome::Served
     } else {
         sh.finish_evictions(&mut g, &victims, &failed);

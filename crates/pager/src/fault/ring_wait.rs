@@ -75,7 +75,7 @@ pub(super) fn issue_queued(sh: &Shared) {
 /// Whether page `s` waits for the ring: Loading in a prefetched window in
 /// flight.
 pub(super) fn waits_for_ring(g: &RegionState, s: u32) -> bool {
-    g.table.state(s) == State::Loading && g.prefetch.inflight_index(s).is_some()
+    g.table.state(s) == State::Loading && g.prefetch.inflight_stream(s).is_some()
 }
 
 /// Reaps and completes the ring's windows until page `s` no longer waits
@@ -116,7 +116,7 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut RegionState) {
             return;
         };
         drop(r);
-        g.prefetch.account();
+        let window = g.prefetch.account().expect("the oldest window in flight");
         let want = n * PAGE;
         // Whole pages the read brought; the rest (end of file, or the
         // kernel stopped early) is read here, as `PageStore::read` would.
@@ -135,6 +135,6 @@ pub(super) fn complete_ready(sh: &Shared, g: &mut RegionState) {
             }
             .map(|have| whole + have);
         }
-        complete_window(sh, g, first, n, read);
+        complete_window(sh, g, window, read);
     }
 }

@@ -8,6 +8,7 @@ use pagepilot_policy::FaultKind;
 
 use crate::frame_table::{State, PENDING, REFERENCED};
 use crate::lock::Locked;
+use crate::prefetch::Ahead;
 use crate::read_job::{Cause, ReadJob};
 use crate::region_state::RegionState;
 use crate::shared::Shared;
@@ -17,21 +18,28 @@ use crate::sys::{self, PAGE};
 use super::cluster::next_window;
 use super::load::{choose_victims, fill, forget};
 
+/// Most windows read ahead of a region at once, of all its sequences: fewer
+/// than the ring's entries.
+const MAX_WINDOWS_AHEAD: usize = 16;
+
 /// The application touched page `s` of a prefetched window it had not
-/// entered yet (the window's first page is left unmapped for this): the
-/// sequence goes on. First the windows ahead are kept in flight (their
-/// victims are chosen now, while the policy does not know the entered
-/// window yet, so an MRU-like policy gives up pages the application has
-/// finished with, not the ones it is about to use); then the entered window,
-/// and any skipped before it, are handed to the policy as missing faults,
-/// in order.
+/// entered yet (the window's first page is left unmapped for this): its
+/// sequence goes on, and becomes the current one. First the windows ahead
+/// of it are kept in flight (their victims are chosen now, while the policy
+/// does not know the entered window yet, so an MRU-like policy gives up
+/// pages the application has finished with, not the ones it is about to
+/// use); then the entered window, and any of the same sequence skipped
+/// before it, are handed to the policy as missing faults, in order. Other
+/// sequences' windows wait for their own threads.
 pub(super) fn enter_window(sh: &Shared, g: &mut RegionState, s: u32) {
-    let Some(i) = g.prefetch.pending_index(s) else {
+    let Some(stream) = g.prefetch.pending_stream(s) else {
         return;
     };
-    g.readahead.enter_window(sh.tuning().readahead_max);
-    prefetch_ahead(sh, g, i + 1);
-    hand_over(g, i + 1);
+    if g.readahead.resume(stream) {
+        g.readahead.enter_window(sh.tuning().readahead_max);
+        prefetch_ahead(sh, g, s);
+    }
+    hand_over(g, |a| a.stream == stream && a.window.0 <= s);
 }
 
 /// The application reached page `s` of a prefetched window whose read is
@@ -41,21 +49,19 @@ pub(super) fn enter_window(sh: &Shared, g: &mut RegionState, s: u32) {
 /// flight while the application waits, for the same frames). Windows read
 /// but skipped are handed to the policy first, as on a missing fault.
 pub(super) fn stall(sh: &Shared, g: &mut RegionState, s: u32) {
-    let Some(j) = g.prefetch.inflight_index(s) else {
+    let Some(stream) = g.prefetch.inflight_stream(s) else {
         return;
     };
-    let all = g.prefetch.pending();
-    hand_over(g, all);
-    prefetch_ahead(sh, g, j + 1);
+    hand_over(g, |a| a.stream == stream);
+    if g.readahead.resume(stream) {
+        prefetch_ahead(sh, g, s);
+    }
 }
 
-/// Hands the first `count` pending windows to the policy, page by page in
+/// Hands the pending windows `which` picks to the policy, page by page in
 /// order, as missing faults.
-pub(super) fn hand_over(g: &mut RegionState, count: usize) {
-    for _ in 0..count {
-        let Some((first, n)) = g.prefetch.take_pending() else {
-            return;
-        };
+pub(super) fn hand_over(g: &mut RegionState, which: impl Fn(&Ahead) -> bool) {
+    for (first, n) in g.prefetch.take_pending(which) {
         for q in first..first + n as u32 {
             let f = g.table.flags(q);
             if g.table.state(q) != State::Resident || f & PENDING == 0 {
@@ -67,12 +73,14 @@ pub(super) fn hand_over(g: &mut RegionState, count: usize) {
     }
 }
 
-/// Keeps up to `readahead_depth` windows ahead of the application, from
-/// the sequence's next expected page on: windows in flight plus windows
-/// read but not touched yet, less the first `behind` of them (pending
-/// first, then in flight: the ones the application is in or has passed).
-/// All of them fit in half the budget, or they would evict each other.
-pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
+/// Keeps up to `readahead_depth` windows ahead of the current sequence's
+/// thread, at page `s`, from the sequence's next expected page on: its
+/// windows in flight plus its windows read but not touched yet, past `s`.
+/// Each sequence followed keeps its own (several threads streaming through
+/// their own parts of a region each have their reads in flight, as under
+/// the kernel), and the windows of all of them fit in half the budget, or
+/// they would evict each other, and in the ring.
+pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, s: u32) {
     if !sh.tuning().async_readahead {
         return;
     }
@@ -83,9 +91,15 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
         return;
     }
     let w = g.readahead.window().max(1);
-    let room = (g.table.usable() / 2 / w).saturating_sub(1).max(1);
+    let room = (g.table.usable() / 2 / w)
+        .saturating_sub(1)
+        .clamp(1, MAX_WINDOWS_AHEAD);
     let depth = sh.tuning().readahead_depth.min(room);
-    while g.prefetch.ahead().saturating_sub(behind) < depth {
+    let stream = g.readahead.stream();
+    // Windows of this sequence the thread has reached count against the
+    // room no longer: they are handed to the policy right after.
+    let behind = g.prefetch.reached(stream, s);
+    while g.prefetch.ahead_of(stream, s) < depth && g.prefetch.ahead() - behind < room {
         let Some((first, n)) = next_window(sh, g) else {
             break;
         };
@@ -116,9 +130,13 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, behind: usize) {
             g.table.abort_load(first, n);
             break;
         }
-        g.prefetch.issued(first, n);
+        g.prefetch.issued(first, n, stream);
         g.readahead.window_issued(first, n);
     }
+    let ahead = (g.prefetch.ahead() - behind) as u64;
+    sh.stats()
+        .windows_ahead_max
+        .fetch_max(ahead, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Waits until prefetch `ticket` is the next to be accounted.
@@ -177,8 +195,7 @@ pub fn settle_locked<'a>(sh: &'a Shared, mut g: Locked<'a>) -> Locked<'a> {
             sh.wait(g)
         };
     }
-    let all = g.prefetch.pending();
-    hand_over(&mut g, all);
+    hand_over(&mut g, |_| true);
     g
 }
 
@@ -191,10 +208,10 @@ pub fn settle_locked<'a>(sh: &'a Shared, mut g: Locked<'a>) -> Locked<'a> {
 pub(super) fn complete_window(
     sh: &Shared,
     g: &mut RegionState,
-    first: u32,
-    n: usize,
+    window: Ahead,
     read: std::io::Result<usize>,
 ) {
+    let (first, n) = window.window;
     let Ok(have) = read else {
         Counters::add(&sh.stats().read_errors, 1);
         forget(sh, &mut g.table, first, n);
@@ -207,7 +224,7 @@ pub(super) fn complete_window(
     for q in first..first + have as u32 {
         g.table.complete_load(q, PENDING);
     }
-    g.prefetch.read(first, have);
+    g.prefetch.read(window, have);
     if have > 1 {
         sh.views().map(first + 1, have - 1, sh.views().writable());
     }
