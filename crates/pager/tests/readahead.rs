@@ -271,7 +271,7 @@ fn test_each_sequence_keeps_its_own_windows_ahead() {
     println!("{}", region.stats_json());
     assert!(s.async_readahead && s.readahead_depth >= 2, "{s:?}");
     assert!(
-        s.windows_ahead_max > s.readahead_depth as u64,
+        s.windows_ahead_max > s.readahead_depth,
         "two sequences, {} windows ahead at most: {s:?}",
         s.windows_ahead_max
     );
