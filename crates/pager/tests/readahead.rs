@@ -224,6 +224,20 @@ fn test_two_threads_streaming_their_halves_read_right_with_few_faults() {
     region.unmap().unwrap();
 }
 
+/// Reads a byte of each page of both halves of `region` (holding `data`),
+/// a page of each half at a time, and checks it.
+fn read_halves_in_turn(region: &Region, data: &[u8]) {
+    let pages = data.len() / PAGE_SIZE;
+    for i in 0..pages / 2 {
+        for p in [i, pages / 2 + i] {
+            let at = p * PAGE_SIZE + 9;
+            // SAFETY: inside the region, which maps `data.len()` bytes.
+            let v = unsafe { region.as_ptr().add(at).read_volatile() };
+            assert_eq!(v, data[at], "page {p}");
+        }
+    }
+}
+
 /// One thread reading two parts of a region in turn, a page of each at a
 /// time: both sequences keep their windows (each missing fault of one does
 /// not reset the other's), so few fault events serve every page.
@@ -234,14 +248,7 @@ fn test_two_parts_read_in_turn_each_keep_their_window() {
     let pages = 4096;
     let data = random_file(&path, pages * PAGE_SIZE, 15);
     let region = Region::map_file(&path, false, pages / 4 * PAGE_SIZE, "clock").unwrap();
-    for i in 0..pages / 2 {
-        for p in [i, pages / 2 + i] {
-            let at = p * PAGE_SIZE + 9;
-            // SAFETY: inside the region.
-            let v = unsafe { region.as_ptr().add(at).read_volatile() };
-            assert_eq!(v, data[at], "page {p}");
-        }
-    }
+    read_halves_in_turn(&region, &data);
     let s = region.stats();
     println!("fault events {} for {pages} pages", s.fault_events);
     assert!(s.fault_events < pages as u64 / 16, "{s:?}");
@@ -259,14 +266,7 @@ fn test_each_sequence_keeps_its_own_windows_ahead() {
     let pages = 8192;
     let data = random_file(&path, pages * PAGE_SIZE, 16);
     let region = Region::map_file(&path, false, pages * PAGE_SIZE, "clock").unwrap();
-    for i in 0..pages / 2 {
-        for p in [i, pages / 2 + i] {
-            let at = p * PAGE_SIZE + 5;
-            // SAFETY: inside the region.
-            let v = unsafe { region.as_ptr().add(at).read_volatile() };
-            assert_eq!(v, data[at], "page {p}");
-        }
-    }
+    read_halves_in_turn(&region, &data);
     let s = region.stats();
     println!("{}", region.stats_json());
     assert!(s.async_readahead && s.readahead_depth >= 2, "{s:?}");
