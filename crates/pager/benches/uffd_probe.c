@@ -38,6 +38,13 @@
  *   1048576 a handler switches to SCHED_IDLE around each fault's service
  *     (the ioctl that wakes the faulting thread), back to SCHED_OTHER
  *     before it waits again.
+ *   2097152 with 65536: each handler waits in an epoll of its own (not
+ *     exclusive); one that did not serve the last fault first gives the
+ *     one that did up to 4 us to take the event (no race for it from the
+ *     other CPU). The faulting thread stores sched_getcpu() before each
+ *     touch, so the probe counts faults served off the faulting thread's
+ *     CPU ("remote"), wake-ups that found nothing ("spurious") and events
+ *     left to the last server ("deferred").
  *   65536 one handler thread per CPU, each pinned to its CPU (blocking
  *     reads, every handler woken per fault: the one on the faulting thread's
  *     CPU serves it without a cross-CPU wake-up); the faulting thread is not
@@ -50,7 +57,8 @@
  * 17 / 49 (faulting thread, copy / zeropage), 80 / 592 / 2128 / 144 / 656 /
  * 2192 / 272 / 784 / 2320 (faulting thread, pre-zeroed frames), 4113 /
  * 12304 (faulting thread, private anonymous memory, copy / move), 1057 /
- * 16417 / 49185 (handler pinned / SCHED_FIFO / both threads SCHED_FIFO). */
+ * 16417 / 49185 (handler pinned / SCHED_FIFO / both threads SCHED_FIFO),
+ * 2162721 (a handler per CPU deferring to the last server). */
 #define _GNU_SOURCE
 #include <linux/userfaultfd.h>
 #include <sys/syscall.h>
@@ -83,6 +91,9 @@ static char bigzero[BATCH * P] __attribute__((aligned(4096)));
 static unsigned char *ready;            /* page prepared in the memfd */
 static atomic_long want;                /* zeroer: prepare up to here */
 static atomic_int stop;
+static atomic_int app_cpu = -1;          /* 2097152: where the faulting thread runs */
+static atomic_long spurious_total, served[64], remote, served_seq, deferred;
+static atomic_int last_server;
 static long ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000L + t.tv_nsec; }
 static long cpu_ns(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec * 1000000000L + t.tv_nsec; }
 static void prepare(long first, long n) {
@@ -128,6 +139,33 @@ static void *handler(void *a) {
     if (mode & 16384) fifo();
     struct uffd_msg m[16];
     int ep = -1;
+    if (mode & 2097152) {
+        /* A handler that did not serve the last fault gives the handler
+         * that did (on the faulting thread's CPU, as a rule) a moment to
+         * take the event before it reads the userfaultfd itself. */
+        int me = (int)(long)a;
+        ep = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event e = {EPOLLIN, {.u32 = 0}};
+        epoll_ctl(ep, EPOLL_CTL_ADD, uffd, &e);
+        while (!atomic_load(&stop)) {
+            struct epoll_event got;
+            if (epoll_wait(ep, &got, 1, 10) <= 0) continue;
+            if (atomic_load(&last_server) != me) {
+                long seq = atomic_load(&served_seq), t0 = ns();
+                while (atomic_load(&served_seq) == seq && ns() - t0 < 4000) __builtin_ia32_pause();
+                if (atomic_load(&served_seq) != seq) { atomic_fetch_add(&deferred, 1); continue; }
+            }
+            int n = read(uffd, m, sizeof m);
+            if (n <= 0) { atomic_fetch_add(&spurious_total, 1); continue; }
+            atomic_store(&last_server, me);
+            atomic_fetch_add(&served[me], 1);
+            if (atomic_load(&app_cpu) != me) atomic_fetch_add(&remote, 1);
+            for (int i = 0; i < n / (int)sizeof(m[0]); i++) serve(m[i].arg.pagefault.address & ~(unsigned long)(P - 1));
+            atomic_fetch_add(&served_seq, 1);
+        }
+        close(ep);
+        return 0;
+    }
     if (mode & 262144) {
         ep = epoll_create1(EPOLL_CLOEXEC);
         struct epoll_event e = {EPOLLIN | EPOLLEXCLUSIVE, {0}};
@@ -185,7 +223,10 @@ static struct run touch(char *b, int prefill) {
     long *t = malloc(npages * sizeof *t), sum = 0;
     long w0 = ns(), c0 = cpu_ns();
     if (prefill) prepare(0, npages);
-    for (int i = 0; i < npages; i++) { long t0 = ns(); b[(long)i * P] = 1; t[i] = ns() - t0; sum += t[i]; }
+    for (int i = 0; i < npages; i++) {
+        if (mode & 2097152) atomic_store_explicit(&app_cpu, sched_getcpu(), memory_order_relaxed);
+        long t0 = ns(); b[(long)i * P] = 1; t[i] = ns() - t0; sum += t[i];
+    }
     struct run r = {0, sum / npages, ns() - w0, cpu_ns() - c0};
     qsort(t, npages, 8, cmp); r.p50 = t[npages / 2]; free(t);
     return r;
@@ -204,7 +245,7 @@ static struct run kernel_round(void) {
 static struct run probe_round(void) {
     long len = (long)npages * P;
     if (uffd < 0) {
-        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & (8 | 262144)) ? O_NONBLOCK : 0));
+        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & (8 | 262144 | 2097152)) ? O_NONBLOCK : 0));
         struct uffdio_api api = {UFFD_API, ((mode & 16) ? UFFD_FEATURE_SIGBUS : 0) | ((mode & 8192) ? UFFD_FEATURE_MOVE : 0) | UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_MINOR_SHMEM};
         if (ioctl(uffd, UFFDIO_API, &api)) perror("api");
     }
@@ -228,7 +269,10 @@ static struct run probe_round(void) {
     struct run res = touch(app, (mode & 64) != 0);
     atomic_store(&stop, 1);
     if (t) { pthread_cancel(t); pthread_join(t, 0); } /* read(2) is a cancellation point */
-    for (int i = 0; i < ncpu; i++) { pthread_cancel(per_cpu[i]); pthread_join(per_cpu[i], 0); }
+    for (int i = 0; i < ncpu; i++) {
+        if (!(mode & 2097152)) pthread_cancel(per_cpu[i]); /* epoll handlers see `stop` */
+        pthread_join(per_cpu[i], 0);
+    }
     if (z) pthread_join(z, 0);
     if (mode & (1024 | 131072)) { cpu_set_t s; CPU_ZERO(&s); for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &s); sched_setaffinity(0, sizeof s, &s); }
     munmap(app, len); munmap(pager, len); munmap(staging, len); close(memfd); free(ready);
@@ -252,5 +296,6 @@ int main(int c, char **v) {
     printf("mode %d rounds %d pages %d: kernel p50 %.0f ns, probe p50 %.0f ns | ratio p50 %.2f mean %.2f wall %.2f cpu %.2f\n",
            mode, rounds, npages, medd(k50, rounds), medd(p50, rounds), medd(r50, rounds), medd(rmean, rounds),
            medd(rwall, rounds), medd(rcpu, rounds));
+    if (mode & 2097152) printf("deferred %ld, spurious %ld, served by CPU 0 / 1 %ld / %ld, remote %ld\n", atomic_load(&deferred), atomic_load(&spurious_total), atomic_load(&served[0]), atomic_load(&served[1]), atomic_load(&remote));
     return 0;
 }
