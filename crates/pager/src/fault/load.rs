@@ -18,7 +18,7 @@ use crate::tuning::FaultReads;
 
 use super::cluster::{absent_run, plan};
 use super::map::zero_flags;
-use super::windows::{complete_window, hand_over, prefetch_ahead, wait_turn};
+use super::windows::{complete_window, hand_over_sequence, prefetch_ahead, wait_turn};
 use super::Outcome;
 
 /// Serves a missing fault on page `s` (absent): plans the cluster, then
@@ -49,10 +49,8 @@ pub(super) fn load(
     // A missing fault means this sequence's thread is not inside its
     // prefetched windows: the ones it skipped become the policy's (and
     // evictable), as do those of sequences no longer followed.
-    let (stream, others) = (g.readahead.stream(), g.readahead.others());
-    hand_over(&mut g, |a| {
-        a.stream == stream || !others.contains(&a.stream)
-    });
+    let stream = g.readahead.stream();
+    hand_over_sequence(&mut g, stream, u32::MAX);
     let hand_off = match sh.tuning().fault_reads {
         FaultReads::Handler => false,
         FaultReads::Readers => true,

@@ -10,6 +10,7 @@ use crate::frame_table::{State, PENDING, REFERENCED};
 use crate::lock::Locked;
 use crate::prefetch::Ahead;
 use crate::read_job::{Cause, ReadJob};
+use crate::readahead::StreamId;
 use crate::region_state::RegionState;
 use crate::shared::Shared;
 use crate::stats::Counters;
@@ -39,7 +40,7 @@ pub(super) fn enter_window(sh: &Shared, g: &mut RegionState, s: u32) {
         g.readahead.enter_window(sh.tuning().readahead_max);
         prefetch_ahead(sh, g, s);
     }
-    hand_over(g, |a| a.stream == stream && a.window.0 <= s);
+    hand_over_sequence(g, stream, s);
 }
 
 /// The application reached page `s` of a prefetched window whose read is
@@ -52,10 +53,23 @@ pub(super) fn stall(sh: &Shared, g: &mut RegionState, s: u32) {
     let Some(stream) = g.prefetch.inflight_stream(s) else {
         return;
     };
-    hand_over(g, |a| a.stream == stream);
+    hand_over_sequence(g, stream, s);
     if g.readahead.resume(stream) {
         prefetch_ahead(sh, g, s);
     }
+}
+
+/// Hands over the pending windows of sequence `stream` up to page `s` (its
+/// thread is there: it entered them or skipped them), and those of
+/// sequences no longer followed, whose threads will not enter them as
+/// windows (they would otherwise hold their frames out of the policy's
+/// reach until the region settles).
+pub(super) fn hand_over_sequence(g: &mut RegionState, stream: StreamId, s: u32) {
+    let followed = (g.readahead.stream(), g.readahead.others());
+    hand_over(g, |a| {
+        (a.stream == stream && a.window.0 <= s)
+            || (a.stream != followed.0 && !followed.1.contains(&a.stream))
+    });
 }
 
 /// Hands the pending windows `which` picks to the policy, page by page in
