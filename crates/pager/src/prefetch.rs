@@ -46,20 +46,19 @@ impl Prefetches {
         self.pending.len() + self.inflight.len()
     }
 
-    /// Windows of `stream` read or being read from past page `s` on: the
-    /// ones its application thread has not reached.
-    pub fn ahead_of(&self, stream: StreamId, s: u32) -> usize {
-        self.all()
-            .filter(|a| a.stream == stream && a.window.0 > s)
-            .count()
-    }
-
-    /// Windows of `stream` read or being read up to page `s`: the ones its
-    /// application thread is in or has passed.
-    pub fn reached(&self, stream: StreamId, s: u32) -> usize {
-        self.all()
-            .filter(|a| a.stream == stream && a.window.0 <= s)
-            .count()
+    /// The windows of `stream` read or being read, counted on both sides
+    /// of page `s`: `(reached, ahead)`, the ones its application thread is
+    /// in or has passed, and the ones past it.
+    pub fn of_stream(&self, stream: StreamId, s: u32) -> (usize, usize) {
+        let mine = self.pending.iter().chain(&self.inflight);
+        mine.filter(|a| a.stream == stream)
+            .fold((0, 0), |(reached, ahead), a| {
+                if a.window.0 <= s {
+                    (reached + 1, ahead)
+                } else {
+                    (reached, ahead + 1)
+                }
+            })
     }
 
     /// The stream of the window read and not entered that holds page `s`.
@@ -143,10 +142,6 @@ impl Prefetches {
     pub fn take_queued(&mut self) -> Vec<ReadJob> {
         std::mem::take(&mut self.queued)
     }
-
-    fn all(&self) -> impl Iterator<Item = &Ahead> {
-        self.pending.iter().chain(self.inflight.iter())
-    }
 }
 
 /// The stream of the window of `windows` that holds page `s`.
@@ -202,10 +197,14 @@ mod tests {
             let a = p.account().unwrap();
             p.read(a, 8);
         }
-        assert_eq!((p.ahead_of(1, 3), p.ahead_of(2, 3)), (2, 2));
-        assert_eq!((p.ahead_of(1, 9), p.ahead_of(2, 1003)), (1, 1));
+        assert_eq!((p.of_stream(1, 3).1, p.of_stream(2, 3).1), (2, 2));
+        assert_eq!((p.of_stream(1, 9).1, p.of_stream(2, 1003).1), (1, 1));
         assert_eq!(
-            (p.reached(1, 9), p.reached(2, 1003), p.reached(2, 999)),
+            (
+                p.of_stream(1, 9).0,
+                p.of_stream(2, 1003).0,
+                p.of_stream(2, 999).0
+            ),
             (2, 1, 0)
         );
         assert_eq!(p.pending_stream(1010), Some(2));
@@ -214,7 +213,7 @@ mod tests {
             p.take_pending(|a| a.stream == 1 && a.window.0 <= 9),
             vec![(0, 8), (8, 8)]
         );
-        assert_eq!((p.ahead(), p.ahead_of(2, 0)), (3, 2));
+        assert_eq!((p.ahead(), p.of_stream(2, 0).1), (3, 2));
         assert_eq!(p.inflight_stream(20), Some(1));
     }
 }

@@ -243,9 +243,13 @@ impl ReadAhead {
         self.current.id
     }
 
-    /// The other sequences followed (0 where none is).
-    pub(crate) fn others(&self) -> [StreamId; STREAMS] {
-        self.others.map(|o| o.id)
+    /// The sequences followed, the current one first (0 where none is).
+    pub(crate) fn followed(&self) -> [StreamId; STREAMS + 1] {
+        let mut ids = [self.current.id; STREAMS + 1];
+        for (id, o) in ids[1..].iter_mut().zip(&self.others) {
+            *id = o.id;
+        }
+        ids
     }
 
     /// Makes sequence `id` the current one, as a fault continuing it would

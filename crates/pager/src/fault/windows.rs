@@ -65,10 +65,9 @@ pub(super) fn stall(sh: &Shared, g: &mut RegionState, s: u32) {
 /// windows (they would otherwise hold their frames out of the policy's
 /// reach until the region settles).
 pub(super) fn hand_over_sequence(g: &mut RegionState, stream: StreamId, s: u32) {
-    let followed = (g.readahead.stream(), g.readahead.others());
+    let followed = g.readahead.followed();
     hand_over(g, |a| {
-        (a.stream == stream && a.window.0 <= s)
-            || (a.stream != followed.0 && !followed.1.contains(&a.stream))
+        (a.stream == stream && a.window.0 <= s) || !followed.contains(&a.stream)
     });
 }
 
@@ -112,8 +111,9 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, s: u32) {
     let stream = g.readahead.stream();
     // Windows of this sequence the thread has reached count against the
     // room no longer: they are handed to the policy right after.
-    let behind = g.prefetch.reached(stream, s);
-    while g.prefetch.ahead_of(stream, s) < depth && g.prefetch.ahead() - behind < room {
+    let (behind, mut mine) = g.prefetch.of_stream(stream, s);
+    let mut all = g.prefetch.ahead() - behind;
+    while mine < depth && all < room {
         let Some((first, n)) = next_window(sh, g) else {
             break;
         };
@@ -146,8 +146,9 @@ pub(super) fn prefetch_ahead(sh: &Shared, g: &mut RegionState, s: u32) {
         }
         g.prefetch.issued(first, n, stream);
         g.readahead.window_issued(first, n);
+        (mine, all) = (mine + 1, all + 1);
     }
-    let ahead = (g.prefetch.ahead() - behind) as u64;
+    let ahead = all as u64;
     sh.stats()
         .windows_ahead_max
         .fetch_max(ahead, std::sync::atomic::Ordering::Relaxed);
