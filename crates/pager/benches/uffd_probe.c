@@ -137,6 +137,7 @@ static void *handler(void *a) {
     if (mode & (1024 | 65536)) pin_here((int)(long)a);
     if (mode & 131072) pin_here(((int)(long)a + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (mode & 16384) fifo();
+    if (mode & 4194304) { struct sched_param none = {0}; if (sched_setscheduler(0, SCHED_IDLE, &none)) perror("SCHED_IDLE"); }
     struct uffd_msg m[16];
     int ep = -1;
     if (mode & 2097152) {
