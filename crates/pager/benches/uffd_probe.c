@@ -38,6 +38,9 @@
  *   1048576 a handler switches to SCHED_IDLE around each fault's service
  *     (the ioctl that wakes the faulting thread), back to SCHED_OTHER
  *     before it waits again.
+ *   4194304 every handler SCHED_IDLE for its whole life (its CPU counts as
+ *     idle to the scheduler while only it runs there, so the thread it wakes
+ *     stays on that CPU and preempts it).
  *   2097152 with 65536: each handler waits in an epoll of its own (not
  *     exclusive); one that did not serve the last fault first gives the
  *     one that did up to 4 us to take the event (no race for it from the
@@ -58,7 +61,8 @@
  * 2192 / 272 / 784 / 2320 (faulting thread, pre-zeroed frames), 4113 /
  * 12304 (faulting thread, private anonymous memory, copy / move), 1057 /
  * 16417 / 49185 (handler pinned / SCHED_FIFO / both threads SCHED_FIFO),
- * 2162721 (a handler per CPU deferring to the last server). */
+ * 2162721 (a handler per CPU deferring to the last server), 4259873 (a
+ * handler per CPU, SCHED_IDLE). */
 #define _GNU_SOURCE
 #include <linux/userfaultfd.h>
 #include <sys/syscall.h>
