@@ -4,9 +4,13 @@
 //! metadata key per dataspace.
 //!
 //! ```text
-//! pp:{<name>}:meta         "pagepilot-far 1 len=<bytes> window=<pages>"
+//! pp:{<name>}:meta         "pagepilot-far 2 len=<bytes> window=<pages>"
+//! pp:{<name>}:written      bitmap: bit w set once window w was written
 //! pp:{<name>:<w>}:<page>   the page's 4096 bytes, w = page / window
 //! ```
+//!
+//! Dataspaces made before the bitmap (metadata "pagepilot-far 1") are
+//! read as they always were: every page asked of the server.
 
 use crate::error::ConfigError;
 
@@ -19,8 +23,11 @@ pub const MAX_WINDOW: usize = 1024;
 /// The default window: 64 pages (256 KiB) per hash tag.
 pub const DEFAULT_WINDOW: usize = 64;
 
-/// What the metadata value starts with.
-const META_MAGIC: &str = "pagepilot-far 1";
+/// What the metadata value starts with: with version 2 the dataspace
+/// records its written windows ([`written_key`]).
+const META_MAGIC: &str = "pagepilot-far 2";
+/// The metadata of dataspaces that do not record their written windows.
+const META_MAGIC_V1: &str = "pagepilot-far 1";
 
 /// Checks a dataspace name: 1 to [`MAX_NAME`] bytes of ASCII letters,
 /// digits, `.`, `_` and `-` (no braces or colons: they would break the
@@ -67,6 +74,12 @@ pub fn meta_key(name: &str) -> String {
     format!("pp:{{{name}}}:meta")
 }
 
+/// The key of the bitmap of windows ever written of dataspace `name` (the
+/// metadata's hash tag: read with it in one round trip).
+pub fn written_key(name: &str) -> String {
+    format!("pp:{{{name}}}:written")
+}
+
 /// A dataspace's metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
@@ -74,19 +87,30 @@ pub struct Meta {
     pub len: u64,
     /// Pages per hash tag.
     pub window: usize,
+    /// Whether its written windows are recorded ([`written_key`]); false
+    /// for dataspaces made before they were.
+    pub tracks_written: bool,
 }
 
 impl Meta {
     /// The metadata value.
     pub fn encode(&self) -> String {
-        format!("{META_MAGIC} len={} window={}", self.len, self.window)
+        let magic = if self.tracks_written {
+            META_MAGIC
+        } else {
+            META_MAGIC_V1
+        };
+        format!("{magic} len={} window={}", self.len, self.window)
     }
 
     /// Parses a metadata value; `None` if it is not one this crate wrote
     /// or out of bounds.
     pub fn decode(value: &[u8]) -> Option<Meta> {
         let s = std::str::from_utf8(value).ok()?;
-        let rest = s.strip_prefix(META_MAGIC)?;
+        let (rest, tracks_written) = match s.strip_prefix(META_MAGIC) {
+            Some(rest) => (rest, true),
+            None => (s.strip_prefix(META_MAGIC_V1)?, false),
+        };
         let mut len = None;
         let mut window = None;
         for field in rest.split_ascii_whitespace() {
@@ -99,6 +123,7 @@ impl Meta {
         let meta = Meta {
             len: len?,
             window: window?,
+            tracks_written,
         };
         let ok = (1..=MAX_LEN).contains(&meta.len) && check_window(meta.window).is_ok();
         ok.then_some(meta)
@@ -129,6 +154,7 @@ mod tests {
         assert_eq!(page_key("db", 64, 63), "pp:{db:0}:63");
         assert_eq!(page_key("db", 64, 64), "pp:{db:1}:64");
         assert_eq!(meta_key("db"), "pp:{db}:meta");
+        assert_eq!(written_key("db"), "pp:{db}:written");
     }
 
     #[test]
@@ -149,11 +175,16 @@ mod tests {
 
     #[test]
     fn test_meta_round_trips_and_garbage_is_refused() {
-        let m = Meta {
-            len: 12345,
-            window: 64,
-        };
-        assert_eq!(Meta::decode(m.encode().as_bytes()), Some(m));
+        for tracks_written in [true, false] {
+            let m = Meta {
+                len: 12345,
+                window: 64,
+                tracks_written,
+            };
+            assert_eq!(Meta::decode(m.encode().as_bytes()), Some(m));
+        }
+        let old = Meta::decode(b"pagepilot-far 1 len=10 window=64").expect("version 1");
+        assert!(!old.tracks_written);
         for bad in [
             &b"hello"[..],
             b"pagepilot-far 1 len=0 window=64",

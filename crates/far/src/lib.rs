@@ -26,6 +26,7 @@ mod keys;
 mod link;
 mod manager;
 mod store;
+mod written;
 
 pub use error::ConfigError;
 pub use keys::{check_name, meta_key, page_key, DEFAULT_WINDOW, MAX_LEN, MAX_NAME, MAX_WINDOW};

@@ -15,9 +15,12 @@ use pagepilot_dataspace::{
 use redis::Value;
 
 use crate::error::ConfigError;
-use crate::keys::{check_name, check_window, meta_key, page_key, Meta, DEFAULT_WINDOW, MAX_LEN};
+use crate::keys::{
+    check_name, check_window, meta_key, page_key, written_key, Meta, DEFAULT_WINDOW, MAX_LEN,
+};
 use crate::link::{Link, ReplicaWait, Target, Timing};
 use crate::store::{Batching, RedisStore};
+use crate::written::WrittenWindows;
 
 /// Serves named dataspaces ([`DataspaceId::Name`]) kept in Redis: `create`
 /// stores a metadata key (length, window), `open` hands out a
@@ -225,7 +228,47 @@ impl RedisManager {
         pipe.cmd("GET").arg(&key);
         let what = || format!("reading {key} (far dataspace {name:?})");
         let v = self.link.request(&pipe, 1, None, &what)?;
-        match &v[0] {
+        self.decode_meta(name, &v[0])
+    }
+
+    /// The metadata of `name` and, if it records them, its written
+    /// windows: one round trip (the two keys share a hash tag).
+    fn meta_and_written(&self, name: &str) -> io::Result<Option<(Meta, Option<WrittenWindows>)>> {
+        let (key, bitmap_key) = (meta_key(name), written_key(name));
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(&key).cmd("GET").arg(&bitmap_key);
+        let what = || format!("reading {key} and {bitmap_key} (far dataspace {name:?})");
+        let v = self.link.request(&pipe, 2, None, &what)?;
+        let Some(meta) = self.decode_meta(name, &v[0])? else {
+            return Ok(None);
+        };
+        if !meta.tracks_written {
+            return Ok(Some((meta, None)));
+        }
+        let windows = (meta.len as usize).div_ceil(PAGE).div_ceil(meta.window);
+        let bitmap: &[u8] = match &v[1] {
+            Value::Nil => &[],
+            Value::BulkString(b) => b,
+            other => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: {bitmap_key}: not a bitmap: {other:?}",
+                        self.link.target()
+                    ),
+                ))
+            }
+        };
+        Ok(Some((
+            meta,
+            Some(WrittenWindows::from_bitmap(bitmap, windows)),
+        )))
+    }
+
+    /// The metadata in the reply `v` to a `GET` of `name`'s key.
+    fn decode_meta(&self, name: &str, v: &Value) -> io::Result<Option<Meta>> {
+        let key = meta_key(name);
+        match v {
             Value::Nil => Ok(None),
             Value::BulkString(b) => Meta::decode(b).map(Some).ok_or_else(|| {
                 io::Error::new(
@@ -296,8 +339,8 @@ impl Manager for RedisManager {
             path: PathBuf::from(name),
             source,
         };
-        let meta = self
-            .meta(name)
+        let (meta, written) = self
+            .meta_and_written(name)
             .map_err(io)?
             .ok_or_else(|| Self::no_such(id))?;
         if let Some(want) = at_least.filter(|&w| w > meta.len) {
@@ -323,6 +366,7 @@ impl Manager for RedisManager {
             writable: access == Access::ReadWrite,
             batching: self.batching,
             wait: self.wait,
+            written,
             _alive: alive,
         }))
     }
@@ -371,6 +415,7 @@ impl Manager for RedisManager {
         let meta = Meta {
             len,
             window: self.window,
+            tracks_written: true,
         };
         let key = meta_key(name);
         let mut pipe = redis::pipe();
@@ -422,9 +467,11 @@ impl Manager for RedisManager {
             };
             self.link.request(&pipe, 1, None, &what).map_err(io)?;
         }
+        // Then the record of written windows with the metadata (one slot):
+        // none is left for a later dataspace of the name.
         let key = meta_key(name);
         let mut pipe = redis::pipe();
-        pipe.cmd("DEL").arg(&key);
+        pipe.cmd("UNLINK").arg(written_key(name)).arg(&key);
         let what = || format!("deleting {key} (far dataspace {name:?})");
         self.link.request(&pipe, 1, None, &what).map_err(io)?;
         Ok(())

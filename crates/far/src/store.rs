@@ -8,8 +8,9 @@ use std::sync::Arc;
 use pagepilot_dataspace::{ManagerKey, PageStore, PAGE};
 use redis::{Pipeline, Value};
 
-use crate::keys::{page_key, pieces};
+use crate::keys::{page_key, pieces, written_key};
 use crate::link::{Link, ReplicaWait};
+use crate::written::WrittenWindows;
 
 /// How pages travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +36,9 @@ pub struct RedisStore {
     pub(crate) batching: Batching,
     /// Replicas a write waits for, if any.
     pub(crate) wait: Option<ReplicaWait>,
+    /// The windows ever written, read when it was opened (`None`: a
+    /// dataspace that does not record them; every page is asked for).
+    pub(crate) written: Option<WrittenWindows>,
     /// Held while open: the manager refuses to delete a dataspace with a
     /// live token.
     pub(crate) _alive: Arc<()>,
@@ -134,6 +138,44 @@ impl RedisStore {
         }
     }
 
+    /// Whether the window of page `page` may hold data.
+    fn window_has_data(&self, page: usize) -> bool {
+        self.written
+            .as_ref()
+            .is_none_or(|w| w.contains(page / self.window))
+    }
+
+    /// Records the windows of pages `first..end` not yet known to be
+    /// written as written, in the cluster (one request, `WAIT`ed for as the
+    /// pages are) before their pages are sent, then here.
+    fn mark_written(&self, first: usize, end: usize) -> io::Result<()> {
+        let Some(written) = &self.written else {
+            return Ok(());
+        };
+        let windows = (first / self.window)..=((end - 1) / self.window);
+        let new = written.unwritten(windows);
+        if new.is_empty() {
+            return Ok(());
+        }
+        let key = written_key(&self.name);
+        let mut pipe = redis::pipe();
+        for &w in &new {
+            pipe.cmd("SETBIT").arg(&key).arg(w).arg(1);
+        }
+        self.link.request(&pipe, new.len(), self.wait, &|| {
+            format!(
+                "marking windows {}..={} of far dataspace {:?} written ({key})",
+                new[0],
+                new[new.len() - 1],
+                self.name
+            )
+        })?;
+        for w in new {
+            written.insert(w);
+        }
+        Ok(())
+    }
+
     fn bad_reply(&self, page: usize, what: String) -> io::Error {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -178,15 +220,30 @@ impl PageStore for RedisStore {
         if first >= end {
             return Ok(0);
         }
-        let requests = self.requests(first, end, |pipe, f, n| {
-            if n == 1 && self.batching == Batching::PerPage {
-                pipe.cmd("GET").arg(self.key(f));
-            } else {
-                let cmd = pipe.cmd("MGET");
-                for p in f..f + n {
-                    cmd.arg(self.key(p));
+        // Windows never written are zeros, asked of nobody.
+        let mut asked: Vec<(usize, usize)> = Vec::new();
+        for (f, n) in pieces(first, end, self.window) {
+            if self.window_has_data(f) {
+                match asked.last_mut() {
+                    Some((_, until)) if *until == f => *until = f + n,
+                    _ => asked.push((f, f + n)),
                 }
+            } else {
+                // SAFETY: pages `f..f + n` lie in the caller's buffer.
+                unsafe { dst.add((f - first) * PAGE).write_bytes(0, n * PAGE) };
             }
+        }
+        let requests = asked.iter().flat_map(|&(from, until)| {
+            self.requests(from, until, |pipe, f, n| {
+                if n == 1 && self.batching == Batching::PerPage {
+                    pipe.cmd("GET").arg(self.key(f));
+                } else {
+                    let cmd = pipe.cmd("MGET");
+                    for p in f..f + n {
+                        cmd.arg(self.key(p));
+                    }
+                }
+            })
         });
         for r in requests {
             let replies = self.link.request(&r.pipe, r.count, None, &|| {
@@ -250,6 +307,7 @@ impl PageStore for RedisStore {
                 s.into()
             }
         };
+        self.mark_written(first, end)?;
         let requests = self.requests(first, end, |pipe, f, n| {
             if n == 1 && self.batching == Batching::PerPage {
                 pipe.cmd("SET").arg(self.key(f)).arg(&*page_bytes(f));
@@ -279,6 +337,14 @@ impl PageStore for RedisStore {
 
     fn direct(&self) -> bool {
         false
+    }
+
+    fn has_data(&self, page: usize) -> bool {
+        self.window_has_data(page)
+    }
+
+    fn bookkeeping_bytes(&self) -> usize {
+        self.written.as_ref().map_or(0, WrittenWindows::bytes)
     }
 
     fn persistent(&self) -> bool {

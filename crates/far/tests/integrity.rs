@@ -181,6 +181,11 @@ fn test_without_a_replica_a_fault_the_dead_server_cannot_serve_gets_sigbus() {
         let mut server = Server::start();
         let far = Arc::new(server.manager(Duration::from_millis(300)));
         let id = far.create(Some("gone".as_ref()), 64 * 4096).unwrap();
+        // Page 40 holds data (a page never written would read as zero
+        // without asking the server).
+        let store = far.open(&id, Access::ReadWrite, None).unwrap();
+        write(store.as_ref(), 40, &random_pages(1, 40)).unwrap();
+        far.close(&id, store).unwrap();
         let region = region(&far, &id, 8 * 4096);
         // SAFETY: page 0 of the mapped region.
         let first = unsafe { region.as_ptr().read_volatile() };

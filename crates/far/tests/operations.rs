@@ -38,7 +38,7 @@ fn test_create_stores_metadata_and_identify_says_the_length() {
         ("redis", 10 * 4096 + 5, None)
     );
     let meta: String = server.raw().get("pp:{alpha}:meta").unwrap();
-    assert_eq!(meta, "pagepilot-far 1 len=40965 window=64");
+    assert_eq!(meta, "pagepilot-far 2 len=40965 window=64");
     // Another manager on the same server sees it.
     assert_eq!(server.manager(SECOND).identify(&id).unwrap().len, 40965);
     let missing = DataspaceId::Name("beta".into());
@@ -165,7 +165,8 @@ fn test_delete_removes_every_page_and_the_metadata_and_refuses_an_open_dataspace
     far.close(&keep, ks).unwrap();
     let mut raw = server.raw();
     let size: usize = redis::cmd("DBSIZE").query(&mut raw).unwrap();
-    assert_eq!(size, 200 + 1 + 1 + 1);
+    // The pages, two metadata keys and two bitmaps of written windows.
+    assert_eq!(size, 200 + 1 + 2 + 2);
     assert!(matches!(far.delete(&id), Err(DeleteError::Open(_))));
     far.close(&id, store).unwrap();
     far.delete(&id).unwrap();
@@ -173,7 +174,11 @@ fn test_delete_removes_every_page_and_the_metadata_and_refuses_an_open_dataspace
     keys.sort();
     assert_eq!(
         keys,
-        vec!["pp:{kept:0}:0".to_string(), "pp:{kept}:meta".to_string()]
+        vec![
+            "pp:{kept:0}:0".to_string(),
+            "pp:{kept}:meta".to_string(),
+            "pp:{kept}:written".to_string()
+        ]
     );
     assert!(matches!(far.delete(&id), Err(DeleteError::NoSuch(_))));
     assert!(matches!(
@@ -447,6 +452,11 @@ fn test_a_write_waiting_for_a_replica_a_server_lacks_fails_naming_the_shortfall(
     );
     let plain = server.manager(Duration::from_millis(300));
     let id = plain.create(Some("plain".as_ref()), 4096).unwrap();
+    // Written once without waiting: the window is known written, and the
+    // waited write below goes straight to its page.
+    let first = plain.open(&id, Access::ReadWrite, None).unwrap();
+    write(first.as_ref(), 0, &[6u8; 4096]).unwrap();
+    plain.close(&id, first).unwrap();
     let store = far.open(&id, Access::ReadWrite, None).unwrap();
     let e = write(store.as_ref(), 0, &[7u8; 4096]).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
@@ -464,6 +474,8 @@ fn test_a_stored_value_of_the_wrong_size_or_bad_metadata_is_an_error_naming_the_
     let far = server.manager(SECOND);
     let id = far.create(name("bent"), 4 * 4096).unwrap();
     let store = far.open(&id, Access::ReadWrite, None).unwrap();
+    // The window is written (so its pages are asked for), then page 2 bent.
+    write(store.as_ref(), 0, &[0u8; 4096]).unwrap();
     let mut raw = server.raw();
     let _: () = raw.set("pp:{bent:0}:2", vec![7u8; 100]).unwrap();
     let e = read(store.as_ref(), 0, 4).unwrap_err();
