@@ -1,8 +1,8 @@
 //! The compressed manager (SawMill section 4, compressed memory): a
 //! dataspace whose pages are kept lz4-compressed in memory under a byte
-//! budget, stacked over a lower dataspace that receives what the tier
-//! evicts and, at `sync` (a region's flush, `close`), every page newer than
-//! its copy there.
+//! budget (the manager's, shared by all its dataspaces), stacked over a
+//! lower dataspace that receives what the tier evicts and, at `sync` (a
+//! region's flush, `close`), every page newer than its copy there.
 
 use std::collections::HashMap;
 use std::io;
@@ -17,15 +17,18 @@ use crate::manager::{
     Access, Capabilities, DataspaceId, Flavour, Identity, Manager, Operation, Share,
 };
 use crate::tier::Tier;
+use crate::tier_pool::TierPool;
 use crate::{CompressedStats, Lower, ManagerKey, PageStore, SwapStore};
 
 /// Serves compressed dataspaces: `transfer` a dataspace to it (see
 /// [`crate::hand_over`]) and it serves it from then on with a compressed
 /// tier of its own in front: reads come from the tier where it holds the
 /// page, else from the lower dataspace; writes go into the tier; when the
-/// tier holds more than the manager's budget (per dataspace), its least
-/// recently used pages are written down to the lower dataspace
-/// (decompressed) and dropped; `close` and a region's flush write every
+/// tiers of all its dataspaces together hold more than the manager's
+/// budget, the least recently used pages among them are written down to
+/// their lower dataspaces (decompressed) and dropped; pages read from a
+/// lower dataspace are kept in the tier too, clean, and dropped first
+/// come first like the others; `close` and a region's flush write every
 /// page newer than the lower copy down and sync the lower dataspace.
 /// Zero pages are held as nothing.
 ///
@@ -37,7 +40,7 @@ use crate::{CompressedStats, Lower, ManagerKey, PageStore, SwapStore};
 #[derive(Debug)]
 pub struct CompressedManager {
     key: ManagerKey,
-    budget: usize,
+    pool: Arc<TierPool>,
     dir: PathBuf,
     table: Mutex<Table>,
 }
@@ -93,7 +96,7 @@ impl CompressedManager {
     };
 
     /// A manager whose dataspaces' tiers hold up to `budget_bytes` of
-    /// compressed pages each; `create` puts swap files in the temp dir.
+    /// compressed pages together; `create` puts swap files in the temp dir.
     pub fn new(budget_bytes: usize) -> Self {
         Self::with_dir(budget_bytes, std::env::temp_dir())
     }
@@ -102,7 +105,7 @@ impl CompressedManager {
     pub fn with_dir(budget_bytes: usize, dir: impl Into<PathBuf>) -> Self {
         CompressedManager {
             key: ManagerKey::fresh(Self::NAME),
-            budget: budget_bytes,
+            pool: TierPool::new(budget_bytes),
             dir: dir.into(),
             table: Mutex::default(),
         }
@@ -150,7 +153,7 @@ impl CompressedManager {
         let n = t.next;
         t.next += 1;
         let id = DataspaceId::Anonymous(n);
-        let tier = Arc::new(Tier::new(id.clone(), lower, self.budget));
+        let tier = Tier::new(id.clone(), lower, self.pool.clone());
         t.entries.insert(n, Held { tier, stack });
         id
     }

@@ -46,6 +46,7 @@ mod stored;
 mod swap;
 pub mod sys;
 mod tier;
+mod tier_pool;
 
 pub use anonymous::AnonymousManager;
 pub use compressed::{CompressedManager, CompressedStore};

@@ -1,7 +1,9 @@
 //! The compressed tier of a compressed dataspace: pages kept lz4-compressed
-//! in memory under a byte budget, over a lower dataspace that receives what
-//! the tier evicts (least recently used first) and, at `sync`, every page
-//! newer than its copy there.
+//! in memory under its manager's byte budget (one for all its dataspaces,
+//! `tier_pool`), over a lower dataspace that receives what the pool evicts
+//! of this tier (least recently used first) and, at `sync`, every page
+//! newer than its copy there. Pages read from the lower dataspace are kept
+//! too, clean (a cache: dropped without a write when evicted).
 //!
 //! Locking: `state` (the page table and LRU order) is held only to look up,
 //! insert or remove entries; compression and decompression happen outside
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::sys::PAGE;
+use crate::tier_pool::TierPool;
 use crate::{DataspaceId, PageStore};
 
 /// A page's contents in the tier.
@@ -70,22 +73,19 @@ struct Entry {
 #[derive(Default)]
 struct State {
     pages: HashMap<usize, Entry>,
-    /// Stamp -> page, least recently used first.
+    /// Stamp (the pool's clock) -> page, least recently used first.
     lru: BTreeMap<u64, usize>,
-    clock: u64,
     /// Compressed bytes held.
     bytes: usize,
+    /// Writes taken so far: a read from the lower dataspace is kept only
+    /// if none came in while it read (it may have read an older copy).
+    writes: u64,
 }
 
 impl State {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
-    /// Moves `page` to the most recently used end (if it is in the order).
-    fn touch(&mut self, page: usize) {
-        let stamp = self.tick();
+    /// Moves `page` to the most recently used end, as `stamp` (if it is in
+    /// the order).
+    fn touch(&mut self, page: usize, stamp: u64) {
         if let Some(e) = self.pages.get_mut(&page) {
             if e.stamp != 0 {
                 self.lru.remove(&e.stamp);
@@ -95,13 +95,34 @@ impl State {
         }
     }
 
-    fn remove(&mut self, page: usize) {
-        if let Some(e) = self.pages.remove(&page) {
-            self.bytes -= e.data.bytes();
-            if e.stamp != 0 {
-                self.lru.remove(&e.stamp);
-            }
+    /// Drops `page`'s entry; the bytes it held.
+    fn remove(&mut self, page: usize) -> usize {
+        let Some(e) = self.pages.remove(&page) else {
+            return 0;
+        };
+        self.bytes -= e.data.bytes();
+        if e.stamp != 0 {
+            self.lru.remove(&e.stamp);
         }
+        e.data.bytes()
+    }
+
+    /// Adds `page` as `data` at `stamp` (most recently used); the bytes it
+    /// holds.
+    fn insert(&mut self, page: usize, data: Data, stamp: u64, dirty: bool) -> usize {
+        let n = data.bytes();
+        self.bytes += n;
+        self.lru.insert(stamp, page);
+        self.pages.insert(
+            page,
+            Entry {
+                data,
+                stamp,
+                version: stamp,
+                dirty,
+            },
+        );
+        n
     }
 }
 
@@ -116,8 +137,12 @@ pub struct CompressedStats {
     pub dirty_pages: usize,
     /// Compressed bytes held.
     pub compressed_bytes: usize,
-    /// The tier's budget in bytes.
+    /// The manager's budget in bytes, shared by all its dataspaces.
     pub budget_bytes: usize,
+    /// Compressed bytes held by all the dataspaces sharing the budget.
+    pub pool_bytes: usize,
+    /// Pages read from the lower dataspace and kept (clean).
+    pub reads_kept: u64,
     /// Pages written into the tier.
     pub pages_written: u64,
     /// Pages written down to the lower dataspace to make room.
@@ -140,7 +165,7 @@ pub(crate) struct Tier {
     /// The dataspace's id under the compressed manager, for errors.
     pub id: DataspaceId,
     lower: Box<dyn PageStore>,
-    budget: usize,
+    pool: Arc<TierPool>,
     /// Pages in the dataspace.
     pages: usize,
     state: Mutex<State>,
@@ -150,16 +175,25 @@ pub(crate) struct Tier {
     synced: AtomicU64,
     from_tier: AtomicU64,
     from_lower: AtomicU64,
+    kept: AtomicU64,
+}
+
+impl Drop for Tier {
+    fn drop(&mut self) {
+        // Its bytes leave the pool with it.
+        self.pool.shrink(self.state().bytes);
+    }
 }
 
 impl Tier {
-    /// A tier of `budget` bytes over `lower`, named `id`.
-    pub fn new(id: DataspaceId, lower: Box<dyn PageStore>, budget: usize) -> Self {
-        Tier {
+    /// A tier over `lower`, named `id`, holding its pages under `pool`'s
+    /// budget.
+    pub fn new(id: DataspaceId, lower: Box<dyn PageStore>, pool: Arc<TierPool>) -> Arc<Self> {
+        let tier = Arc::new(Tier {
             id,
             pages: (lower.size() as usize).div_ceil(PAGE),
             lower,
-            budget,
+            pool: pool.clone(),
             state: Mutex::default(),
             flushing: Mutex::default(),
             written: AtomicU64::new(0),
@@ -167,7 +201,10 @@ impl Tier {
             synced: AtomicU64::new(0),
             from_tier: AtomicU64::new(0),
             from_lower: AtomicU64::new(0),
-        }
+            kept: AtomicU64::new(0),
+        });
+        pool.join(&tier);
+        tier
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -192,7 +229,9 @@ impl Tier {
             zero_pages,
             dirty_pages: s.pages.values().filter(|e| e.dirty).count(),
             compressed_bytes: s.bytes,
-            budget_bytes: self.budget,
+            budget_bytes: self.pool.budget(),
+            pool_bytes: self.pool.bytes(),
+            reads_kept: self.kept.load(Ordering::Relaxed),
             pages_written: self.written.load(Ordering::Relaxed),
             evictions_to_lower: self.evicted.load(Ordering::Relaxed),
             synced_to_lower: self.synced.load(Ordering::Relaxed),
@@ -240,17 +279,18 @@ impl Tier {
     /// As [`PageStore::read`].
     pub unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
         let avail = self.pages.saturating_sub(first).min(pages);
-        let held: Vec<Option<Data>> = {
+        let (held, writes): (Vec<Option<Data>>, u64) = {
             let mut s = self.state();
-            (first..first + avail)
+            let held = (first..first + avail)
                 .map(|p| {
                     let d = s.pages.get(&p).map(|e| e.data.clone());
                     if d.is_some() {
-                        s.touch(p);
+                        s.touch(p, self.pool.tick());
                     }
                     d
                 })
-                .collect()
+                .collect();
+            (held, s.writes)
         };
         let mut i = 0;
         while i < avail {
@@ -276,11 +316,49 @@ impl Tier {
             // SAFETY: pages `start..i` of the caller's buffer, lent for the call.
             let got = unsafe { self.lower.read(first + start, i - start, at) }?;
             self.from_lower.fetch_add(got as u64, Ordering::Relaxed);
+            // SAFETY: the `got` pages just read into the caller's buffer.
+            let read = unsafe { std::slice::from_raw_parts(at, got * PAGE) };
+            self.keep(first + start, read, writes)?;
             if got < i - start {
                 return Ok(start + got);
             }
         }
         Ok(avail)
+    }
+
+    /// Keeps pages from `first` on, just read from the lower dataspace as
+    /// `read`, clean, unless a write came in since the read began (after
+    /// `writes` writes): the lower copy may then be older than the tier's.
+    /// Whole pages of the dataspace only (the last, partial one is not
+    /// kept).
+    fn keep(&self, first: usize, read: &[u8], writes: u64) -> io::Result<()> {
+        let whole = (self.lower.size() as usize / PAGE).saturating_sub(first);
+        let packed: Vec<(usize, Data)> = read
+            .chunks_exact(PAGE)
+            .take(whole)
+            .enumerate()
+            .map(|(i, page)| (first + i, Data::of(page)))
+            .collect();
+        let mut grown = 0;
+        let mut kept = 0;
+        {
+            let mut s = self.state();
+            if s.writes != writes {
+                return Ok(());
+            }
+            for (page, data) in packed {
+                if !s.pages.contains_key(&page) {
+                    grown += s.insert(page, data, self.pool.tick(), false);
+                    kept += 1;
+                }
+            }
+        }
+        self.kept.fetch_add(kept, Ordering::Relaxed);
+        self.pool.grow(grown);
+        if self.pool.over() {
+            self.pool.make_room()?;
+        }
+        Ok(())
     }
 
     /// Stores pages `first..first+pages` from `src` in the tier, then
@@ -302,32 +380,29 @@ impl Tier {
             .iter()
             .map(|(p, d)| !matches!(d, Data::Zero) || self.lower.has_data(*p))
             .collect();
-        let over = {
+        let (mut grown, mut shrunk) = (0, 0);
+        {
             let mut s = self.state();
+            s.writes += 1;
             for ((page, data), keep) in packed.into_iter().zip(keep) {
-                s.remove(page);
+                shrunk += s.remove(page);
                 if keep {
-                    let stamp = s.tick();
-                    s.bytes += data.bytes();
-                    s.lru.insert(stamp, page);
-                    s.pages.insert(
-                        page,
-                        Entry {
-                            data,
-                            stamp,
-                            version: stamp,
-                            dirty: true,
-                        },
-                    );
+                    grown += s.insert(page, data, self.pool.tick(), true);
                 }
             }
-            s.bytes > self.budget
-        };
+        }
+        self.pool.grow(grown);
+        self.pool.shrink(shrunk);
         self.written.fetch_add(n as u64, Ordering::Relaxed);
-        if over {
-            self.evict()?;
+        if self.pool.over() {
+            self.pool.make_room()?;
         }
         Ok(())
+    }
+
+    /// The stamp of its least recently used page, if any is in the order.
+    pub fn oldest_stamp(&self) -> Option<u64> {
+        self.state().lru.first_key_value().map(|(&s, _)| s)
     }
 
     /// Writes `pages` (page, data, version) down to the lower dataspace,
@@ -356,49 +431,57 @@ impl Tier {
         Ok(())
     }
 
-    /// Drops least recently used pages until the tier holds at most 7/8 of
-    /// its budget, writing the dirty ones down to the lower dataspace.
-    fn evict(&self) -> io::Result<()> {
+    /// Drops its least recently used pages, at most `max_pages` of them and
+    /// after the first only those stamped before `until`, until `want`
+    /// bytes are freed, writing the dirty ones down to the lower dataspace
+    /// first (the pool's eviction, `TierPool::make_room`). Returns how many
+    /// pages it took out of the LRU order.
+    pub fn evict(&self, want: usize, max_pages: usize, until: u64) -> io::Result<usize> {
         let _one = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.budget - self.budget / 8;
         let mut down = Vec::new();
+        let (mut taken, mut freed, mut shrunk) = (0, 0, 0);
         {
             let mut s = self.state();
-            let mut bytes = s.bytes;
-            while bytes > target {
-                let Some((_, page)) = s.lru.pop_first() else {
+            while freed < want && taken < max_pages {
+                let Some((&stamp, _)) = s.lru.first_key_value() else {
                     break;
                 };
+                if taken > 0 && stamp >= until {
+                    break;
+                }
+                let (_, page) = s.lru.pop_first().expect("looked at");
+                taken += 1;
                 let e = s.pages.get_mut(&page).expect("an LRU page is in the table");
-                bytes -= e.data.bytes();
+                freed += e.data.bytes();
+                e.stamp = 0;
                 if e.dirty {
-                    e.stamp = 0;
                     down.push((page, e.data.clone(), e.version));
                 } else {
-                    e.stamp = 0;
-                    s.remove(page);
+                    shrunk += s.remove(page);
                 }
             }
         }
         let result = self.write_down(&mut down);
-        let mut s = self.state();
-        for (page, _, version) in &down {
-            let current = s.pages.get(page).map(|e| (e.version, e.stamp));
-            match current {
-                Some((v, _)) if v == *version && result.is_ok() => s.remove(*page),
-                // Not written down: back in the LRU order, still dirty.
-                Some((v, 0)) if v == *version => {
-                    let stamp = s.tick();
-                    s.lru.insert(stamp, *page);
-                    s.pages.get_mut(page).expect("present").stamp = stamp;
+        {
+            let mut s = self.state();
+            for (page, _, version) in &down {
+                let current = s.pages.get(page).map(|e| (e.version, e.stamp));
+                match current {
+                    Some((v, _)) if v == *version && result.is_ok() => shrunk += s.remove(*page),
+                    // Not written down: back in the LRU order, still dirty.
+                    Some((v, 0)) if v == *version => {
+                        let stamp = self.pool.tick();
+                        s.lru.insert(stamp, *page);
+                        s.pages.get_mut(page).expect("present").stamp = stamp;
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
-        if result.is_ok() {
-            self.evicted.fetch_add(down.len() as u64, Ordering::Relaxed);
-        }
-        result
+        self.pool.shrink(shrunk);
+        result?;
+        self.evicted.fetch_add(down.len() as u64, Ordering::Relaxed);
+        Ok(taken)
     }
 
     /// Writes every page newer than the lower dataspace's copy down, then

@@ -61,17 +61,23 @@ fn test_transferred_file_reads_through_and_writes_reach_it_only_at_sync() {
         .chunks(PAGE)
         .enumerate()
         .all(|(i, p)| p.iter().all(|&b| b == i as u8 + 1)));
-    assert_eq!(cm.stats(&id).unwrap().reads_from_lower, 16);
+    let s = cm.stats(&id).unwrap();
+    assert_eq!((s.reads_from_lower, s.reads_kept, s.pages), (16, 16, 16));
+    // Kept, clean: read again from the tier.
+    let (_, again) = read(store.as_ref(), 0, 16);
+    assert!(again == bytes);
+    let s = cm.stats(&id).unwrap();
+    assert_eq!((s.reads_from_lower, s.reads_from_tier), (16, 16));
 
     write(store.as_ref(), 3, 2, 0xaa);
     assert_eq!(file_byte(&path, 3 * PAGE), 4, "not written down yet");
     let (_, bytes) = read(store.as_ref(), 3, 2);
     assert!(bytes.iter().all(|&b| b == 0xaa));
     let s = cm.stats(&id).unwrap();
-    assert_eq!((s.reads_from_tier, s.pages, s.dirty_pages), (2, 2, 2));
+    assert_eq!((s.reads_from_tier, s.pages, s.dirty_pages), (18, 16, 2));
     assert!(
-        s.compressed_bytes < 2 * PAGE / 10,
-        "a page of one byte compresses: {s:?}"
+        s.compressed_bytes < 16 * PAGE / 10,
+        "pages of one byte compress: {s:?}"
     );
 
     store.sync().unwrap();
@@ -79,7 +85,7 @@ fn test_transferred_file_reads_through_and_writes_reach_it_only_at_sync() {
     let s = cm.stats(&id).unwrap();
     assert_eq!(
         (s.dirty_pages, s.synced_to_lower, s.pages),
-        (0, 2, 2),
+        (0, 2, 16),
         "clean, still held"
     );
     cm.close(&id, store).unwrap();
@@ -126,6 +132,58 @@ fn test_tier_over_budget_writes_least_recently_used_pages_down_to_lower() {
         std::fs::read(&path).unwrap()[..PAGE],
         noise(1).0,
         "close writes the rest down"
+    );
+}
+
+#[test]
+fn test_dataspaces_of_one_manager_share_its_budget_and_the_oldest_pages_go_first() {
+    let dir = tempfile::tempdir().unwrap();
+    // Four incompressible pages' worth, for both dataspaces together.
+    let cm = CompressedManager::with_dir(4 * PAGE, dir.path());
+    let (a_path, a) = compressed_file(&dir, &cm, 8);
+    let b_dir = tempfile::tempdir().unwrap();
+    let (b_path, b) = compressed_file(&b_dir, &cm, 8);
+    let (sa, sb) = (
+        cm.open(&a, Access::ReadWrite, None).unwrap(),
+        cm.open(&b, Access::ReadWrite, None).unwrap(),
+    );
+    put(sa.as_ref(), 0, &noise(1));
+    put(sa.as_ref(), 1, &noise(2));
+    put(sb.as_ref(), 0, &noise(3));
+    put(sb.as_ref(), 1, &noise(4));
+    let (ta, tb) = (cm.stats(&a).unwrap(), cm.stats(&b).unwrap());
+    assert_eq!(
+        ta.evictions_to_lower + tb.evictions_to_lower,
+        0,
+        "at the budget"
+    );
+    assert_eq!(ta.pool_bytes, 4 * PAGE, "{ta:?}");
+    read(sa.as_ref(), 0, 1); // a's page 0 is now the most recently used
+    put(sb.as_ref(), 2, &noise(5));
+    let (ta, tb) = (cm.stats(&a).unwrap(), cm.stats(&b).unwrap());
+    // Five pages over four: down to 7/8 of the budget, the two least
+    // recently used of the pool, one of each dataspace.
+    assert_eq!(
+        (ta.evictions_to_lower, tb.evictions_to_lower),
+        (1, 1),
+        "{ta:?} {tb:?}"
+    );
+    assert_eq!(ta.pool_bytes, 3 * PAGE);
+    assert_eq!(ta.pool_bytes, ta.compressed_bytes + tb.compressed_bytes);
+    let (fa, fb) = (
+        std::fs::read(&a_path).unwrap(),
+        std::fs::read(&b_path).unwrap(),
+    );
+    assert_eq!(&fa[PAGE..2 * PAGE], &noise(2).0[..], "a's page 1 went down");
+    assert_eq!(&fb[..PAGE], &noise(3).0[..], "b's page 0 went down");
+    assert_eq!(fa[0], 1, "a's page 0 was used since: only in the tier");
+    cm.close(&a, sa).unwrap();
+    cm.close(&b, sb).unwrap();
+    // A dataspace dropped gives its bytes back to the pool.
+    cm.delete(&b).unwrap();
+    assert_eq!(
+        cm.stats(&a).unwrap().pool_bytes,
+        cm.stats(&a).unwrap().compressed_bytes
     );
 }
 
