@@ -60,12 +60,14 @@ impl SwapStore {
 
 impl PageStore for SwapStore {
     unsafe fn read(&self, first: usize, pages: usize, dst: *mut u8) -> io::Result<usize> {
-        // Read runs of stored pages; pages never stored are zero already.
+        // Read runs of stored pages; pages never stored are zeroed (which
+        // also allocates a fresh frame, so it can be mapped): the caller's
+        // buffer need not be zero (a compressed tier reads into its own).
         let mut p = 0;
         while p < pages {
             if !self.has_data(first + p) {
-                // Never stored: a zero page, allocated so it can be mapped.
-                sys::populate(dst as usize + p * PAGE, PAGE)?;
+                // SAFETY: page `p < pages` of the caller's buffer.
+                unsafe { dst.add(p * PAGE).write_bytes(0, PAGE) };
                 p += 1;
                 continue;
             }

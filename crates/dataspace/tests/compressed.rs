@@ -476,6 +476,40 @@ fn measure_tier_ratio_and_read_path_pages_per_second() {
         (rounds * n * PAGE) as f64 / read.as_secs_f64() / (1 << 20) as f64,
     );
     cm.close(&id, store).unwrap();
+
+    // The same pages in a file (in the page cache) under the tier: the
+    // first read takes them from the file and keeps them, the next from
+    // the tier; under a budget of a third of their compressed size, the
+    // next read takes most from the file again.
+    for (label, budget) in [
+        ("a budget that holds them", usize::MAX),
+        ("a third of them", s.compressed_bytes / 3),
+    ] {
+        let cm = CompressedManager::with_dir(budget, dir.path());
+        let path = dir.path().join("lower");
+        // SAFETY: n pages of ours, as bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n * PAGE) };
+        std::fs::write(&path, bytes).unwrap();
+        let id = FileManager
+            .transfer(&DataspaceId::Path(path.clone()), &cm)
+            .unwrap();
+        let store = cm.open(&id, Access::ReadOnly, None).unwrap();
+        let mut rates = Vec::new();
+        for _ in 0..2 {
+            let start = std::time::Instant::now();
+            for p in 0..n {
+                // SAFETY: one aligned page of ours.
+                unsafe { store.read(p, 1, out.as_mut_ptr().cast()) }.unwrap();
+            }
+            rates.push(n as f64 / start.elapsed().as_secs_f64());
+        }
+        let s = cm.stats(&id).unwrap();
+        println!(
+            "over a cached file, {label}: first read {:.0} pages/s (kept {}), second {:.0} pages/s ({} from the tier, {} from the file)",
+            rates[0], s.reads_kept, rates[1], s.reads_from_tier, s.reads_from_lower - n as u64
+        );
+        cm.close(&id, store).unwrap();
+    }
 }
 
 /// Pages of `store` differing from `want`.
