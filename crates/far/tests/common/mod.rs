@@ -55,6 +55,13 @@ impl Cluster {
     /// may take one before a node binds it (they lie in the ephemeral
     /// range), so a start that fails is stopped and tried again on others.
     pub fn start(replicas: usize) -> Cluster {
+        Self::start_with_rtt(replicas, Duration::ZERO)
+    }
+
+    /// Like `start`, with every node `rtt` away (scripts/redis-cluster
+    /// --rtt: a delaying proxy on each node's port, which the nodes
+    /// announce); `Duration::ZERO` is no proxy.
+    pub fn start_with_rtt(replicas: usize, rtt: Duration) -> Cluster {
         const ATTEMPTS: usize = 3;
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = 3 * (1 + replicas);
@@ -68,7 +75,8 @@ impl Cluster {
             let mut cmd = Command::new(script());
             cmd.arg("start")
                 .args(["--port", &base.to_string()])
-                .args(["--replicas", &replicas.to_string()]);
+                .args(["--replicas", &replicas.to_string()])
+                .args(["--rtt", &format!("{}ns", rtt.as_nanos())]);
             let out = cmd
                 .arg(&dir)
                 .stderr(Stdio::inherit())
