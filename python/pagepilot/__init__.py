@@ -32,11 +32,20 @@ region was passed to (pickled), sees the parent's stores and the parent its
 stores, with no flush; the parent pages the region again once they are
 gone. A read-only region is mapped again, paged, in the worker; an anonymous
 one cannot be pickled.
+
+The package is typed (PEP 561: ``py.typed`` and the extension's stubs,
+``_pagepilot.pyi``): ``mypy --strict`` checks code that uses it, e.g.
+``region.array(numpy.float64)`` is an ``NDArray[float64]``. See
+``python/README.md``, "Types".
 """
 
-from __future__ import annotations
+# Every helper is imported under a private name: the namespace holds the
+# API (`__all__`) and nothing else (python/tests/test_typing.py checks).
+from __future__ import annotations as _annotations
 
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Literal as _Literal
+from typing import overload as _overload
 
 from . import _pagepilot
 from ._pagepilot import (
@@ -54,12 +63,19 @@ from ._pagepilot import (
     Region,
     SimulationError,
     TraceError,
-    __version__,
     connect,
     map_anon,
     map_file,
     parse_size,
 )
+from ._pagepilot import __version__ as __version__  # re-exported (PEP 484)
+
+if _TYPE_CHECKING:
+    # Types only (`_pagepilot.pyi`); pandas is optional, and typed only with
+    # pandas-stubs installed (otherwise a DataFrame is `Any` to mypy).
+    import pandas as _pandas
+
+    from ._pagepilot import _Frames, _Policies, _Record, _Size, _Trace
 
 __all__ = [
     "PAGE_SIZE",
@@ -86,14 +102,14 @@ __all__ = [
 ]
 
 
-class Records(list):
+class Records(list["_Record"]):
     """A list of result records (dicts), one per (policy, memory size).
 
     ``dataframe()`` converts them to a pandas DataFrame (pandas is optional:
     ``ImportError`` says so when it is missing).
     """
 
-    def dataframe(self):
+    def dataframe(self) -> _pandas.DataFrame:
         """The records as a ``pandas.DataFrame``, one row per record."""
         try:
             import pandas
@@ -104,23 +120,63 @@ class Records(list):
         return pandas.DataFrame(list(self))
 
 
-def _maybe_frame(records: Records, dataframe: bool | None):
+def _maybe_frame(
+    records: Records, dataframe: bool | None
+) -> Records | _pandas.DataFrame:
     if dataframe is None or dataframe is False:
         return records
     return records.dataframe()
 
 
+@_overload
 def simulate(
-    trace: Any,
-    policies: str | Policy | Iterable[str | Policy] = ("lru", "seq", "opt"),
-    frames: int | Sequence[int] | str = "auto",
+    trace: _Trace,
+    policies: _Policies = ...,
+    frames: _Frames = ...,
+    *,
+    trace_format: str | None = ...,
+    page_size: _Size | None = ...,
+    instructions: bool = ...,
+    collapse: bool = ...,
+    dataframe: _Literal[False] | None = ...,
+) -> Records: ...
+@_overload
+def simulate(
+    trace: _Trace,
+    policies: _Policies = ...,
+    frames: _Frames = ...,
+    *,
+    trace_format: str | None = ...,
+    page_size: _Size | None = ...,
+    instructions: bool = ...,
+    collapse: bool = ...,
+    dataframe: _Literal[True],
+) -> _pandas.DataFrame: ...
+@_overload
+def simulate(
+    trace: _Trace,
+    policies: _Policies = ...,
+    frames: _Frames = ...,
+    *,
+    trace_format: str | None = ...,
+    page_size: _Size | None = ...,
+    instructions: bool = ...,
+    collapse: bool = ...,
+    dataframe: bool | None = ...,
+) -> Records | _pandas.DataFrame: ...
+
+
+def simulate(
+    trace: _Trace,
+    policies: _Policies = ("lru", "seq", "opt"),
+    frames: _Frames = "auto",
     *,
     trace_format: str | None = None,
-    page_size: int | str | None = None,
+    page_size: _Size | None = None,
     instructions: bool = False,
     collapse: bool = False,
     dataframe: bool | None = None,
-):
+) -> Records | _pandas.DataFrame:
     """Simulate policies over a page-reference trace (``pagepilot sim``).
 
     ``trace``: a path to a trace in any format the CLI reads (text, lackey,
@@ -153,17 +209,55 @@ def simulate(
     return _maybe_frame(Records(rows), dataframe)
 
 
+@_overload
 def curve(
-    trace: Any,
-    policy: str = "lru",
-    frames: int | Sequence[int] | str | None = None,
+    trace: _Trace,
+    policy: _Literal["lru", "opt"] = ...,
+    frames: _Frames | None = ...,
+    *,
+    trace_format: str | None = ...,
+    page_size: _Size | None = ...,
+    instructions: bool = ...,
+    collapse: bool = ...,
+    dataframe: _Literal[False] | None = ...,
+) -> Records: ...
+@_overload
+def curve(
+    trace: _Trace,
+    policy: _Literal["lru", "opt"] = ...,
+    frames: _Frames | None = ...,
+    *,
+    trace_format: str | None = ...,
+    page_size: _Size | None = ...,
+    instructions: bool = ...,
+    collapse: bool = ...,
+    dataframe: _Literal[True],
+) -> _pandas.DataFrame: ...
+@_overload
+def curve(
+    trace: _Trace,
+    policy: _Literal["lru", "opt"] = ...,
+    frames: _Frames | None = ...,
+    *,
+    trace_format: str | None = ...,
+    page_size: _Size | None = ...,
+    instructions: bool = ...,
+    collapse: bool = ...,
+    dataframe: bool | None = ...,
+) -> Records | _pandas.DataFrame: ...
+
+
+def curve(
+    trace: _Trace,
+    policy: _Literal["lru", "opt"] = "lru",
+    frames: _Frames | None = None,
     *,
     trace_format: str | None = None,
-    page_size: int | str | None = None,
+    page_size: _Size | None = None,
     instructions: bool = False,
     collapse: bool = False,
     dataframe: bool | None = None,
-):
+) -> Records | _pandas.DataFrame:
     """The whole fault curve of ``"lru"`` or ``"opt"`` in one pass.
 
     Both are stack algorithms: one pass over the trace gives the fault count

@@ -80,9 +80,14 @@ pub fn map_error(py: Python<'_>, e: &pagepilot_pager::MapError) -> PyErr {
     err
 }
 
-/// A `MapError` for a refusal found before the pager was asked.
-pub fn map_refused(message: impl Into<String>) -> PyErr {
-    MapError::new_err(message.into())
+/// A `MapError` for a refusal found before the pager was asked: a bad
+/// argument, so `errno` is EINVAL (as `pp_map*` sets it).
+pub fn map_refused(py: Python<'_>, message: impl Into<String>) -> PyErr {
+    /// EINVAL on Linux.
+    const EINVAL: i32 = 22;
+    let err = MapError::new_err(message.into());
+    set_attr(py, &err, "errno", EINVAL);
+    err
 }
 
 /// A `FlushError` from the pager's, listing the failed pages.

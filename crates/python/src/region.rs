@@ -261,10 +261,13 @@ impl PyRegion {
     fn set_budget(&self, py: Python<'_>, budget: &Bound<'_, PyAny>) -> PyResult<()> {
         let budget = crate::args::size(budget, "budget")?;
         if budget < pagepilot_pager::PAGE_SIZE {
-            return Err(crate::errors::map_refused(format!(
-                "budget of {budget} bytes is smaller than one page ({} bytes)",
-                pagepilot_pager::PAGE_SIZE
-            )));
+            return Err(crate::errors::map_refused(
+                py,
+                format!(
+                    "budget of {budget} bytes is smaller than one page ({} bytes)",
+                    pagepilot_pager::PAGE_SIZE
+                ),
+            ));
         }
         match self.with_open(py, |m| m.paged("set_budget").map(|r| r.set_budget(budget)))? {
             Ok(set) => set.map_err(|e| flush_error(py, &e)),

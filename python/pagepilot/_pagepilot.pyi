@@ -1,0 +1,303 @@
+"""Type stubs of the extension module ``pagepilot._pagepilot`` (the crate
+``crates/python``), PEP 561: shipped in the wheel beside ``py.typed``.
+
+Every name the module defines at run time has an entry here, and every
+method, property and parameter name matches the runtime's:
+``python/tests/test_typing.py`` compares them (a name added to the crate
+without a stub fails the tests). The classes' ``__module__`` is
+``pagepilot``: the package re-exports them (``pagepilot/__init__.py``).
+"""
+
+import os
+import pathlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import (
+    Any,
+    Final,
+    Literal,
+    Self,
+    SupportsIndex,
+    TypeAlias,
+    TypeVar,
+    final,
+    overload,
+)
+
+import numpy
+import numpy.typing as npt
+
+# A size: an int (or anything with ``__index__``, numpy integers included),
+# or a string with a unit ("40MB", "4 KiB", "1.5G"; every unit a power of
+# 1024).
+_Size: TypeAlias = SupportsIndex | str
+# A path: str, bytes or os.PathLike.
+_Path: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+# A policy: a built-in name or spec ("mru", "seq:L=20,M=20"), a policy
+# program's path, or a checked `Policy`.
+_PolicyArg: TypeAlias = str | os.PathLike[str] | os.PathLike[bytes] | Policy
+# The policies of `simulate`: one, or several.
+_Policies: TypeAlias = _PolicyArg | Iterable[_PolicyArg]
+# Memory sizes in frames: one, several, or "auto" (20 sizes up to the
+# trace's footprint).
+_Frames: TypeAlias = SupportsIndex | Iterable[SupportsIndex] | Literal["auto"]
+# A trace: a file in any format the CLI reads, or page numbers (a
+# one-dimensional numpy array of non-negative integers, a list).
+_Trace: TypeAlias = _Path | Sequence[SupportsIndex] | npt.NDArray[numpy.integer[Any]]
+# One result record of the simulator (a dict of the JSON `pagepilot sim`
+# prints: str, int and float values).
+_Record: TypeAlias = dict[str, Any]
+# A shape of `Region.array`.
+_Shape: TypeAlias = SupportsIndex | tuple[SupportsIndex, ...]
+_Order: TypeAlias = Literal["C", "F", "A"]
+_ScalarT = TypeVar("_ScalarT", bound=numpy.generic)
+
+# As PyO3 sets it: every name the module adds.
+__all__ = [
+    "PagepilotError",
+    "MapError",
+    "FlushError",
+    "ClosedError",
+    "PolicyError",
+    "PoolError",
+    "DaemonError",
+    "TraceError",
+    "SimulationError",
+    "Region",
+    "Pool",
+    "Client",
+    "Policy",
+    "map_file",
+    "map_anon",
+    "_remap",
+    "_open_shared",
+    "connect",
+    "_simulate",
+    "_curve",
+    "parse_size",
+    "PAGE_SIZE",
+    "__version__",
+]
+
+PAGE_SIZE: Final[int]
+"""The page size in bytes (4096)."""
+__version__: Final[str]
+
+class PagepilotError(Exception):
+    """Base class of every error pagepilot raises."""
+
+class MapError(PagepilotError):
+    """A region could not be mapped; nothing was mapped."""
+
+    errno: int
+    """The system's errno when it said why, EINVAL for a bad argument."""
+
+class FlushError(PagepilotError):
+    """Dirty pages could not be written back; they stay in memory and dirty."""
+
+    errno: int
+    pages: list[tuple[int, int]]
+    """(page, errno) of each page that failed."""
+
+class ClosedError(PagepilotError):
+    """The region (or pool) was closed: it cannot be used any more."""
+
+class PolicyError(PagepilotError):
+    """A policy program that does not compile or that the checker rejects."""
+
+    line: int | None
+    """The line of a syntax error (None for the checker's)."""
+    column: int | None
+
+class PoolError(PagepilotError):
+    """A frame pool could not be made."""
+
+class DaemonError(PagepilotError):
+    """The pagepilot daemon could not be reached or refused."""
+
+    errno: int
+    """As the C API's ``pp_connect``: ENOENT or ECONNREFUSED when no daemon
+    listens."""
+
+class TraceError(PagepilotError):
+    """A trace could not be read."""
+
+class SimulationError(PagepilotError):
+    """The simulator refused its arguments (unknown policy, no frames)."""
+
+@final
+class Region:
+    """A mapped region (from `map_file` or `map_anon`): its memory through
+    the buffer protocol, paged under a frame budget by a policy."""
+
+    def __len__(self) -> int: ...
+    # The buffer protocol (PEP 688): `memoryview(region)`,
+    # `numpy.frombuffer(region)`. Python 3.11's classes have the C slots
+    # but not these attributes; 3.12 adds them.
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __release_buffer__(self, buffer: memoryview, /) -> None: ...
+    @property
+    def address(self) -> int:
+        """The address of the region's first byte."""
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def path(self) -> pathlib.Path | None:
+        """The backing file (None for anonymous memory)."""
+    @property
+    def policy(self) -> str: ...
+    @property
+    def exports(self) -> int:
+        """Buffer views of the region not released yet."""
+    def flush(self) -> None: ...
+    def invalidate(self) -> None: ...
+    def prefault(self, offset: _Size, length: _Size, write: bool = False) -> None: ...
+    def set_budget(self, budget: _Size) -> None: ...
+    def stats(self) -> dict[str, Any]: ...
+    @overload
+    def array(
+        self,
+        dtype: None = None,
+        shape: _Shape | None = None,
+        offset: _Size | None = None,
+        order: _Order = "C",
+    ) -> npt.NDArray[numpy.uint8]: ...
+    @overload
+    def array(
+        self,
+        dtype: type[_ScalarT] | numpy.dtype[_ScalarT],
+        shape: _Shape | None = None,
+        offset: _Size | None = None,
+        order: _Order = "C",
+    ) -> npt.NDArray[_ScalarT]: ...
+    @overload
+    def array(
+        self,
+        dtype: npt.DTypeLike,
+        shape: _Shape | None = None,
+        offset: _Size | None = None,
+        order: _Order = "C",
+    ) -> npt.NDArray[Any]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...
+    def __reduce__(self) -> tuple[Callable[..., Region], tuple[Any, ...]]: ...
+
+@final
+class Pool:
+    """Frames shared by the regions mapped with ``pool=``."""
+
+    def __new__(
+        cls,
+        budget: _Size,
+        partition_burst: _Size | None = None,
+        deadline_ms: float | None = None,
+    ) -> Self: ...
+    def stats(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...
+
+@final
+class Client:
+    """A connection to the pagepilot daemon (from `connect`)."""
+
+    @property
+    def path(self) -> pathlib.Path: ...
+    @property
+    def connected(self) -> bool: ...
+    @property
+    def messages_sent(self) -> int: ...
+
+@final
+class Policy:
+    """A checked policy program, usable wherever a policy name is."""
+
+    @staticmethod
+    def compile(source: str, name: str = "program") -> Policy: ...
+    @staticmethod
+    def assemble(text: str, name: str = "program") -> Policy: ...
+    @staticmethod
+    def load(path: _Path) -> Policy: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def spec(self) -> str: ...
+    @property
+    def events(self) -> list[tuple[str, int]]:
+        """The program's events and their lengths: [("PageFault", 12), ...]."""
+    def disassemble(self) -> str: ...
+    def __reduce__(self) -> tuple[Callable[..., Policy], tuple[Any, ...]]: ...
+
+def map_file(
+    path: _Path,
+    budget: _Size,
+    policy: _PolicyArg | None = None,
+    writable: bool = False,
+    *,
+    len: _Size | None = None,
+    fault_around_pages: int = 0,
+    readahead_max_pages: int = 0,
+    handler_threads: int = 0,
+    swap_dir: _Path | None = None,
+    faulting_thread: bool = False,
+    zero_around_max_pages: int = 0,
+    pool: Pool | None = None,
+    fault_limit: int = 0,
+    fault_period_us: int = 0,
+    min_frames: int = 0,
+    cpu_reserve: float = 0.0,
+    daemon: Client | bool | None = None,
+) -> Region: ...
+def map_anon(
+    size: _Size,
+    budget: _Size,
+    policy: _PolicyArg | None = None,
+    *,
+    fault_around_pages: int = 0,
+    readahead_max_pages: int = 0,
+    handler_threads: int = 0,
+    swap_dir: _Path | None = None,
+    faulting_thread: bool = False,
+    zero_around_max_pages: int = 0,
+    pool: Pool | None = None,
+    fault_limit: int = 0,
+    fault_period_us: int = 0,
+    min_frames: int = 0,
+    cpu_reserve: float = 0.0,
+    daemon: Client | bool | None = None,
+) -> Region: ...
+def connect(path: _Path) -> Client: ...
+def parse_size(size: _Size, what: str = "size") -> int: ...
+
+# The package's own helpers (`pagepilot.simulate` and `pagepilot.curve`
+# wrap the first two; unpickling calls the others).
+def _simulate(
+    trace: _Trace,
+    policies: _Policies,
+    frames: _Frames,
+    trace_format: str | None = None,
+    page_size: _Size | None = None,
+    instructions: bool = False,
+    collapse: bool = False,
+) -> list[_Record]: ...
+def _curve(
+    trace: _Trace,
+    policy: str,
+    frames: _Frames | None = None,
+    trace_format: str | None = None,
+    page_size: _Size | None = None,
+    instructions: bool = False,
+    collapse: bool = False,
+) -> list[_Record]: ...
+def _remap(
+    path: _Path,
+    budget: _Size,
+    policy: _PolicyArg,
+    writable: bool,
+    len: _Size | None = None,
+) -> Region: ...
+def _open_shared(
+    path: _Path, len: int, writable: bool, lease: str, policy: str
+) -> Region: ...
