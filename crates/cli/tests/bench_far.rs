@@ -1,7 +1,10 @@
 //! `bench far` as a user runs it, small and once: a row per backing, order
 //! and thread count, the batched manager's round trips a fraction of the
-//! naive one's (one per page); bad input refused naming the flag; the cluster the bench starts
-//! (when `PAGEPILOT_REDIS_CLUSTER` is not set) and its data gone after.
+//! naive one's (one per page), a waited write-back as many as a plain one;
+//! at an added round trip of 1 ms, a cluster of the bench's own whose
+//! PING and naive page-ins pay it; bad input refused naming the flag; the
+//! cluster the bench starts (when `PAGEPILOT_REDIS_CLUSTER` is not set) and
+//! its data gone after.
 
 mod bench;
 
@@ -22,9 +25,12 @@ fn test_far_bench_reports_every_row_with_batched_round_trips_below_the_naive_man
         "json",
     ]);
     assert_eq!(r["pages"].as_u64(), Some(512), "{r}");
-    assert!(r["ping_us"].as_f64().unwrap() > 0.0, "{r}");
-    let rows = r["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4 * 2 * 2, "{r}");
+    let d = &r["distances"][0];
+    assert_eq!(d["rtt_us"].as_f64(), Some(0.0), "{r}");
+    assert!(d["ping_us"].as_f64().unwrap() > 0.0, "{r}");
+    let rows = d["rows"].as_array().unwrap();
+    // Four read sides by two orders, two write sides, by two thread counts.
+    assert_eq!(rows.len(), (4 * 2 + 2) * 2, "{r}");
     let row = |side: &str, order: &str, threads: u64| {
         rows.iter()
             .find(|x| x["side"] == side && x["order"] == order && x["threads"] == threads)
@@ -48,7 +54,53 @@ fn test_far_bench_reports_every_row_with_batched_round_trips_below_the_naive_man
             );
         }
     }
-    assert_eq!(r["batched_vs_naive"].as_array().unwrap().len(), 4, "{r}");
+    for threads in [1, 2] {
+        // WAIT rides in the write-back's own request: about as many round
+        // trips (a write the replica had not acknowledged yet is sent again).
+        let (plain, waited) = (
+            row("write", "seq", threads),
+            row("write-waited", "seq", threads),
+        );
+        let trips = |r: &serde_json::Value| r["round_trips_per_page"].as_f64().unwrap();
+        assert!(trips(plain) > 0.0, "{plain}");
+        assert!(
+            trips(waited) >= trips(plain) && trips(waited) <= 1.5 * trips(plain),
+            "{plain} {waited}"
+        );
+    }
+    assert_eq!(d["batched_vs_naive"].as_array().unwrap().len(), 4, "{r}");
+    assert_eq!(d["replica_wait"].as_array().unwrap().len(), 2, "{r}");
+}
+
+#[test]
+fn test_far_bench_at_a_distance_starts_its_own_cluster_whose_round_trips_pay_it() {
+    let r = json(&[
+        "bench",
+        "far",
+        "--rtt",
+        "0,1ms",
+        "--mb",
+        "1",
+        "--runs",
+        "1",
+        "--threads",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let distances = r["distances"].as_array().unwrap();
+    assert_eq!(distances.len(), 2, "{r}");
+    let far = &distances[1];
+    assert_eq!(far["rtt_us"].as_f64(), Some(1000.0), "{r}");
+    // A proxy never delivers before its delay: a floor, not a timing.
+    assert!(far["ping_us"].as_f64().unwrap() >= 1000.0, "{far}");
+    let naive = far["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["side"] == "naive" && x["order"] == "seq")
+        .unwrap();
+    assert!(naive["us_per_page"].as_f64().unwrap() >= 1000.0, "{naive}");
 }
 
 #[test]
@@ -59,5 +111,10 @@ fn test_far_bench_refuses_bad_input_naming_the_flag() {
         (&["bench", "far", "--mb", "0"], "--mb"),
         (&["bench", "far", "--runs", "0"], "--runs"),
         (&["bench", "far", "--cluster", "nonsense"], "--cluster"),
+        (&["bench", "far", "--rtt", "fast"], "--rtt"),
+        (
+            &["bench", "far", "--rtt", "100us", "--cluster", "127.0.0.1:1"],
+            "--rtt",
+        ),
     ]);
 }

@@ -5,6 +5,7 @@ use crate::error::IoContext;
 use crate::BenchError;
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 /// The repository's cluster script.
 fn script() -> PathBuf {
@@ -22,8 +23,13 @@ pub struct Own {
 }
 
 impl Own {
-    /// Three primaries with a replica each on free loopback ports.
-    pub fn start() -> Result<Own, crate::BenchError> {
+    /// Three primaries with a replica each on free loopback ports, every
+    /// node `rtt` away: scripts/redis-cluster
+    /// --rtt puts a proxy adding `rtt / 2` each way in front of each node
+    /// (and the nodes announce it, so redirects and replication pass it
+    /// too); `Duration::ZERO` is no proxy. The proxy's own hop adds some
+    /// microseconds more (docs/far-memory.md).
+    pub fn start_with_rtt(rtt: Duration) -> Result<Own, crate::BenchError> {
         let dir =
             std::env::temp_dir().join(format!("pagepilot-bench-{}-redis", std::process::id()));
         let base = free_base(6).ok_or_else(|| BenchError::Measurement {
@@ -32,6 +38,7 @@ impl Own {
         })?;
         let out = Command::new(script())
             .args(["start", "--port", &base.to_string()])
+            .args(["--rtt", &format!("{}ns", rtt.as_nanos())])
             .arg(&dir)
             .output()
             .on("running", script())?;
