@@ -4,7 +4,7 @@
 //! metadata key per dataspace.
 //!
 //! ```text
-//! pp:{<name>}:meta         "pagepilot-far 2 len=<bytes> window=<pages>"
+//! pp:{<name>}:meta         "pagepilot-far 2 len=<bytes> window=<pages>[ wait=<replicas>/<ms>]"
 //! pp:{<name>}:written      bitmap: bit w set once window w was written
 //! pp:{<name>:<w>}:<page>   the page's 4096 bytes, w = page / window
 //! ```
@@ -12,7 +12,10 @@
 //! Dataspaces made before the bitmap (metadata "pagepilot-far 1") are
 //! read as they always were: every page asked of the server.
 
+use std::time::Duration;
+
 use crate::error::ConfigError;
+use crate::link::ReplicaWait;
 
 /// Longest dataspace name, bytes.
 pub const MAX_NAME: usize = 128;
@@ -90,6 +93,9 @@ pub struct Meta {
     /// Whether its written windows are recorded ([`written_key`]); false
     /// for dataspaces made before they were.
     pub tracks_written: bool,
+    /// Replicas every write to it waits for, and for how long per attempt
+    /// (whoever opens it), if any.
+    pub wait: Option<ReplicaWait>,
 }
 
 impl Meta {
@@ -100,7 +106,11 @@ impl Meta {
         } else {
             META_MAGIC_V1
         };
-        format!("{magic} len={} window={}", self.len, self.window)
+        let mut v = format!("{magic} len={} window={}", self.len, self.window);
+        if let Some(w) = self.wait {
+            v += &format!(" wait={}/{}", w.replicas, w.timeout.as_millis());
+        }
+        v
     }
 
     /// Parses a metadata value; `None` if it is not one this crate wrote
@@ -113,10 +123,18 @@ impl Meta {
         };
         let mut len = None;
         let mut window = None;
+        let mut wait = None;
         for field in rest.split_ascii_whitespace() {
             match field.split_once('=')? {
                 ("len", v) => len = Some(v.parse::<u64>().ok()?),
                 ("window", v) => window = Some(v.parse::<usize>().ok()?),
+                ("wait", v) if tracks_written => {
+                    let (replicas, ms) = v.split_once('/')?;
+                    wait = Some(ReplicaWait {
+                        replicas: replicas.parse().ok()?,
+                        timeout: Duration::from_millis(ms.parse().ok()?),
+                    });
+                }
                 _ => return None,
             }
         }
@@ -124,8 +142,11 @@ impl Meta {
             len: len?,
             window: window?,
             tracks_written,
+            wait,
         };
-        let ok = (1..=MAX_LEN).contains(&meta.len) && check_window(meta.window).is_ok();
+        let ok = (1..=MAX_LEN).contains(&meta.len)
+            && check_window(meta.window).is_ok()
+            && meta.wait.is_none_or(|w| w.replicas > 0);
         ok.then_some(meta)
     }
 }
@@ -175,14 +196,26 @@ mod tests {
 
     #[test]
     fn test_meta_round_trips_and_garbage_is_refused() {
-        for tracks_written in [true, false] {
+        let waited = Some(ReplicaWait {
+            replicas: 2,
+            timeout: Duration::from_millis(250),
+        });
+        for (tracks_written, wait) in [(true, None), (false, None), (true, waited)] {
             let m = Meta {
                 len: 12345,
                 window: 64,
                 tracks_written,
+                wait,
             };
             assert_eq!(Meta::decode(m.encode().as_bytes()), Some(m));
         }
+        assert_eq!(
+            Meta::decode(b"pagepilot-far 2 len=10 window=64 wait=1/500").and_then(|m| m.wait),
+            Some(ReplicaWait {
+                replicas: 1,
+                timeout: Duration::from_millis(500)
+            })
+        );
         let old = Meta::decode(b"pagepilot-far 1 len=10 window=64").expect("version 1");
         assert!(!old.tracks_written);
         for bad in [
@@ -192,6 +225,9 @@ mod tests {
             b"pagepilot-far 1 len=10",
             b"pagepilot-far 1 len=10 window=64 x=1",
             b"pagepilot-far 1 len=99999999999999999 window=64",
+            b"pagepilot-far 2 len=10 window=64 wait=0/500",
+            b"pagepilot-far 2 len=10 window=64 wait=1",
+            b"pagepilot-far 1 len=10 window=64 wait=1/500",
         ] {
             assert_eq!(
                 Meta::decode(bad),

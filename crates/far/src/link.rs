@@ -227,6 +227,11 @@ impl Link {
         &self.target
     }
 
+    /// Its timeouts and retry time.
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
     /// Whether the target is a cluster.
     pub fn is_cluster(&self) -> bool {
         matches!(self.target, Target::Cluster(_))

@@ -198,6 +198,94 @@ impl RedisManager {
         page_key(name, self.window, page)
     }
 
+    /// Creates far dataspace `name` of `len` bytes whose every write, by
+    /// whoever opens it (this manager, another, another process), counts
+    /// as done only once `replicas` replicas of its node acknowledge it
+    /// (`WAIT`, up to `timeout` per attempt; see
+    /// [`RedisConfig::with_replica_wait`], which does the same for every
+    /// dataspace a manager creates). The wait is recorded in the
+    /// dataspace's metadata.
+    pub fn create_with_replica_wait(
+        &self,
+        name: &str,
+        len: u64,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<DataspaceId, CreateError> {
+        let refused = |e: ConfigError| CreateError::Io {
+            path: PathBuf::from(name),
+            source: io_of(e),
+        };
+        if replicas == 0 {
+            return Err(refused(ConfigError::NoReplicasToWaitFor));
+        }
+        if timeout >= self.link.timing().response {
+            return Err(refused(ConfigError::WaitBeyondResponse {
+                wait: timeout,
+                response: self.link.timing().response,
+            }));
+        }
+        let wait = ReplicaWait { replicas, timeout };
+        self.create_waited(Some(Path::new(name)), len, Some(wait))
+    }
+
+    /// `create` with `wait` recorded in the dataspace's metadata.
+    fn create_waited(
+        &self,
+        name: Option<&Path>,
+        len: u64,
+        wait: Option<ReplicaWait>,
+    ) -> Result<DataspaceId, CreateError> {
+        let Some(path) = name else {
+            return Err(CreateError::BadName {
+                manager: Self::NAME,
+                why: "far dataspaces need a name",
+            });
+        };
+        let name = path.to_str().ok_or(CreateError::BadName {
+            manager: Self::NAME,
+            why: "the name is not UTF-8",
+        })?;
+        let io = |source| CreateError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        check_name(name).map_err(|e| io(io_of(e)))?;
+        if len == 0 {
+            return Err(CreateError::Empty {
+                manager: Self::NAME,
+            });
+        }
+        if len > MAX_LEN {
+            return Err(io(io_of(format!(
+                "far dataspace {name:?}: {len} bytes is more than the most, {MAX_LEN}"
+            ))));
+        }
+        let meta = Meta {
+            len,
+            window: self.window,
+            tracks_written: true,
+            wait,
+        };
+        let key = meta_key(name);
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(&key).arg(meta.encode()).arg("NX");
+        let what = || format!("creating {key} (far dataspace {name:?})");
+        let v = self.link.request(&pipe, 1, None, &what).map_err(io)?;
+        if v[0] != Value::Okay {
+            // NX and the key exists.
+            return Err(CreateError::Exists(path.to_owned()));
+        }
+        if wait.is_some() {
+            // The same value again, now waited for: unlike `NX`, a retry
+            // of it (too few replicas yet) answers as the first attempt.
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET").arg(&key).arg(meta.encode());
+            self.link.request(&pipe, 1, wait, &what).map_err(io)?;
+        }
+        Ok(DataspaceId::Name(name.to_owned()))
+    }
+
     /// The name of a far id, or `no_such(id)`.
     fn name_of<E>(id: &DataspaceId, no_such: impl FnOnce() -> E) -> Result<&str, E> {
         match id {
@@ -365,7 +453,8 @@ impl Manager for RedisManager {
             window: meta.window,
             writable: access == Access::ReadWrite,
             batching: self.batching,
-            wait: self.wait,
+            // The dataspace's own wait, else the manager's.
+            wait: meta.wait.or(self.wait),
             written,
             _alive: alive,
         }))
@@ -387,53 +476,7 @@ impl Manager for RedisManager {
     }
 
     fn create(&self, name: Option<&Path>, len: u64) -> Result<DataspaceId, CreateError> {
-        let Some(path) = name else {
-            return Err(CreateError::BadName {
-                manager: Self::NAME,
-                why: "far dataspaces need a name",
-            });
-        };
-        let name = path.to_str().ok_or(CreateError::BadName {
-            manager: Self::NAME,
-            why: "the name is not UTF-8",
-        })?;
-        let io = |source| CreateError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        check_name(name).map_err(|e| io(io_of(e)))?;
-        if len == 0 {
-            return Err(CreateError::Empty {
-                manager: Self::NAME,
-            });
-        }
-        if len > MAX_LEN {
-            return Err(io(io_of(format!(
-                "far dataspace {name:?}: {len} bytes is more than the most, {MAX_LEN}"
-            ))));
-        }
-        let meta = Meta {
-            len,
-            window: self.window,
-            tracks_written: true,
-        };
-        let key = meta_key(name);
-        let mut pipe = redis::pipe();
-        pipe.cmd("SET").arg(&key).arg(meta.encode()).arg("NX");
-        let what = || format!("creating {key} (far dataspace {name:?})");
-        let v = self.link.request(&pipe, 1, None, &what).map_err(io)?;
-        if v[0] != Value::Okay {
-            // NX and the key exists.
-            return Err(CreateError::Exists(path.to_owned()));
-        }
-        if self.wait.is_some() {
-            // The same value again, now waited for: unlike `NX`, a retry
-            // of it (too few replicas yet) answers as the first attempt.
-            let mut pipe = redis::pipe();
-            pipe.cmd("SET").arg(&key).arg(meta.encode());
-            self.link.request(&pipe, 1, self.wait, &what).map_err(io)?;
-        }
-        Ok(DataspaceId::Name(name.to_owned()))
+        self.create_waited(name, len, self.wait)
     }
 
     fn delete(&self, id: &DataspaceId) -> Result<(), DeleteError> {

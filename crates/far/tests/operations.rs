@@ -503,3 +503,45 @@ fn test_a_stored_value_of_the_wrong_size_or_bad_metadata_is_an_error_naming_the_
         "{e}"
     );
 }
+
+#[test]
+fn test_a_dataspace_made_to_wait_for_replicas_makes_every_opener_wait() {
+    let server = Server::start();
+    let far = RedisManager::new(
+        RedisConfig::single(server.url()).with_retry_for(Duration::from_millis(300)),
+    )
+    .unwrap();
+    // Made here: its metadata's write waits, and a lone server has no replica.
+    let e = far
+        .create_with_replica_wait("durable", 4096, 1, Duration::from_millis(50))
+        .unwrap_err();
+    assert!(
+        chain(&e)
+            .to_string()
+            .contains("0 of 1 replica(s) acknowledged"),
+        "{e}"
+    );
+    assert!(far
+        .create_with_replica_wait("never", 4096, 0, Duration::from_millis(50))
+        .is_err());
+    assert!(far
+        .create_with_replica_wait("never", 4096, 1, Duration::from_secs(5))
+        .is_err());
+    // Recorded in the metadata (as another process would have made it): a
+    // manager configured without a wait opens it and its writes wait.
+    let mut raw = server.raw();
+    let _: () = raw
+        .set(
+            "pp:{durable}:meta",
+            "pagepilot-far 2 len=4096 window=64 wait=1/50",
+        )
+        .unwrap();
+    let id = DataspaceId::Name("durable".into());
+    let store = far.open(&id, Access::ReadWrite, None).unwrap();
+    let e = write(store.as_ref(), 0, &[7u8; 4096]).unwrap_err();
+    assert!(
+        e.to_string().contains("0 of 1 replica(s) acknowledged"),
+        "{e}"
+    );
+    far.close(&id, store).unwrap();
+}
