@@ -16,11 +16,28 @@ The simulator evaluates the same policies offline on a trace::
     rows = pagepilot.simulate("trace.txt", policies=["lru", "seq", "opt"], frames=[512, 1024])
     rows.dataframe()                         # a pandas DataFrame, when pandas is installed
 
+Regions of dataspaces (SawMill's model): managers make dataspaces
+(:class:`PersistentManager`, :class:`CompressedManager`,
+:class:`LazyCopyManager`, :class:`FarManager` on Redis, ...), stack them
+(``Dataspace.transfer``), and :func:`map_dataspaces` attaches them::
+
+    store = pagepilot.PersistentManager("/data/ds")
+    ds = store.create("matrix", "64MB")
+    tier = ds.transfer(pagepilot.CompressedManager("16MB"))  # compressed over persistent
+    with pagepilot.map_dataspaces([tier], budget="4MB") as r:
+        r.array(numpy.float64)[:] = 1.0
+
+Regions pin pages (``Region.pin``) and report evictions
+(``Region.subscribe_evictions``, ``Region.drain_evictions``);
+:func:`simulate_global` and :func:`simulate_pooled` simulate several traces
+as processes (``pagepilot sim --global [--pool]``).
+
 Errors raise subclasses of :class:`PagepilotError` (:class:`MapError`,
 :class:`FlushError`, :class:`ClosedError`, :class:`PolicyError`,
 :class:`PoolError`, :class:`DaemonError`, :class:`TraceError`,
-:class:`SimulationError`) with the C API's messages; bad sizes raise
-``ValueError``, arguments of the wrong type ``TypeError``.
+:class:`SimulationError`, :class:`DataspaceError`, :class:`PinError`) with
+the C API's messages; bad sizes raise ``ValueError``, arguments of the wrong
+type ``TypeError``.
 
 A closed region's object raises :class:`ClosedError`; views exported before
 ``close()`` (numpy arrays, memoryviews) keep the memory mapped until they are
@@ -44,18 +61,32 @@ The package is typed (PEP 561: ``py.typed`` and the extension's stubs,
 from __future__ import annotations as _annotations
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 from typing import Literal as _Literal
 from typing import overload as _overload
 
 from . import _pagepilot
 from ._pagepilot import (
     PAGE_SIZE,
+    AnonymousManager,
+    Attachment,
     ClosedError,
     Client,
+    CompressedManager,
     DaemonError,
+    Dataspace,
+    DataspaceError,
+    Eviction,
+    FarManager,
+    FileManager,
     FlushError,
+    LazyCopyManager,
+    Manager,
     MapError,
     PagepilotError,
+    PersistentManager,
+    PinError,
+    PinnedManager,
     Policy,
     Pool,
     PolicyError,
@@ -65,6 +96,7 @@ from ._pagepilot import (
     TraceError,
     connect,
     map_anon,
+    map_dataspaces,
     map_file,
     parse_size,
 )
@@ -75,16 +107,31 @@ if _TYPE_CHECKING:
     # pandas-stubs installed (otherwise a DataFrame is `Any` to mypy).
     import pandas as _pandas
 
-    from ._pagepilot import _Frames, _Policies, _Record, _Size, _Trace
+    from collections.abc import Sequence as _Sequence
+
+    from ._pagepilot import _Frames, _Policies, _PolicyArg, _Record, _Size, _Trace
 
 __all__ = [
     "PAGE_SIZE",
+    "AnonymousManager",
+    "Attachment",
     "ClosedError",
     "Client",
+    "CompressedManager",
     "DaemonError",
+    "Dataspace",
+    "DataspaceError",
+    "Eviction",
+    "FarManager",
+    "FileManager",
     "FlushError",
+    "LazyCopyManager",
+    "Manager",
     "MapError",
     "PagepilotError",
+    "PersistentManager",
+    "PinError",
+    "PinnedManager",
     "Policy",
     "PolicyError",
     "Pool",
@@ -96,9 +143,12 @@ __all__ = [
     "connect",
     "curve",
     "map_anon",
+    "map_dataspaces",
     "map_file",
     "parse_size",
     "simulate",
+    "simulate_global",
+    "simulate_pooled",
 ]
 
 
@@ -276,3 +326,110 @@ def curve(
         collapse=collapse,
     )
     return _maybe_frame(Records(rows), dataframe)
+
+
+def simulate_global(
+    traces: _Sequence[_Trace],
+    policies: _Policies = ("lru", "fifo", "clock"),
+    frames: _Frames = "auto",
+    *,
+    names: _Sequence[str] | None = None,
+    quantum: int = 1_000_000,
+    service: int = 400_000,
+    trace_format: str | None = None,
+    page_size: _Size | None = None,
+    instructions: bool = False,
+    collapse: bool = False,
+) -> Records:
+    """Multiprogrammed simulation under one global policy (``pagepilot sim
+    --global``).
+
+    The ``traces`` (each a path or page numbers, as in :func:`simulate`) run
+    round-robin as processes, ``quantum`` references a turn; a missing
+    fault blocks its process for ``service`` reference times while another
+    runs, and one policy chooses among the pages of all of them. Returns
+    :class:`Records`: for each policy and size, one record for the whole
+    run (``process`` ``"all"``, with ``elapsed``) and one per process
+    (``process``: its name in ``names``, else its path, else its index),
+    with the counts ``pagepilot sim --global --format json`` prints.
+    OPT is refused (the interleaving depends on the faults).
+    """
+    rows = _pagepilot._simulate_global(
+        traces,
+        policies,
+        frames,
+        names=None if names is None else list(names),
+        quantum=quantum,
+        service=service,
+        trace_format=trace_format,
+        page_size=page_size,
+        instructions=instructions,
+        collapse=collapse,
+    )
+    return Records(rows)
+
+
+def simulate_pooled(
+    traces: _Sequence[_Trace],
+    pool: int,
+    policies: _PolicyArg | _Sequence[_PolicyArg] | None = None,
+    *,
+    names: _Sequence[str] | None = None,
+    min_frames: int | _Sequence[int] | None = None,
+    partition_burst: int | None = None,
+    reclaim_deadline: int | None = None,
+    readahead_frames: int | _Sequence[int] | None = None,
+    fault_limit: int | _Sequence[int] | None = None,
+    fault_period: int | None = None,
+    system_period: int | None = None,
+    fault_unit: int = 1,
+    reserve: float | _Sequence[float] | None = None,
+    sample_every: int | None = None,
+    quantum: int = 1_000_000,
+    service: int = 400_000,
+    trace_format: str | None = None,
+    page_size: _Size | None = None,
+    instructions: bool = False,
+    collapse: bool = False,
+) -> dict[str, _Any]:
+    """Processes with their own policies in one frame pool (``pagepilot sim
+    --global --pool FRAMES``).
+
+    Each trace is a process with its own policy (``policies``: one for all
+    or one per trace; default ``"clock"``) and ``min_frames`` guaranteed
+    (default equal shares of the pool), drawing the frames above from a
+    pool of ``pool`` frames (HiPEC's global frame manager:
+    ``partition_burst``, ``reclaim_deadline``), optionally under RAPHA's
+    fault limits (``fault_limit`` per ``fault_period``, ``system_period``,
+    ``fault_unit``, ``reserve`` in percent). Lists take one value per trace
+    or one for all, as the CLI's. Returns the run's report, the dict
+    ``pagepilot sim --global --pool --format json`` prints: ``processes``
+    (each with ``references``, ``faults``, ``evictions``, ``held_max``,
+    ``requested``, ``granted``, ...), ``elapsed``, ``idle``, ``samples``.
+    """
+    def each(v: _Any) -> _Any:
+        return v if v is None or isinstance(v, (int, float)) else list(v)
+
+    run: dict[str, _Any] = _pagepilot._simulate_pooled(
+        traces,
+        pool,
+        policies,
+        names=None if names is None else list(names),
+        min_frames=each(min_frames),
+        partition_burst=partition_burst,
+        reclaim_deadline=reclaim_deadline,
+        readahead_frames=each(readahead_frames),
+        fault_limit=each(fault_limit),
+        fault_period=fault_period,
+        system_period=system_period,
+        fault_unit=fault_unit,
+        reserve=each(reserve),
+        sample_every=sample_every,
+        quantum=quantum,
+        service=service,
+        trace_format=trace_format,
+        page_size=page_size,
+        instructions=instructions,
+        collapse=collapse,
+    )
+    return run

@@ -25,6 +25,7 @@ from typing import (
 
 import numpy
 import numpy.typing as npt
+from typing_extensions import disjoint_base
 
 # A size: an int (or anything with ``__index__``, numpy integers included),
 # or a string with a unit ("40MB", "4 KiB", "1.5G"; every unit a power of
@@ -49,6 +50,13 @@ _Record: TypeAlias = dict[str, Any]
 # A shape of `Region.array`.
 _Shape: TypeAlias = SupportsIndex | tuple[SupportsIndex, ...]
 _Order: TypeAlias = Literal["C", "F", "A"]
+# A dataspace's id as its manager names it: a name (persistent, far), a
+# path (file) or a number (anonymous, compressed, lazy copy, pinned).
+_DataspaceId: TypeAlias = str | int | pathlib.Path
+# A dataspace argument: a handle, or its id in its manager's form.
+_DataspaceArg: TypeAlias = Dataspace | str | int | os.PathLike[str]
+# A value per process of `_simulate_pooled`: one for all, or one each.
+_PerTrace: TypeAlias = int | list[int]
 _ScalarT = TypeVar("_ScalarT", bound=numpy.generic)
 
 # As PyO3 sets it: every name the module adds.
@@ -62,17 +70,33 @@ __all__ = [
     "DaemonError",
     "TraceError",
     "SimulationError",
+    "DataspaceError",
+    "PinError",
     "Region",
     "Pool",
     "Client",
     "Policy",
+    "Manager",
+    "PersistentManager",
+    "CompressedManager",
+    "LazyCopyManager",
+    "AnonymousManager",
+    "FileManager",
+    "PinnedManager",
+    "FarManager",
+    "Dataspace",
+    "Attachment",
+    "Eviction",
     "map_file",
     "map_anon",
+    "map_dataspaces",
     "_remap",
     "_open_shared",
     "connect",
     "_simulate",
     "_curve",
+    "_simulate_global",
+    "_simulate_pooled",
     "parse_size",
     "PAGE_SIZE",
     "__version__",
@@ -124,6 +148,23 @@ class TraceError(PagepilotError):
 class SimulationError(PagepilotError):
     """The simulator refused its arguments (unknown policy, no frames)."""
 
+class DataspaceError(PagepilotError):
+    """A dataspace manager refused an operation; nothing changed."""
+
+    errno: int
+    """ENOENT (no such dataspace), EEXIST, EBUSY (open or mapped), ENOTSUP
+    (not offered by the manager), ELOOP (a stacking cycle), EDQUOT (a
+    pinned manager's quota), EINVAL (a bad name), the system's otherwise."""
+    manager: str
+    """The manager's name ("persistent", "compressed", "redis", ...)."""
+
+class PinError(PagepilotError):
+    """Pages could not be pinned or unpinned; nothing changed."""
+
+    errno: int
+    """EINVAL (outside the region, or not pinned), ENOMEM (past the budget
+    less one frame), EIO (unreadable), EDQUOT (the daemon's pin quota)."""
+
 @final
 class Region:
     """A mapped region (from `map_file` or `map_anon`): its memory through
@@ -155,6 +196,12 @@ class Region:
     def prefault(self, offset: _Size, length: _Size, write: bool = False) -> None: ...
     def set_budget(self, budget: _Size) -> None: ...
     def stats(self) -> dict[str, Any]: ...
+    def pin(self, offset: _Size, length: _Size) -> None:
+        """Pins the pages of the range: in memory, never evicted until unpinned."""
+    def unpin(self, offset: _Size, length: _Size) -> None: ...
+    def subscribe_evictions(self, capacity: int = 4096) -> None:
+        """Queues an `Eviction` for every page evicted from now on (0: off)."""
+    def drain_evictions(self, max: int | None = None) -> list[Eviction]: ...
     @overload
     def array(
         self,
@@ -230,6 +277,165 @@ class Policy:
     def disassemble(self) -> str: ...
     def __reduce__(self) -> tuple[Callable[..., Policy], tuple[Any, ...]]: ...
 
+@disjoint_base
+class Manager:
+    """A dataspace manager (made by a subclass, not constructed itself)."""
+
+    @property
+    def name(self) -> str:
+        """"persistent", "compressed", "lazy-copy", "anonymous", "file",
+        "pinned" or "redis"."""
+    def dataspace(self, id: _DataspaceArg) -> Dataspace:
+        """The existing dataspace `id`; `DataspaceError` (ENOENT) if none."""
+    def delete(self, id: _DataspaceArg) -> None: ...
+    def interrogate(self) -> dict[str, list[str]]:
+        """{"operations": [...], "flavours": [...]}, lower-case names."""
+
+@final
+class PersistentManager(Manager):
+    """Named dataspaces that outlive the process, in a directory."""
+
+    def __new__(cls, dir: _Path | None = None) -> Self: ...
+    @property
+    def dir(self) -> pathlib.Path: ...
+    def create(self, name: str, size: _Size) -> Dataspace: ...
+    def names(self) -> list[str]:
+        """The names of the directory's dataspaces, sorted."""
+
+@final
+class CompressedManager(Manager):
+    """Compressed tiers in memory over lower dataspaces, sharing one budget."""
+
+    def __new__(cls, budget: _Size, *, dir: _Path | None = None) -> Self: ...
+    def create(self, size: _Size) -> Dataspace: ...
+    @property
+    def budget(self) -> int: ...
+
+@final
+class LazyCopyManager(Manager):
+    """Lazy copies: unmodified pages read through to the source."""
+
+    def __new__(cls, *, dir: _Path | None = None) -> Self: ...
+    def copy(self, source: Dataspace) -> Dataspace: ...
+
+@final
+class AnonymousManager(Manager):
+    """Zero-filled dataspaces in swap files; takes transferred dataspaces."""
+
+    def __new__(cls, *, dir: _Path | None = None) -> Self: ...
+    def create(self, size: _Size) -> Dataspace: ...
+
+@final
+class FileManager(Manager):
+    """Files, by path."""
+
+    def __new__(cls) -> Self: ...
+    def create(self, path: _Path, size: _Size) -> Dataspace: ...
+
+@final
+class PinnedManager(Manager):
+    """Pins the dataspaces transferred to it, up to `quota` bytes."""
+
+    def __new__(cls, quota: _Size) -> Self: ...
+    @property
+    def quota(self) -> int: ...
+    @property
+    def pinned_bytes(self) -> int: ...
+
+@final
+class FarManager(Manager):
+    """Far memory: named dataspaces whose pages live in Redis."""
+
+    def __new__(
+        cls,
+        seeds: str | Sequence[str],
+        *,
+        window: int | None = None,
+        replica_wait: tuple[int, float] | None = None,
+        connections: int | None = None,
+        retry_for: float | None = None,
+        connect_timeout: float | None = None,
+        response_timeout: float | None = None,
+    ) -> Self: ...
+    def create(
+        self, name: str, size: _Size, *, replica_wait: tuple[int, float] | None = None
+    ) -> Dataspace: ...
+    @property
+    def round_trips(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    def ping(self) -> float: ...
+
+@final
+class Dataspace:
+    """A dataspace of a manager (from `create`, `dataspace`, `copy`,
+    `transfer`)."""
+
+    @property
+    def manager(self) -> Manager: ...
+    @property
+    def id(self) -> _DataspaceId: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def stack(self) -> list[str]:
+        """The managers it is served through, bottom first."""
+    def transfer(self, to: Manager) -> Dataspace: ...
+    def delete(self) -> None: ...
+    def stats(self) -> dict[str, int]: ...
+    def attach(
+        self,
+        *,
+        at: _Size | None = None,
+        offset: _Size | None = None,
+        len: _Size | None = None,
+        read_only: bool = False,
+    ) -> Attachment: ...
+
+@final
+class Attachment:
+    """A dataspace's bytes `offset..offset+len` at the region's byte `at`."""
+
+    @property
+    def dataspace(self) -> Dataspace: ...
+    @property
+    def at(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def len(self) -> int | None: ...
+    @property
+    def read_only(self) -> bool: ...
+
+@final
+class Eviction:
+    """One page a region evicted."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def referenced(self) -> bool: ...
+    @property
+    def modified(self) -> bool: ...
+
+def map_dataspaces(
+    attachments: Iterable[Dataspace | Attachment],
+    budget: _Size,
+    policy: _PolicyArg | None = None,
+    *,
+    fault_around_pages: int = 0,
+    readahead_max_pages: int = 0,
+    handler_threads: int = 0,
+    swap_dir: _Path | None = None,
+    faulting_thread: bool = False,
+    zero_around_max_pages: int = 0,
+    pool: Pool | None = None,
+    fault_limit: int = 0,
+    fault_period_us: int = 0,
+    min_frames: int = 0,
+    cpu_reserve: float = 0.0,
+    daemon: Client | bool | None = None,
+) -> Region: ...
 def map_file(
     path: _Path,
     budget: _Size,
@@ -291,6 +497,40 @@ def _curve(
     instructions: bool = False,
     collapse: bool = False,
 ) -> list[_Record]: ...
+def _simulate_global(
+    traces: Sequence[_Trace],
+    policies: _Policies,
+    frames: _Frames,
+    names: list[str] | None = None,
+    quantum: int = 1_000_000,
+    service: int = 400_000,
+    trace_format: str | None = None,
+    page_size: _Size | None = None,
+    instructions: bool = False,
+    collapse: bool = False,
+) -> list[_Record]: ...
+def _simulate_pooled(
+    traces: Sequence[_Trace],
+    pool: int,
+    policies: _PolicyArg | Sequence[_PolicyArg] | None = None,
+    names: list[str] | None = None,
+    min_frames: _PerTrace | None = None,
+    partition_burst: int | None = None,
+    reclaim_deadline: int | None = None,
+    readahead_frames: _PerTrace | None = None,
+    fault_limit: _PerTrace | None = None,
+    fault_period: int | None = None,
+    system_period: int | None = None,
+    fault_unit: int = 1,
+    reserve: float | list[float] | None = None,
+    sample_every: int | None = None,
+    quantum: int = 1_000_000,
+    service: int = 400_000,
+    trace_format: str | None = None,
+    page_size: _Size | None = None,
+    instructions: bool = False,
+    collapse: bool = False,
+) -> dict[str, Any]: ...
 def _remap(
     path: _Path,
     budget: _Size,

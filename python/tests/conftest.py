@@ -47,3 +47,15 @@ def pagepilot_cli():
             ["cargo", "build", "-q", "-p", "pagepilot-cli"], cwd=ROOT, check=True
         )
     return str(built)
+
+
+def rust_example(name):
+    """A Rust example of crates/python (the Rust side of a comparison),
+    built now (cargo is quick when it is up to date)."""
+    import subprocess
+
+    subprocess.run(
+        ["cargo", "build", "-q", "-p", "pagepilot-python", "--example", name],
+        cwd=ROOT, check=True,
+    )
+    return str(ROOT / "target" / "debug" / "examples" / name)

@@ -279,6 +279,10 @@ def test_exceptions_carry_the_attributes_the_stubs_declare(tmp_path, zero_file):
     provoke(pagepilot.DaemonError, lambda: pagepilot.connect(tmp_path / "no-daemon.sock"))
     provoke(pagepilot.TraceError, lambda: pagepilot.simulate(tmp_path / "missing.trace"))
     provoke(pagepilot.SimulationError, lambda: pagepilot.simulate([1, 2], ["no-such-policy"], [1]))
+    store = pagepilot.PersistentManager(tmp_path / "dataspaces")
+    provoke(pagepilot.DataspaceError, lambda: store.dataspace("missing"))
+    with pagepilot.map_anon("64K", "16K") as r:
+        provoke(pagepilot.PinError, lambda: r.pin(0, "1MB"))
 
     data = tmp_path / "flush.bin"
     data.write_bytes(bytes(1 << 20))
@@ -293,6 +297,8 @@ def test_exceptions_carry_the_attributes_the_stubs_declare(tmp_path, zero_file):
     assert raised["MapError"][0]["errno"] == errno.ENOENT
     assert raised["MapError"][1]["errno"] == errno.EINVAL
     assert raised["DaemonError"][0]["errno"] == errno.ENOENT
+    assert raised["DataspaceError"][0] == {"errno": errno.ENOENT, "manager": "persistent"}
+    assert raised["PinError"][0] == {"errno": errno.EINVAL}
     assert raised["PolicyError"][0] == {"line": 3, "column": 12}
     assert raised["PolicyError"][1] == {"line": None, "column": None}
     assert flush["attrs"] == {"pages": [[128, errno.EFBIG]], "errno": errno.EFBIG}

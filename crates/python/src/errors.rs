@@ -68,6 +68,25 @@ pyo3::create_exception!(
     "The simulator refused its arguments (unknown policy, no frames)."
 );
 
+pyo3::create_exception!(
+    pagepilot,
+    DataspaceError,
+    PagepilotError,
+    "A dataspace manager refused an operation (create, delete, open, transfer, copy) or \
+     could not reach its store; nothing changed. `errno` as the C API's \
+     `pp_delete_persistent` answers (ENOENT: no such dataspace, EEXIST, EBUSY: open or \
+     mapped, ENOTSUP: not offered by the manager, EINVAL: a bad name or argument, the \
+     system's otherwise); `manager` names the manager."
+);
+pyo3::create_exception!(
+    pagepilot,
+    PinError,
+    PagepilotError,
+    "Pages could not be pinned or unpinned; nothing changed. `errno` as the C API's \
+     `pp_pin`/`pp_unpin` return it negated (EINVAL: outside the region or not pinned, \
+     ENOMEM: past the budget less one frame, EIO: unreadable, EDQUOT: the daemon's quota)."
+);
+
 /// A `ValueError` naming the bad size.
 pub fn size_error(e: SizeError) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())
@@ -107,6 +126,21 @@ pub fn flush_error(py: Python<'_>, e: &pagepilot_pager::FlushError) -> PyErr {
 /// A `DaemonError` with the errno the C API's `pp_connect` returns.
 pub fn daemon_error(py: Python<'_>, e: &pagepilot_pager::DaemonError) -> PyErr {
     let err = DaemonError::new_err(chain(e).to_string());
+    set_attr(py, &err, "errno", e.errno());
+    err
+}
+
+/// A `DataspaceError` of manager `manager` with `errno` and `message`.
+pub fn dataspace_error(py: Python<'_>, manager: &str, errno: i32, message: String) -> PyErr {
+    let err = DataspaceError::new_err(message);
+    set_attr(py, &err, "errno", errno);
+    set_attr(py, &err, "manager", manager);
+    err
+}
+
+/// A `PinError` from the pager's, with the errno `pp_pin` returns.
+pub fn pin_error(py: Python<'_>, e: &pagepilot_pager::PinError) -> PyErr {
+    let err = PinError::new_err(chain(e).to_string());
     set_attr(py, &err, "errno", e.errno());
     err
 }
@@ -169,5 +203,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DaemonError", py.get_type::<DaemonError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("SimulationError", py.get_type::<SimulationError>())?;
+    m.add("DataspaceError", py.get_type::<DataspaceError>())?;
+    m.add("PinError", py.get_type::<PinError>())?;
     Ok(())
 }

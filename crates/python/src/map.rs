@@ -12,25 +12,25 @@ use crate::errors::map_error;
 use crate::pool::{PyClient, PyPool};
 use crate::region::{Origin, PyRegion, Reopen};
 
-/// The tuning options both mapping calls take (`pp_options`' fields).
-struct Tuning<'py> {
-    fault_around_pages: usize,
-    readahead_max_pages: usize,
-    handler_threads: usize,
-    swap_dir: Option<Bound<'py, PyAny>>,
-    faulting_thread: bool,
-    zero_around_max_pages: usize,
-    pool: Option<Bound<'py, PyAny>>,
-    fault_limit: u64,
-    fault_period_us: u64,
-    min_frames: usize,
-    cpu_reserve: f64,
-    daemon: Option<Bound<'py, PyAny>>,
+/// The tuning options every mapping call takes (`pp_options`' fields).
+pub(crate) struct Tuning<'py> {
+    pub fault_around_pages: usize,
+    pub readahead_max_pages: usize,
+    pub handler_threads: usize,
+    pub swap_dir: Option<Bound<'py, PyAny>>,
+    pub faulting_thread: bool,
+    pub zero_around_max_pages: usize,
+    pub pool: Option<Bound<'py, PyAny>>,
+    pub fault_limit: u64,
+    pub fault_period_us: u64,
+    pub min_frames: usize,
+    pub cpu_reserve: f64,
+    pub daemon: Option<Bound<'py, PyAny>>,
 }
 
 impl Tuning<'_> {
     /// Applies the options the way `pp_map` does.
-    fn apply(&self, mut ro: RegionOptions) -> PyResult<RegionOptions> {
+    pub(crate) fn apply(&self, mut ro: RegionOptions) -> PyResult<RegionOptions> {
         if self.fault_around_pages != 0 {
             ro = ro.with_fault_around(self.fault_around_pages);
         }

@@ -39,6 +39,10 @@ pub fn reduce<'py>(region: &PyRegion, py: Python<'py>) -> PyResult<Bound<'py, Py
             "an anonymous region cannot be pickled: its memory belongs to this process \
              (map a file to share it with other processes)",
         )),
+        Origin::Dataspaces(_) => Err(PyTypeError::new_err(
+            "a region of attached dataspaces cannot be pickled: its dataspaces are opened by \
+             this process's managers (map them again in the other process)",
+        )),
         Origin::Shared(_) => Err(PyTypeError::new_err(
             "a region unpickled from another process cannot be pickled again: its lease is \
              this process's (pickle the original region, in the process that mapped it)",

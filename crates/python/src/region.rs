@@ -44,6 +44,8 @@ pub enum Origin {
     /// Another process's writable file region, unpickled here: the kernel's
     /// mapping of its file, opened from the handle that process gave.
     Shared(ShareHandle),
+    /// Dataspaces attached (`map_dataspaces`): what `repr` says of them.
+    Dataspaces(String),
 }
 
 /// How to map a file region again in another process (pickling a
@@ -191,7 +193,7 @@ impl PyRegion {
     #[getter]
     fn path(&self) -> Option<PathBuf> {
         match &self.origin {
-            Origin::Anonymous => None,
+            Origin::Anonymous | Origin::Dataspaces(_) => None,
             Origin::File(r) => Some(r.path.clone()),
             Origin::Shared(h) => Some(h.path.clone()),
         }
@@ -284,6 +286,51 @@ impl PyRegion {
         py.import("json")?.call_method1("loads", (json,))
     }
 
+    /// Pins every page `[offset, offset + length)` touches: brought in now
+    /// (the GIL released), never evicted until `unpin` (pins do not nest).
+    /// Nothing is pinned on failure: `PinError` with errno EINVAL (outside
+    /// the region), ENOMEM (the pins would pass the budget less one frame)
+    /// or EIO (a page cannot be read).
+    fn pin(
+        &self,
+        py: Python<'_>,
+        offset: &Bound<'_, PyAny>,
+        length: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        crate::pins::pin(self, py, offset, length, true)
+    }
+
+    /// Unpins every page `[offset, offset + length)` touches: the policy
+    /// may evict them again. `PinError` (EINVAL) for a range outside the
+    /// region or a page in it not pinned; then nothing is unpinned.
+    fn unpin(
+        &self,
+        py: Python<'_>,
+        offset: &Bound<'_, PyAny>,
+        length: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        crate::pins::pin(self, py, offset, length, false)
+    }
+
+    /// Turns eviction notifications on: every page the region evicts from
+    /// now on is queued as an `Eviction` for `drain_evictions`. At most
+    /// `capacity` are kept: beyond, the oldest are dropped and counted
+    /// (`stats()["evictions_lost"]`); 0 turns notifications off.
+    #[pyo3(signature = (capacity = 4096))]
+    fn subscribe_evictions(&self, py: Python<'_>, capacity: usize) -> PyResult<()> {
+        crate::evictions::subscribe(self, py, capacity)
+    }
+
+    /// Takes the queued evictions, oldest first (at most `max`; None: all).
+    #[pyo3(signature = (max = None))]
+    fn drain_evictions(
+        &self,
+        py: Python<'_>,
+        max: Option<usize>,
+    ) -> PyResult<Vec<crate::evictions::PyEviction>> {
+        crate::evictions::drain(self, py, max)
+    }
+
     /// A numpy array viewing the region (no copy), like `numpy.memmap`:
     /// `dtype` items from byte `offset`, in `shape` (an int or a tuple; None:
     /// as many items as fit). Read-only for a read-only region.
@@ -346,6 +393,7 @@ impl PyRegion {
                 h.path.display().to_string()
             ),
             Origin::Anonymous => "anonymous".into(),
+            Origin::Dataspaces(what) => what.clone(),
         };
         format!(
             "<pagepilot.Region {state}{what}, {} bytes at {:#x}, policy {:?}{}>",

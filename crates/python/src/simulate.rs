@@ -15,11 +15,11 @@ use crate::errors::{SimulationError, TraceError};
 
 /// How to read a trace file (`pagepilot sim`'s `--from`, `--page-size`,
 /// `--instructions`, `--collapse`).
-struct Load<'py> {
-    format: Option<&'py str>,
-    page_size: Option<&'py Bound<'py, PyAny>>,
-    instructions: bool,
-    collapse: bool,
+pub(crate) struct Load<'py> {
+    pub format: Option<&'py str>,
+    pub page_size: Option<&'py Bound<'py, PyAny>>,
+    pub instructions: bool,
+    pub collapse: bool,
 }
 
 impl Load<'_> {
@@ -44,7 +44,11 @@ impl Load<'_> {
 
 /// A trace argument: a path, or a sequence of page numbers (a numpy array
 /// of non-negative integers, a list).
-fn trace_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, load: &Load<'_>) -> PyResult<Trace> {
+pub(crate) fn trace_arg(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    load: &Load<'_>,
+) -> PyResult<Trace> {
     if obj.is_instance_of::<PyString>()
         || obj.hasattr("__fspath__")?
         || obj.is_instance_of::<pyo3::types::PyBytes>()
@@ -113,7 +117,7 @@ fn pages_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
 
 /// A policies argument: one spec or `Policy`, or a list of them; returns
 /// each spec and the label its rows carry.
-fn policies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
+pub(crate) fn policies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
     let one = |p: &Bound<'_, PyAny>| -> PyResult<(String, String)> {
         let spec = args::policy_spec(p)?;
         let label = match p.cast::<crate::policy::Policy>() {
@@ -129,7 +133,7 @@ fn policies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
 }
 
 /// A frames argument: "auto", an int, or a list of ints.
-fn frames_arg(obj: &Bound<'_, PyAny>, footprint: usize) -> PyResult<Vec<usize>> {
+pub(crate) fn frames_arg(obj: &Bound<'_, PyAny>, footprint: usize) -> PyResult<Vec<usize>> {
     if let Ok(s) = obj.cast::<PyString>() {
         if s.to_str()?.trim().eq_ignore_ascii_case("auto") {
             return Ok(sweep::auto_frames(footprint, 20));
