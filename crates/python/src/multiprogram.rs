@@ -121,9 +121,7 @@ pub fn simulate_global<'py>(
             row.policy = label.clone();
         }
     }
-    let json = serde_json::to_string(&rows)
-        .map_err(|e| SimulationError::new_err(format!("cannot report the rows: {e}")))?;
-    py.import("json")?.call_method1("loads", (json,))
+    crate::simulate::to_python(py, &rows)
 }
 
 /// `pagepilot sim --global --pool FRAMES --format json`: the traces as
@@ -231,7 +229,5 @@ pub fn simulate_pooled<'py>(
     let run = py
         .detach(|| pooled::run(&traces, &processes, &config))
         .map_err(|e| SimulationError::new_err(chain(&e).to_string()))?;
-    let json = serde_json::to_string(&run)
-        .map_err(|e| SimulationError::new_err(format!("cannot report the run: {e}")))?;
-    py.import("json")?.call_method1("loads", (json,))
+    crate::simulate::to_python(py, &run)
 }

@@ -211,8 +211,16 @@ pub fn simulate<'py>(
             row.policy = label.clone();
         }
     }
-    let json = serde_json::to_string(&rows)
-        .map_err(|e| SimulationError::new_err(format!("cannot report the rows: {e}")))?;
+    to_python(py, &rows)
+}
+
+/// A report as Python objects (dicts and lists), through its JSON.
+pub(crate) fn to_python<'py>(
+    py: Python<'py>,
+    report: &impl serde::Serialize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let json = serde_json::to_string(report)
+        .map_err(|e| SimulationError::new_err(format!("cannot report the results: {e}")))?;
     py.import("json")?.call_method1("loads", (json,))
 }
 
