@@ -46,7 +46,9 @@ mod stored;
 mod swap;
 pub mod sys;
 mod tier;
+mod tier_data;
 mod tier_pool;
+mod tier_stats;
 
 pub use anonymous::AnonymousManager;
 pub use compressed::{CompressedManager, CompressedStore};

@@ -18,47 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::sys::PAGE;
+use crate::tier_data::Data;
 use crate::tier_pool::TierPool;
+pub use crate::tier_stats::CompressedStats;
 use crate::{DataspaceId, PageStore};
-
-/// A page's contents in the tier.
-#[derive(Clone)]
-pub(crate) enum Data {
-    /// All zero: nothing stored.
-    Zero,
-    /// lz4 block-compressed.
-    Lz4(Arc<[u8]>),
-    /// Stored as is (it did not compress below a page).
-    Raw(Arc<[u8]>),
-}
-
-impl Data {
-    /// The bytes it holds.
-    fn bytes(&self) -> usize {
-        match self {
-            Data::Zero => 0,
-            Data::Lz4(b) | Data::Raw(b) => b.len(),
-        }
-    }
-
-    /// The tier's form of `page` (one page of bytes).
-    fn of(page: &[u8]) -> Data {
-        if is_zero(page) {
-            return Data::Zero;
-        }
-        let packed = lz4_flex::block::compress(page);
-        if packed.len() < PAGE {
-            Data::Lz4(packed.into())
-        } else {
-            Data::Raw(page.into())
-        }
-    }
-}
-
-/// Whether `page` is all zero bytes (the compiler vectorizes the loop).
-fn is_zero(page: &[u8]) -> bool {
-    page.iter().all(|&b| b == 0)
-}
 
 struct Entry {
     data: Data,
@@ -124,35 +87,6 @@ impl State {
         );
         n
     }
-}
-
-/// What a compressed dataspace's tier holds and has done.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CompressedStats {
-    /// Pages held in the tier (zero pages included).
-    pub pages: usize,
-    /// Of them, zero pages (held as nothing).
-    pub zero_pages: usize,
-    /// Of them, pages newer than the lower dataspace's copy.
-    pub dirty_pages: usize,
-    /// Compressed bytes held.
-    pub compressed_bytes: usize,
-    /// The manager's budget in bytes, shared by all its dataspaces.
-    pub budget_bytes: usize,
-    /// Compressed bytes held by all the dataspaces sharing the budget.
-    pub pool_bytes: usize,
-    /// Pages read from the lower dataspace and kept (clean).
-    pub reads_kept: u64,
-    /// Pages written into the tier.
-    pub pages_written: u64,
-    /// Pages written down to the lower dataspace to make room.
-    pub evictions_to_lower: u64,
-    /// Pages written down to the lower dataspace by `sync`.
-    pub synced_to_lower: u64,
-    /// Page reads served from the tier.
-    pub reads_from_tier: u64,
-    /// Page reads served from the lower dataspace.
-    pub reads_from_lower: u64,
 }
 
 /// A page-aligned page, for writes down to an O_DIRECT lower store.

@@ -21,6 +21,7 @@
 //! far.delete(&id).unwrap();
 //! ```
 
+mod config;
 mod error;
 mod keys;
 mod link;
@@ -28,8 +29,9 @@ mod manager;
 mod store;
 mod written;
 
+pub use config::RedisConfig;
 pub use error::ConfigError;
 pub use keys::{check_name, meta_key, page_key, DEFAULT_WINDOW, MAX_LEN, MAX_NAME, MAX_WINDOW};
 pub use link::{ReplicaWait, Target, Timing};
-pub use manager::{RedisConfig, RedisManager};
+pub use manager::RedisManager;
 pub use store::{Batching, RedisStore};
