@@ -55,16 +55,17 @@ fn test_far_bench_reports_every_row_with_batched_round_trips_below_the_naive_man
         }
     }
     for threads in [1, 2] {
-        // WAIT rides in the write-back's own request: about as many round
-        // trips (a write the replica had not acknowledged yet is sent again).
+        // WAIT rides in the write-back's own request: as many round trips,
+        // give or take a retry or two on either side (a write the replica
+        // had not acknowledged yet is sent again).
         let (plain, waited) = (
             row("write", "seq", threads),
             row("write-waited", "seq", threads),
         );
-        let trips = |r: &serde_json::Value| r["round_trips_per_page"].as_f64().unwrap();
+        let trips = |r: &serde_json::Value| r["round_trips_per_page"].as_f64().unwrap() * 512.0;
         assert!(trips(plain) > 0.0, "{plain}");
         assert!(
-            trips(waited) >= trips(plain) && trips(waited) <= 1.5 * trips(plain),
+            (trips(waited) - trips(plain)).abs() <= 2.0 + 0.1 * trips(plain),
             "{plain} {waited}"
         );
     }
