@@ -108,6 +108,46 @@ pp_region *pp_map_persistent(const char *name, const char *dir, size_t len,
                              char *err, size_t errlen);
 int        pp_delete_persistent(const char *name, const char *dir, char *err, size_t errlen);
 
+/* Far memory (docs/far-memory.md, "From C"): named dataspaces whose pages are kept in
+   Redis, one key per page, so that any later process (on any machine reaching the
+   servers) mapping the name finds what was written back (pp_flush, pp_unmap).
+   seeds: a Redis Cluster's seed nodes, "host:port[,host:port...]", or one server,
+   "redis://host:port". A name is 1 to 128 bytes of ASCII letters, digits, '.', '_', '-'.
+   Lengths up to 1 TiB.
+
+   pp_map_far maps far dataspace `name` as a region of its whole length (pp_len): len 0
+   opens an existing one; len > 0 creates it, zero-filled, of len bytes if it is missing,
+   else checks that it has at least len bytes. Faults read pages from Redis; write-backs
+   write them there. The handle is an ordinary region's (pp_addr, pp_flush, pp_pin,
+   pp_stats_json, pp_unmap...).
+   replicas > 0 (with 0 < wait_ms < 2000, the reply timeout): a dataspace this call
+   creates records a replica wait: every write-back to it, by whoever opens it, counts as
+   done only once that many replicas of its node acknowledged it (Redis WAIT, up to
+   wait_ms per attempt, attempts retried for 10 s); fewer and the write-back fails and
+   the pages stay dirty in memory (pp_flush, pp_unmap: -ETIMEDOUT, or -EIO). On an
+   existing dataspace the wait it records applies; one that records none gets this
+   mapping's wait. replicas 0: as the dataspace records (wait_ms ignored).
+   A process maps a name (through the same seeds string) once at a time: a second
+   map while the first is mapped is refused (EBUSY), since two caches of one dataspace
+   would not see each other's writes. Other processes may map it at the same time
+   (nothing stops them; their writes do not reach a region's pages already in memory).
+   On failure: NULL, errno (ENOENT: no such dataspace with len 0; EINVAL: bad seeds, name,
+   length or wait, a dataspace shorter than len; ETIMEDOUT: too few replicas
+   acknowledged the creation, or Redis did not answer; ECONNABORTED: Redis unreachable
+   for 10 s; EBUSY: mapped already by this process; as pp_map_file's otherwise) and a
+   message in err naming the dataspace and seeds, e.g. "creating far dataspace "m" on
+   Redis redis://127.0.0.1:6379: cannot create m: ...: WAIT: 0 of 1 replica(s)
+   acknowledged the write". A dataspace whose creation was then refused (a wait not
+   met, a bad budget or policy) stays: reuse it, or remove it with pp_delete_far.
+
+   pp_delete_far removes it (its pages, then its metadata): 0, or -errno and a message
+   in err: -ENOENT (no such dataspace), -EBUSY (mapped by this process), -EINVAL (bad or
+   NULL seeds or name), a failed request's (-ETIMEDOUT, -ECONNABORTED). */
+pp_region *pp_map_far(const char *seeds, const char *name, size_t len, unsigned replicas,
+                      unsigned wait_ms, size_t budget_bytes, const char *policy,
+                      char *err, size_t errlen);
+int        pp_delete_far(const char *seeds, const char *name, char *err, size_t errlen);
+
 /* Options of pp_map. Initialise with pp_options_init, then set fields; zero
    (or NULL) means the default. */
 typedef struct pp_options {

@@ -20,12 +20,14 @@ use pagepilot_pager::{Backing, FaultService, FlushError, Region, RegionOptions};
 
 mod daemon;
 mod dataspace;
+mod far;
 mod message;
 mod pins;
 mod pool;
 
 pub use daemon::pp_connect;
 pub use dataspace::{pp_delete_persistent, pp_map_persistent, PersistentError};
+pub use far::{pp_delete_far, pp_map_far, FarError};
 pub use pins::{
     pp_drain_evictions, pp_eviction, pp_evictions_lost, pp_pin, pp_subscribe_evictions, pp_unpin,
 };

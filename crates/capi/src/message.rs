@@ -21,9 +21,19 @@ pub enum CallError {
     /// A persistent dataspace could not be made, opened or deleted.
     #[error(transparent)]
     Persistent(#[from] crate::dataspace::PersistentError),
+    /// A far dataspace could not be made, opened or deleted (boxed: it
+    /// is larger than the others).
+    #[error(transparent)]
+    Far(Box<crate::far::FarError>),
     /// A bug inside pagepilot panicked; the panic was stopped at the API.
     #[error("internal error in pagepilot (panic caught at the C API)")]
     Panic,
+}
+
+impl From<crate::far::FarError> for CallError {
+    fn from(e: crate::far::FarError) -> Self {
+        CallError::Far(Box::new(e))
+    }
 }
 
 impl CallError {
@@ -33,6 +43,7 @@ impl CallError {
             CallError::Null(_) | CallError::Invalid(_) => libc::EINVAL,
             CallError::Map(e) => e.errno(),
             CallError::Persistent(e) => e.errno(),
+            CallError::Far(e) => e.errno(),
             CallError::Panic => libc::EIO,
         }
     }
