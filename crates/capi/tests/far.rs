@@ -11,179 +11,22 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::sync::OnceLock;
 
 use common::{c_program, compile_for_this_run};
-
-/// The repository's scripts/redis-cluster.
-fn script() -> PathBuf {
-    common::repo_root().join("scripts/redis-cluster")
-}
-
-/// `n` consecutive free loopback ports whose cluster bus ports (+10000)
-/// are free too, none handed out before in this process.
-fn free_ports(n: usize) -> u16 {
-    static NEXT: Mutex<usize> = Mutex::new(0);
-    let mut next = NEXT.lock().unwrap();
-    let start = 21000 + (std::process::id() as usize % 500) * 40;
-    loop {
-        let base = start + *next;
-        *next += n;
-        assert!(base + n + 10000 < 65535, "no free ports");
-        let free = (base..base + n).all(|p| {
-            TcpListener::bind(("127.0.0.1", p as u16)).is_ok()
-                && TcpListener::bind(("127.0.0.1", (p + 10000) as u16)).is_ok()
-        });
-        if free {
-            return base as u16;
-        }
-    }
-}
-
-/// A Redis Cluster of this test binary's own (three primaries, a replica
-/// each), stopped and removed on drop.
-struct Cluster {
-    dir: PathBuf,
-    seeds: Vec<String>,
-}
-
-impl Cluster {
-    fn start() -> Cluster {
-        const ATTEMPTS: usize = 3;
-        for attempt in 0..ATTEMPTS {
-            let base = free_ports(6);
-            let dir = std::env::temp_dir().join(format!(
-                "pagepilot-capi-far-cluster-{}-{attempt}",
-                std::process::id()
-            ));
-            let out = Command::new(script())
-                .arg("start")
-                .args(["--port", &base.to_string(), "--replicas", "1"])
-                .arg(&dir)
-                .stderr(Stdio::inherit())
-                .output()
-                .expect("run scripts/redis-cluster");
-            if !out.status.success() {
-                let _ = Command::new(script()).arg("stop").arg(&dir).status();
-                continue;
-            }
-            let seeds = String::from_utf8(out.stdout)
-                .unwrap()
-                .trim()
-                .split(',')
-                .map(String::from)
-                .collect();
-            return Cluster { dir, seeds };
-        }
-        panic!(
-            "scripts/redis-cluster start failed {ATTEMPTS} times (is redis-server installed? \
-             scripts/setup installs it)"
-        );
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(script()).arg("stop").arg(&self.dir).status();
-    }
-}
+use pagepilot_testkit::redis::{self, redis_cli, shared_cluster, Server};
 
 /// The cluster's seeds, "host:port,...": `PAGEPILOT_REDIS_CLUSTER`, else
 /// one this process starts and stops when it exits.
 fn cluster() -> String {
-    static SEEDS: OnceLock<String> = OnceLock::new();
-    SEEDS
-        .get_or_init(|| {
-            if let Ok(s) = std::env::var("PAGEPILOT_REDIS_CLUSTER") {
-                return s;
-            }
-            static OWN: OnceLock<Mutex<Option<Cluster>>> = OnceLock::new();
-            let c = Cluster::start();
-            let seeds = c.seeds.join(",");
-            OWN.get_or_init(|| Mutex::new(Some(c)));
-            extern "C" fn stop() {
-                if let Some(m) = OWN.get() {
-                    drop(m.lock().map(|mut c| c.take()));
-                }
-            }
-            // SAFETY: registers a plain function, run at exit (the test
-            // harness ends with `exit`).
-            unsafe { libc::atexit(stop) };
-            seeds
-        })
-        .clone()
-}
-
-/// A lone redis-server without replicas, killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start() -> Server {
-        let port = free_ports(1);
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server (scripts/setup installs it)");
-        let s = Server { child, port };
-        let t = Instant::now();
-        while !s.cli(&["PING"]).contains("PONG") {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "redis-server on {port} never answered"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        s
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        redis_cli(&["-p", &self.port.to_string()], args)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `redis-cli OPTS ARGS`'s output.
-fn redis_cli(opts: &[&str], args: &[&str]) -> String {
-    Command::new("redis-cli")
-        .args(opts)
-        .args(args)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default()
+    shared_cluster().join(",")
 }
 
 /// A name no other test or run uses.
 fn unique(tag: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "capi-{tag}-{}-{}-{nanos}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    redis::unique(&format!("capi-{tag}"))
 }
 
 fn program() -> &'static Path {

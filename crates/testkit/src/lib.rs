@@ -3,12 +3,15 @@
 //! and writes checked against a shadow copy, and a test body run in a
 //! child process (for signals and exits), and the userfaultfd device
 //! granted to a group (`device`), where the tests of `pagepilot run` find
-//! it (`run`), and where a hung program stands (`hang`). Test support only.
+//! it (`run`), where a hung program stands (`hang`), and real Redis
+//! servers and clusters for the far-memory tests (`redis`). Test support
+//! only.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod device;
 pub mod hang;
+pub mod redis;
 pub mod run;
 
 /// xorshift64*: a small deterministic generator.
