@@ -16,11 +16,10 @@ use pagepilot_pager::dataspace::{
     CreateError, DataspaceId, DeleteError, IdentifyError, Manager, NoSuch, OpenError,
     PersistentManager,
 };
-use pagepilot_pager::policy::chain;
 use pagepilot_pager::{Attachment, Backing, MapError, Region, RegionOptions};
 
-use crate::message::{write_message, CallError};
-use crate::{guard, guard_region, path_arg, pp_region, str_arg};
+use crate::message::CallError;
+use crate::{guard_region, guard_status, path_arg, pp_region, str_arg};
 
 /// Why a persistent dataspace could not be mapped or deleted.
 #[derive(Debug, thiserror::Error)]
@@ -248,21 +247,13 @@ pub unsafe extern "C" fn pp_delete_persistent(
     err: *mut c_char,
     errlen: usize,
 ) -> c_int {
-    let outcome = guard(Err((libc::EIO, CallError::Panic)), || {
+    guard_status(err, errlen, || {
         // SAFETY: forwarded from the caller's contract.
-        let name = unsafe { str_arg(name, "name") }.map_err(|e| (libc::EINVAL, e))?;
+        let name = unsafe { str_arg(name, "name") }?;
         // SAFETY: as above.
-        let dir = unsafe { dir_arg(dir) }.map_err(|e| (libc::EINVAL, e))?;
-        delete(&dir, &name).map_err(|e| (e.errno(), CallError::Persistent(e)))
-    });
-    match outcome {
-        Ok(()) => 0,
-        Err((errno, e)) => {
-            // SAFETY: the caller guarantees err is NULL or writable for errlen.
-            unsafe { write_message(err, errlen, &chain(&e).to_string()) };
-            -errno
-        }
-    }
+        let dir = unsafe { dir_arg(dir) }?;
+        delete(&dir, &name).map_err(CallError::Persistent)
+    })
 }
 
 /// Deletes dataspace `name` of `dir`.

@@ -26,11 +26,10 @@ use pagepilot_far::{check_name, ConfigError, RedisConfig, RedisManager};
 use pagepilot_pager::dataspace::{
     CreateError, DataspaceId, DeleteError, IdentifyError, Manager, OpenError,
 };
-use pagepilot_pager::policy::chain;
 use pagepilot_pager::{Attachment, Backing, MapError, Region, RegionOptions};
 
-use crate::message::{write_message, CallError};
-use crate::{guard, guard_region, pp_region, str_arg};
+use crate::message::CallError;
+use crate::{guard_region, guard_status, pp_region, str_arg};
 
 /// Why a far dataspace could not be mapped or deleted.
 #[derive(Debug, thiserror::Error)]
@@ -420,21 +419,13 @@ pub unsafe extern "C" fn pp_delete_far(
     err: *mut c_char,
     errlen: usize,
 ) -> c_int {
-    let outcome = guard(Err((libc::EIO, CallError::Panic)), || {
+    guard_status(err, errlen, || {
         // SAFETY: forwarded from the caller's contract.
-        let seeds = unsafe { str_arg(seeds, "seeds") }.map_err(|e| (libc::EINVAL, e))?;
+        let seeds = unsafe { str_arg(seeds, "seeds") }?;
         // SAFETY: as above.
-        let name = unsafe { str_arg(name, "name") }.map_err(|e| (libc::EINVAL, e))?;
-        delete(&seeds, &name).map_err(|e| (e.errno(), CallError::from(e)))
-    });
-    match outcome {
-        Ok(()) => 0,
-        Err((errno, e)) => {
-            // SAFETY: the caller guarantees err is NULL or writable for errlen.
-            unsafe { write_message(err, errlen, &chain(&e).to_string()) };
-            -errno
-        }
-    }
+        let name = unsafe { str_arg(name, "name") }?;
+        Ok(delete(&seeds, &name)?)
+    })
 }
 
 /// Deletes far dataspace `name` on `seeds`: through the manager of this

@@ -465,6 +465,23 @@ fn guard_region(
     std::ptr::null_mut()
 }
 
+/// Runs a call that answers 0 or -errno: 0, or -errno with the reason in
+/// `err` (a panic is caught and reported as such, -EIO).
+fn guard_status(
+    err: *mut c_char,
+    errlen: usize,
+    call: impl FnOnce() -> Result<(), CallError>,
+) -> c_int {
+    let e = match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(Ok(())) => return 0,
+        Ok(Err(e)) => e,
+        Err(_) => CallError::Panic,
+    };
+    // SAFETY: the caller guarantees err is NULL or writable for errlen bytes.
+    unsafe { message::write_message(err, errlen, &pagepilot_pager::policy::chain(&e).to_string()) };
+    -e.errno()
+}
+
 /// # Safety
 /// `s` must be NULL or NUL-terminated.
 unsafe fn cstr<'a>(s: *const c_char, what: &'static str) -> Result<&'a CStr, CallError> {
