@@ -90,41 +90,43 @@ def _name():
 
 
 def test_bytes_round_trip_through_far_memory_with_the_counted_round_trips(cluster):
+    # Requests counted apart from their retries (a busy shared cluster may
+    # make a request be sent again).
     far = pagepilot.FarManager(cluster)
     ds = far.create(_name(), 4 * WINDOW * PAGE)
-    assert far.round_trips == 1  # SET NX of the metadata
+    assert far.round_trips - far.retries == 1  # SET NX of the metadata
     data = np.random.default_rng(3).integers(0, 256, size=2 * WINDOW * PAGE, dtype=np.uint8)
     try:
         with pagepilot.map_dataspaces([ds], budget="2MB", fault_around_pages=WINDOW) as r:
-            assert far.round_trips == 2  # open: metadata and written windows
+            assert far.round_trips - far.retries == 2  # open: metadata and written windows
             a = r.array(np.uint8)
             assert int(a.sum()) == 0
-            assert far.round_trips == 2  # windows never written: no round trip
+            assert far.round_trips - far.retries == 2  # windows never written: no round trip
             a[: WINDOW * PAGE] = data[: WINDOW * PAGE]
             r.flush()
-            assert far.round_trips == 4  # a window's first write: SETBIT, then MSET
+            assert far.round_trips - far.retries == 4  # a window's first write: SETBIT, then MSET
             a[WINDOW * PAGE: 2 * WINDOW * PAGE] = data[WINDOW * PAGE:]
             r.flush()
-            assert far.round_trips == 6
+            assert far.round_trips - far.retries == 6
             a[: WINDOW * PAGE] = data[: WINDOW * PAGE]
             a[0] ^= 0xFF
             a[0] ^= 0xFF
             r.flush()
-            assert far.round_trips == 7  # a marked window: one MSET
+            assert far.round_trips - far.retries == 7  # a marked window: one MSET
             del a
         # A fresh manager, as another process would open it.
         other = pagepilot.FarManager(cluster)
         same = other.dataspace(ds.id)
-        assert same.size == 4 * WINDOW * PAGE and other.round_trips == 1
+        assert same.size == 4 * WINDOW * PAGE and other.round_trips - other.retries == 1
         with pagepilot.map_dataspaces([same], budget="2MB", fault_around_pages=WINDOW) as r:
             a = np.frombuffer(r, dtype=np.uint8)
-            assert other.round_trips == 2
+            assert other.round_trips - other.retries == 2
             assert np.array_equal(a[: WINDOW * PAGE], data[: WINDOW * PAGE])
-            assert other.round_trips == 3  # one window: one MGET
+            assert other.round_trips - other.retries == 3  # one window: one MGET
             assert np.array_equal(a[: 2 * WINDOW * PAGE], data)
             assert int(a[2 * WINDOW * PAGE:].sum()) == 0
             del a
-        assert far.retries == 0 and ds.stats()["round_trips"] == far.round_trips
+        assert ds.stats()["round_trips"] == far.round_trips
     finally:
         ds.delete()
     with pytest.raises(pagepilot.DataspaceError) as e:

@@ -88,6 +88,20 @@ impl Proxy {
     /// A proxy in front of `upstream` adding `rtt` (as the command line
     /// writes it); waits until it listens.
     pub fn start(upstream: u16, rtt: &str) -> Proxy {
+        // A free port may be taken by another connection before the proxy
+        // binds it (it lies in the ephemeral range): tried again on another.
+        const ATTEMPTS: usize = 3;
+        for _ in 0..ATTEMPTS {
+            if let Some(p) = Self::try_start(upstream, rtt) {
+                return p;
+            }
+        }
+        panic!("the proxy exited at start {ATTEMPTS} times");
+    }
+
+    /// One attempt of `start`, on a port free when chosen: `None` if the
+    /// proxy exited at start (its port taken meanwhile).
+    fn try_start(upstream: u16, rtt: &str) -> Option<Proxy> {
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("proxy.pid");
         let port = free_port();
@@ -108,7 +122,9 @@ impl Proxy {
         let t = Instant::now();
         while !p.pidfile.exists() {
             if let Some(status) = p.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("the proxy exited at start: {status}");
+                eprintln!("the proxy on port {port} exited at start: {status}");
+                p.child = None;
+                return None;
             }
             assert!(
                 t.elapsed() < Duration::from_secs(10),
@@ -116,7 +132,7 @@ impl Proxy {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        p
+        Some(p)
     }
 
     /// Sends SIGTERM and waits (10 s at most) for it to exit.
