@@ -23,8 +23,12 @@ WINDOW = 64  # pages per round trip (the far manager's default)
 
 def _free_base(n):
     """`n` consecutive free loopback ports whose bus ports (+10000) are free."""
-    start = 24000 + (os.getpid() % 400) * 20
-    for base in range(start, 30000, n):
+    # Processes start at different points of 24000-29999 and wrap, so every
+    # pid searches the whole span (a start past its end once found nothing).
+    low, high = 24000, 30000 - n
+    start = low + (os.getpid() * 20) % (high - low)
+    for offset in range(0, high - low, n):
+        base = low + (start - low + offset) % (high - low)
         ports = [p for q in range(base, base + n) for p in (q, q + 10000)]
         try:
             socks = []
