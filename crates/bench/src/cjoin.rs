@@ -165,6 +165,7 @@ pub fn run(
         bytes_read: report.bytes_read,
         checksum: report.matches,
         cgroup_baseline_bytes: 0,
+        cpu_us: 0,
     })
 }
 

@@ -211,6 +211,7 @@ pub fn child_main(job: ChildJob) -> Result<(), KernelError> {
     let baseline = cgroup::limit_above_charged(&job.cgroup, job.budget)?;
     let (maj0, min0) = sys::faults_self();
     let read0 = measure::read_bytes_self().map_err(|e| side(&e))?;
+    let cpu0 = sys::cpu_us_self();
     let t0 = Instant::now();
     // SAFETY: the mapping covers the whole file, is writable if the plan writes, and lives
     // until it is dropped below; nothing else refers to it.
@@ -221,6 +222,7 @@ pub fn child_main(job: ChildJob) -> Result<(), KernelError> {
         drop(map);
     }
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let cpu_us = sys::cpu_us_self() - cpu0;
     let (maj1, min1) = sys::faults_self();
     let read1 = measure::read_bytes_self().map_err(|e| side(&e))?;
     let m = Measured {
@@ -230,6 +232,7 @@ pub fn child_main(job: ChildJob) -> Result<(), KernelError> {
         bytes_read: read1 - read0,
         checksum,
         cgroup_baseline_bytes: baseline,
+        cpu_us,
     };
     Ok(child::report(&m)?)
 }

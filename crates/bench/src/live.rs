@@ -138,11 +138,13 @@ pub fn run_with(
         source: Box::new(source),
     })?;
     let read0 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
+    let cpu0 = pagepilot_pager::sys::cpu_us_self();
     let t0 = Instant::now();
     // SAFETY: the region stays mapped until `unmap` below, covers `len()` bytes of the file
     // written by `DataFile::create`, and is writable if the plan writes.
     let checksum = unsafe { plan.run(region.as_ptr()) };
     let mut elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let mut cpu_us = pagepilot_pager::sys::cpu_us_self() - cpu0;
     let stats = region.stats();
     if std::env::var_os("PAGEPILOT_BENCH_DEBUG").is_some() {
         eprintln!("{}", region.stats_json());
@@ -150,6 +152,7 @@ pub fn run_with(
     region.unmap().map_err(LiveError::Unmap)?;
     if writes {
         elapsed_ns = t0.elapsed().as_nanos() as u64;
+        cpu_us = pagepilot_pager::sys::cpu_us_self() - cpu0;
     }
     let read1 = super::measure::read_bytes_self().map_err(LiveError::Io)?;
     let want = plan.expected();
@@ -167,6 +170,7 @@ pub fn run_with(
         bytes_read: read1 - read0,
         checksum,
         cgroup_baseline_bytes: 0,
+        cpu_us,
     };
     Ok(LiveRun { measured, stats })
 }

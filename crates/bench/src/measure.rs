@@ -26,6 +26,10 @@ pub struct Measured {
     /// the same budget as pagepilot's frames. 0 for pagepilot.
     #[serde(default)]
     pub cgroup_baseline_bytes: u64,
+    /// CPU time of the whole process during the workload, every thread (pagepilot's
+    /// handlers and readers included), us.
+    #[serde(default)]
+    pub cpu_us: u64,
 }
 
 /// A measurement a median is taken of: totally ordered (floats by
@@ -75,6 +79,7 @@ pub fn median_of(runs: &[Measured]) -> Measured {
         bytes_read: m(|r| r.bytes_read),
         checksum: runs.first().map_or(0, |r| r.checksum),
         cgroup_baseline_bytes: m(|r| r.cgroup_baseline_bytes),
+        cpu_us: m(|r| r.cpu_us),
     }
 }
 

@@ -48,6 +48,14 @@
  *     touch, so the probe counts faults served off the faulting thread's
  *     CPU ("remote"), wake-ups that found nothing ("spurious") and events
  *     left to the last server ("deferred").
+ *   8388608 with 65536: a handler that finds no event spins (non-blocking
+ *     read, sched_yield) for PAGEPILOT_SPIN_NS (default 50000) after the
+ *     last fault it served, then sleeps in poll: every CPU then has a
+ *     runnable handler while faults stream, none is idle, so the woken
+ *     thread stays on its CPU and no wake-up crosses CPUs.
+ *   16777216 a thread per CPU, pinned, SCHED_IDLE, spinning for the whole
+ *     round (no fault served by it): no vCPU halts, so a wake-up never
+ *     waits for the host to run a halted vCPU again.
  *   65536 one handler thread per CPU, each pinned to its CPU (blocking
  *     reads, every handler woken per fault: the one on the faulting thread's
  *     CPU serves it without a cross-CPU wake-up); the faulting thread is not
@@ -89,6 +97,7 @@ struct uffdio_move { unsigned long long dst, src, len, mode; long long move; };
 #define BATCH 64
 #define AHEAD 256
 static int uffd = -1, memfd, mode, npages;
+static long spin_ns = 50000;            /* 8388608: PAGEPILOT_SPIN_NS */
 static char *app, *pager, *staging;
 static char zeros[P] __attribute__((aligned(4096)));
 static char bigzero[BATCH * P] __attribute__((aligned(4096)));
@@ -190,6 +199,23 @@ static void *handler(void *a) {
             }
             continue;
         }
+        if (mode & 8388608) {
+            /* Spin with sched_yield for a while after the last fault:
+             * a runnable handler on every CPU leaves no CPU idle, so the
+             * thread it wakes stays where it faulted, and the next fault
+             * finds its CPU's handler runnable (no wake-up, no IPI). */
+            static __thread long last;
+            int n = read(uffd, m, sizeof m);
+            if (n <= 0) {
+                if (ns() - last < spin_ns) { sched_yield(); continue; }
+                struct pollfd p = {uffd, POLLIN};
+                poll(&p, 1, 10);
+                continue;
+            }
+            for (int i = 0; i < n / (int)sizeof(m[0]); i++) serve(m[i].arg.pagefault.address & ~(unsigned long)(P - 1));
+            last = ns();
+            continue;
+        }
         if (mode & 4) { struct pollfd p = {uffd, POLLIN}; if (poll(&p, 1, 10) <= 0) continue; }
         int n = read(uffd, m, sizeof m);
         if (n <= 0) continue;
@@ -203,6 +229,15 @@ static void *handler(void *a) {
             if (mode & 1048576) sched_setscheduler(0, SCHED_OTHER, &none);
         }
     }
+    return 0;
+}
+/* 16777216: keeps its CPU out of halt at idle priority (SCHED_IDLE: any
+ * runnable thread preempts it, and the scheduler counts its CPU as idle). */
+static void *keeper(void *a) {
+    pin_here((int)(long)a);
+    struct sched_param none = {0};
+    if (sched_setscheduler(0, SCHED_IDLE, &none)) perror("SCHED_IDLE");
+    while (!atomic_load(&stop)) ; /* no PAUSE: pause-loop exiting would hand the vCPU back to the host */
     return 0;
 }
 static void *zeroer(void *a) {
@@ -250,7 +285,7 @@ static struct run kernel_round(void) {
 static struct run probe_round(void) {
     long len = (long)npages * P;
     if (uffd < 0) {
-        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & (8 | 262144 | 2097152)) ? O_NONBLOCK : 0));
+        uffd = syscall(SYS_userfaultfd, O_CLOEXEC | ((mode & (8 | 262144 | 2097152 | 8388608)) ? O_NONBLOCK : 0));
         struct uffdio_api api = {UFFD_API, ((mode & 16) ? UFFD_FEATURE_SIGBUS : 0) | ((mode & 8192) ? UFFD_FEATURE_MOVE : 0) | UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_MINOR_SHMEM};
         if (ioctl(uffd, UFFDIO_API, &api)) perror("api");
     }
@@ -270,6 +305,10 @@ static struct run probe_round(void) {
         for (ncpu = 0; ncpu < n && ncpu < 64; ncpu++) pthread_create(&per_cpu[ncpu], 0, handler, (void *)(long)ncpu);
     } else if (!(mode & 16)) pthread_create(&t, 0, handler, (void *)(long)cpu);
     if (mode & 256) pthread_create(&z, 0, zeroer, (void *)(long)cpu);
+    pthread_t keepers[64];
+    int nkeep = 0;
+    if (mode & 16777216)
+        for (; nkeep < sysconf(_SC_NPROCESSORS_ONLN) && nkeep < 64; nkeep++) pthread_create(&keepers[nkeep], 0, keeper, (void *)(long)nkeep);
     usleep(1000);
     struct run res = touch(app, (mode & 64) != 0);
     atomic_store(&stop, 1);
@@ -279,6 +318,7 @@ static struct run probe_round(void) {
         pthread_join(per_cpu[i], 0);
     }
     if (z) pthread_join(z, 0);
+    for (int i = 0; i < nkeep; i++) pthread_join(keepers[i], 0);
     if (mode & (1024 | 131072)) { cpu_set_t s; CPU_ZERO(&s); for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &s); sched_setaffinity(0, sizeof s, &s); }
     munmap(app, len); munmap(pager, len); munmap(staging, len); close(memfd); free(ready);
     return res;
@@ -286,6 +326,7 @@ static struct run probe_round(void) {
 int main(int c, char **v) {
     if (c < 2) { fprintf(stderr, "usage: %s MODE [ROUNDS] [PAGES]\n", v[0]); return 2; }
     mode = atoi(v[1]);
+    if (getenv("PAGEPILOT_SPIN_NS")) spin_ns = atol(getenv("PAGEPILOT_SPIN_NS"));
     int rounds = c > 2 ? atoi(v[2]) : 16;
     npages = c > 3 ? atoi(v[3]) : 1024;
     if (rounds < 1 || rounds > 1000 || npages < 1 || npages > (1 << 20)) { fprintf(stderr, "bad ROUNDS or PAGES\n"); return 2; }

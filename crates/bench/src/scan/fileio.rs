@@ -41,6 +41,7 @@ pub fn pread_run(file: &DataFile, plan: &Plan) -> io::Result<Measured> {
     let f = File::options().read(true).write(writes).open(file.path())?;
     let (stamp, _) = plan.written_pages();
     let read0 = read_bytes_self()?;
+    let cpu0 = pagepilot_pager::sys::cpu_us_self();
     let t0 = Instant::now();
     let sums = std::thread::scope(|s| {
         let handles: Vec<_> = plan
@@ -65,6 +66,7 @@ pub fn pread_run(file: &DataFile, plan: &Plan) -> io::Result<Measured> {
     let elapsed_ns = t0.elapsed().as_nanos() as u64;
     Ok(Measured {
         elapsed_ns,
+        cpu_us: pagepilot_pager::sys::cpu_us_self() - cpu0,
         bytes_read: read_bytes_self()? - read0,
         checksum: sums.into_iter().fold(0, u64::wrapping_add),
         ..Default::default()

@@ -22,6 +22,10 @@ pub struct SideRuns {
     /// Pages read from the disk per page touched (median of the runs that finished; pagepilot:
     /// its region's reads from the device, the others: the process's `read_bytes`).
     pub disk_pages_per_touched: Option<f64>,
+    /// CPUs kept busy by the process during the median run (its CPU time, every thread,
+    /// over its wall time): what a side's threads cost beside its speed (pagepilot's
+    /// handlers polling between faults count here).
+    pub cpus_busy: Option<f64>,
     /// Runs killed by the cgroup's OOM killer (kernel sides; not measured).
     pub oom_kills: u32,
     /// Runs killed at the time limit (kernel sides; counted at the limit).
@@ -38,6 +42,7 @@ impl SideRuns {
             pages_per_s: None,
             pages_per_s_at_most: false,
             disk_pages_per_touched: None,
+            cpus_busy: None,
             oom_kills: 0,
             timeouts: 0,
             runs: Vec::new(),
@@ -55,6 +60,9 @@ impl SideRuns {
         self.pages_per_s =
             Some(ratio(touched as f64, mid.measured.elapsed_ns as f64 / 1e9).unwrap_or(0.0));
         self.pages_per_s_at_most = mid.timed_out;
+        self.cpus_busy = (!mid.timed_out)
+            .then(|| ratio(mid.measured.cpu_us as f64 * 1e3, mid.measured.elapsed_ns as f64))
+            .flatten();
         self.timeouts = self.runs.iter().filter(|r| r.timed_out).count() as u32;
         let finished: Vec<u64> = self
             .runs
@@ -152,6 +160,13 @@ impl ScanPoint {
             .find(|s| s.side == side)
             .and_then(|s| s.disk_pages_per_touched)
     }
+
+    fn cpus_busy(&self, side: Side) -> Option<f64> {
+        self.sides
+            .iter()
+            .find(|s| s.side == side)
+            .and_then(|s| s.cpus_busy)
+    }
 }
 
 /// The whole report.
@@ -211,7 +226,7 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
     writeln!(
         out,
         "{:>6} {:<5} {:<10} {:>3} {:>7} {:<5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:<8} {:>9} \
-         {:>7} {:>18}",
+         {:>7} {:>18} {:>14}",
         "budget",
         "cache",
         "pattern",
@@ -227,7 +242,8 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
         "ref",
         "ref pg/s",
         "def/ref",
-        "disk/touch d,t,b"
+        "disk/touch d,t,b",
+        "cpus d,t,b"
     )?;
     for p in &r.points {
         let disk = format!(
@@ -235,6 +251,12 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
             num(p.disk(Side::Defaults), 2, ""),
             num(p.disk(Side::Tuned), 2, ""),
             num(p.disk(p.baseline), 2, "")
+        );
+        let cpus = format!(
+            "{},{},{}",
+            num(p.cpus_busy(Side::Defaults), 2, ""),
+            num(p.cpus_busy(Side::Tuned), 2, ""),
+            num(p.cpus_busy(p.baseline), 2, "")
         );
         let (b_max, b_min) = (mark(p.baseline_at_most, "<"), mark(p.baseline_at_most, ">"));
         let (r_max, r_min) = (
@@ -244,7 +266,7 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
         writeln!(
             out,
             "{:>6} {:<5} {:<10} {:>3} {:>7} {:<5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:<8} \
-             {:>9} {:>7} {:>18}",
+             {:>9} {:>7} {:>18} {:>14}",
             p.case.budget_mb,
             p.case.cache.name(),
             p.case.pattern.name(),
@@ -261,6 +283,7 @@ pub fn write_text(out: &mut impl Write, r: &ScanReport) -> io::Result<()> {
             num(p.reference_pages_per_s, 0, r_max),
             num(p.defaults_vs_reference, 3, r_min),
             disk,
+            cpus,
         )?;
     }
     let over_sides = |count: fn(&SideRuns) -> u32| -> u32 {

@@ -34,6 +34,17 @@ pub fn faults_self() -> (u64, u64) {
     (ru.ru_majflt as u64, ru.ru_minflt as u64)
 }
 
+/// CPU time (user and system) of the whole process so far, every thread
+/// included (`getrusage`), microseconds.
+pub fn cpu_us_self() -> u64 {
+    // SAFETY: rusage is plain data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
 /// This thread's id (`gettid`).
 pub fn thread_id() -> i32 {
     // SAFETY: gettid has no preconditions and cannot fail.
