@@ -162,3 +162,62 @@ fn test_seq_beats_lru_on_sweeps_up_and_down_with_small_skips() {
         lru.faults, seq.faults, opt.faults
     );
 }
+
+/// Per sweep of a region twice the memory: warm faults in the lower half,
+/// and pages of the upper half resident when the sweep ends.
+fn lower_faults_and_upper_resident(spec: &str, pages: u64, passes: usize) -> (Vec<u64>, Vec<u64>) {
+    use pagepilot_sim::{Access, Machine};
+    let mut trace = Trace::new();
+    for vpn in sweeps(1, pages, passes) {
+        trace.push(vpn, false);
+    }
+    let frames = pages as usize / 2;
+    let setup = Setup {
+        slots: trace.distinct(),
+        frames,
+        future: Some(&trace.refs),
+    };
+    let policy = registry::build(spec, &setup).expect("a built-in policy");
+    let mut m = Machine::new(&trace, policy, frames, 0);
+    let offset = |slot: u32| trace.pages[slot as usize] - Page::vpn_in(1, 0);
+    let (mut lower, mut upper) = (vec![0; passes], Vec::new());
+    for (i, &slot) in trace.refs.iter().enumerate() {
+        let pass = i / pages as usize;
+        if let Access::Missing { cold: false, .. } = m.access(slot, false, i as u64) {
+            if offset(slot) < pages / 2 {
+                lower[pass] += 1;
+            }
+        }
+        if (i + 1) % pages as usize == 0 {
+            let resident = (0..trace.distinct() as u32)
+                .filter(|&s| offset(s) >= pages / 2 && m.is_resident(s))
+                .count();
+            upper.push(resident as u64);
+        }
+    }
+    (lower, upper)
+}
+
+#[test]
+fn test_each_sweep_leaves_m_more_head_pages_resident_and_faults_m_more_in_the_lower_half() {
+    // SEQ Figure 5's question (issue 34): the paper's rules, followed, page
+    // the lower half out M pages more per sweep. A sweep ends with the M
+    // pages behind its sequence's head resident (never replaced: too close
+    // to the head). The next sweep's first fault above the bottom splits
+    // that sequence, and the split keeps only the part below the fault, so
+    // those M pages are in no sequence; SEQ replaces outside sequences only
+    // when none is at least L long, which never happens here. They stay,
+    // and their frames come out of the resident bottom.
+    for m in [20u64, 50] {
+        let (lower, upper) = lower_faults_and_upper_resident(&format!("seq:M={m}"), 2000, 6);
+        for pass in 1..6 {
+            assert_eq!(upper[pass] - upper[pass - 1], m, "M={m}: {upper:?}");
+        }
+        for pass in 2..6 {
+            assert_eq!(lower[pass] - lower[pass - 1], m, "M={m}: {lower:?}");
+        }
+    }
+    // OPT rotates its victims too, by one page a sweep.
+    let (lower, _) = lower_faults_and_upper_resident("opt", 2000, 6);
+    assert_eq!(lower, [0, 1, 2, 3, 4, 5]);
+}

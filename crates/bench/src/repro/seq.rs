@@ -308,7 +308,10 @@ pub(super) fn space_time(cx: &Ctx) -> Result<Outcome, ExpError> {
             ratio(low, faults.len() as f64),
             "",
         )
-        .with_note("the lower half stays resident, faults start midway"),
+        .with_note(
+            "paper: the lower half stays resident; ours, following its rules: M head pages \
+             left in no sequence per sweep, so M more low faults each sweep (docs/repro.md)",
+        ),
     );
     let ud = traces
         .get("up-down")
