@@ -183,6 +183,12 @@ pub(crate) fn need_userfaultfd() -> Result<(), ExpError> {
 
 /// `pagepilot <words> <argv>`, arguments quoted for a shell where needed.
 pub(crate) fn command_line(words: &[&str], argv: &[String]) -> String {
+    shell_line("pagepilot", words, argv)
+}
+
+/// `program` with `words` and `argv`, each quoted for a POSIX shell where it
+/// needs it.
+pub(crate) fn shell_line(program: &str, words: &[&str], argv: &[String]) -> String {
     let quote = |a: &str| {
         if a.is_empty()
             || a.chars()
@@ -193,7 +199,7 @@ pub(crate) fn command_line(words: &[&str], argv: &[String]) -> String {
             a.to_string()
         }
     };
-    let mut s = String::from("pagepilot");
+    let mut s = String::from(program);
     for w in words.iter().copied().chain(argv.iter().map(String::as_str)) {
         s.push(' ');
         s.push_str(&quote(w));

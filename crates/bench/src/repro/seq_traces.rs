@@ -2,8 +2,10 @@
 //! behaviour classes (a cyclic sweep like `es` and `gnuplot`, up-down runs
 //! like `applu`, scattered references like `coral` and `gcc`), saved next to
 //! the report so that `pagepilot sim` and `pagepilot plot` can be rerun on
-//! them; in quick and full runs also a real program's trace recorded with valgrind
-//! lackey (`pagepilot trace record`, a separate process anyway).
+//! them; in quick and full runs also real programs' traces recorded with valgrind
+//! lackey (`pagepilot trace record`, a separate process anyway): gzip, and
+//! SQLite joining two tables without an index, which loops over the inner
+//! table's pages in its page cache as `es` loops over its region.
 
 use crate::error::IoContext;
 use std::path::PathBuf;
@@ -14,11 +16,11 @@ use pagepilot_sim::trace::{self, Format};
 use pagepilot_sim::Trace;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use super::{command_line, strings, Ctx, Size};
+use super::{command_line, shell_line, strings, Ctx, Size};
 
 /// One trace with its name and file.
 pub(crate) struct Named {
-    /// Short name (`sweep`, `up-down`, `scattered`, `gzip`).
+    /// Short name (`sweep`, `up-down`, `scattered`, `gzip`, `sqlite`).
     pub name: String,
     /// The trace.
     pub trace: Trace,
@@ -35,9 +37,9 @@ pub(crate) struct Traces {
     /// A second scattered trace (another seed), for the global mix without a
     /// sequential program.
     pub scattered2: Named,
-    /// The real program's trace, or why there is none.
-    pub real: Result<Named, String>,
-    /// The commands that recorded the real trace.
+    /// The real programs' traces, each or why there is none.
+    pub real: Vec<Result<Named, String>>,
+    /// The commands that recorded the real traces.
     pub real_commands: Vec<String>,
 }
 
@@ -74,13 +76,19 @@ impl Traces {
             base: 0x4_0000,
             seed: SEED + 7,
         })?;
-        let (real, real_commands) = match cx.size {
-            Size::Full | Size::Quick => record_real(cx),
-            Size::Smoke => (
-                Err("the real trace is recorded in quick and full runs only (valgrind lackey takes 20 s or more)".into()),
-                Vec::new(),
-            ),
-        };
+        let (mut real, mut real_commands) = (Vec::new(), Vec::new());
+        match cx.size {
+            Size::Full | Size::Quick => {
+                for record in [record_gzip, record_sqlite] {
+                    let (trace, commands) = record(cx);
+                    real.push(trace);
+                    real_commands.extend(commands);
+                }
+            }
+            Size::Smoke => real.push(Err(
+                "real traces are recorded in quick and full runs only (valgrind lackey takes 20 s or more)".into(),
+            )),
+        }
         Ok(Traces {
             synthetic,
             scattered2,
@@ -89,13 +97,16 @@ impl Traces {
         })
     }
 
-    /// Every trace there is: the synthetic three, then the real one.
+    /// Every trace there is: the synthetic three, then the real ones.
     pub fn all(&self) -> Vec<&Named> {
         let mut v: Vec<&Named> = self.synthetic.iter().collect();
-        if let Ok(r) = &self.real {
-            v.push(r);
-        }
+        v.extend(self.real.iter().flatten());
         v
+    }
+
+    /// Why real traces are missing, one line each.
+    pub fn missing(&self) -> impl Iterator<Item = &String> {
+        self.real.iter().filter_map(|r| r.as_ref().err())
     }
 
     /// The synthetic trace named `name`.
@@ -106,7 +117,7 @@ impl Traces {
 
 /// Records `gzip -1` compressing 64 KiB of generated text under valgrind
 /// lackey with `pagepilot trace record`.
-fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
+fn record_gzip(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
     let input = cx.file("traces/gzip-input.txt");
     let mut rng = StdRng::seed_from_u64(SEED);
     let words = [
@@ -120,19 +131,61 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
     if let Err(e) = std::fs::write(&input, text) {
         return (Err(format!("{}: {e}", input.display())), Vec::new());
     }
-    let file = "traces/gzip.pptrace.zst".to_string();
+    let input = input.display().to_string();
+    record(cx, "gzip", &["gzip", "-1", "-c", &input])
+}
+
+/// Rows of the inner table of the SQLite join, about 3 MB: 750 database
+/// pages, more than the smaller memory sizes of the curves hold.
+const SQLITE_INNER_ROWS: u32 = 30_000;
+/// Rows of the outer table: one scan of the inner table each.
+const SQLITE_OUTER_ROWS: u32 = 8;
+
+/// Records SQLite (the `sqlite3` shell, a program nobody here wrote)
+/// joining an 8-row table with a 30,000-row one on a column without an
+/// index: with automatic indexes off, a nested loop that scans the inner
+/// table once per outer row. Its page cache is large enough for the whole
+/// database, so the scans reread the same heap pages: a loop over about
+/// 900 pages of memory, with SQLite's own work beside it.
+fn record_sqlite(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
+    let db = cx.file("traces/join.db");
+    let _ = std::fs::remove_file(&db);
+    let create = format!(
+        "PRAGMA page_size=4096; \
+         CREATE TABLE inner_t(k INTEGER, pad TEXT); \
+         WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < {SQLITE_INNER_ROWS}) \
+         INSERT INTO inner_t SELECT i, printf('%090d', i) FROM c; \
+         CREATE TABLE outer_t(k INTEGER); \
+         INSERT INTO outer_t SELECT k * 997 % {SQLITE_INNER_ROWS} FROM inner_t LIMIT {SQLITE_OUTER_ROWS};"
+    );
+    let db = db.display().to_string();
+    let made = Command::new("sqlite3")
+        .args([db.as_str(), create.as_str()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output();
+    match made {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return (Err(format!("sqlite3 could not create {db}: {}", err.trim())), Vec::new());
+        }
+        Err(e) => return (Err(format!("cannot run sqlite3 (scripts/setup installs it): {e}")), Vec::new()),
+    }
+    let query = "PRAGMA automatic_index=OFF; PRAGMA cache_size=-16000; \
+                 SELECT count(*) FROM outer_t o, inner_t i WHERE i.k = o.k;";
+    let (trace, mut commands) = record(cx, "sqlite", &["sqlite3", &db, query]);
+    commands.insert(0, shell_line("sqlite3", &[], &strings(&[&db, &create])));
+    (trace, commands)
+}
+
+/// Records `program` under valgrind lackey with `pagepilot trace record`
+/// into `traces/NAME.pptrace.zst` and loads it.
+fn record(cx: &Ctx, name: &str, program: &[&str]) -> (Result<Named, String>, Vec<String>) {
+    let file = format!("traces/{name}.pptrace.zst");
     let out: PathBuf = cx.file(&file);
-    let argv = strings(&[
-        "record",
-        "-o",
-        &out.display().to_string(),
-        "--collapse",
-        "--",
-        "gzip",
-        "-1",
-        "-c",
-        &input.display().to_string(),
-    ]);
+    let mut argv = strings(&["record", "-o", &out.display().to_string(), "--collapse", "--"]);
+    argv.extend(strings(program));
     let commands = vec![command_line(&["trace"], &argv)];
     let status = Command::new("/proc/self/exe")
         .arg("trace")
@@ -144,14 +197,14 @@ fn record_real(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
     let result = match status {
         Ok(s) if s.success() => trace::load(&out)
             .map(|t| Named {
-                name: "gzip".into(),
+                name: name.into(),
                 trace: t,
                 file,
                 workload: None,
             })
             .map_err(|e| pagepilot_policy::chain(&e).to_string()),
         Ok(s) => Err(format!(
-            "`pagepilot trace record` failed ({s}); is valgrind installed?"
+            "`pagepilot trace record` of {name} failed ({s}); is valgrind installed?"
         )),
         Err(e) => Err(format!("cannot run `pagepilot trace record`: {e}")),
     };
