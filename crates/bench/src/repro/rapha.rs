@@ -16,9 +16,12 @@ pub(super) fn run(cx: &Ctx) -> Result<Outcome, ExpError> {
     super::need_userfaultfd()?;
     let fig = "rapha.png";
     let plot = cx.file(fig).display().to_string();
+    // One round's ratios swing from a tenth to three times the paper's on
+    // these shared machines (docs/repro.md): medians of 5 rounds in a quick
+    // run (about 2 minutes), 7 in a full one.
     let mut argv = strings(&[
         "--runs",
-        cx.size.pick("1", "1", "3"),
+        cx.size.pick("1", "5", "7"),
         "--format",
         "json",
         "--plot",
