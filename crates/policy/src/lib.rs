@@ -13,6 +13,7 @@ mod page;
 mod policy;
 pub mod program;
 pub mod registry;
+pub mod stamp;
 
 pub use chain::{chain, Chain};
 pub use memory::Memory;

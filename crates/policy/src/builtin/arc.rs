@@ -6,8 +6,14 @@
 //! Exact ARC moves a page to T2 on every hit, which a live pager does not
 //! see: this is a simulator-only reference. [`super::Car`] is its live
 //! counterpart.
+//!
+//! T1 only gains pages at its back (a hit leaves it for T2), so it stays a
+//! linked list; T2 is reordered by every hit in it, so its recency is a
+//! [`StampList`]: a hit in T2 stores a stamp, no list move.
 
-use crate::{list::SlotList, Fault, FaultKind, Memory, Page, Policy, ReferencePolicy};
+use crate::{
+    list::SlotList, stamp::StampList, Fault, FaultKind, Memory, Page, Policy, ReferencePolicy,
+};
 
 /// What the pending miss found in the directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +30,7 @@ enum Miss {
 #[derive(Debug)]
 pub struct Arc {
     t1: SlotList,
-    t2: SlotList,
+    t2: StampList,
     b1: SlotList,
     b2: SlotList,
     /// Target size of T1.
@@ -42,7 +48,7 @@ impl Arc {
     pub fn new(frames: usize) -> Self {
         Arc {
             t1: SlotList::new(),
-            t2: SlotList::new(),
+            t2: StampList::new(),
             b1: SlotList::new(),
             b2: SlotList::new(),
             p: 0,
@@ -93,14 +99,16 @@ impl Policy for Arc {
         let in_b2 = self.b2.contains(incoming.slot);
         let t1 = self.t1.len();
         let from_t1 = t1 > 0 && (t1 > self.p || (in_b2 && t1 == self.p) || self.t2.is_empty());
-        let list = if from_t1 || self.drop_ghost {
-            &self.t1
+        let chosen = if from_t1 || self.drop_ghost {
+            self.t1.front()
         } else {
-            &self.t2
+            self.t2.front()
         };
-        list.front()
-            .or_else(|| self.t2.front())
-            .map(|s| mem.page(s))
+        match chosen {
+            Some(s) => Some(s),
+            None => self.t2.front(),
+        }
+        .map(|s| mem.page(s))
     }
 
     fn on_forget(&mut self, page: Page) {
@@ -125,18 +133,21 @@ impl ReferencePolicy for Arc {
     fn on_hits(&mut self, slots: &[u32], _first_index: u64, _vpns: &[u64]) {
         // Case I only: a resident page is in T1 or T2.
         for &slot in slots {
-            if self.t2.back() != Some(slot) {
+            if !self.t2.touch(slot) {
                 self.t1.remove(slot);
-                self.t2.move_to_back(slot);
+                self.t2.push_back(slot);
             }
         }
     }
 
     fn on_reference(&mut self, page: Page, _index: u64) {
         let slot = page.slot;
-        if self.t1.remove(slot) || self.t2.contains(slot) {
-            // Case I: a hit moves the page to the MRU end of T2.
-            self.t2.move_to_back(slot);
+        // Case I: a hit moves the page to the MRU end of T2.
+        if self.t2.touch(slot) {
+            return;
+        }
+        if self.t1.remove(slot) {
+            self.t2.push_back(slot);
             return;
         }
         let (b1, b2) = (self.b1.len(), self.b2.len());

@@ -1,12 +1,16 @@
 //! Exact LRU: a simulator-only reference, it needs every reference.
+//!
+//! Recency is a [`StampList`]: a hit stores a stamp, and the least recent
+//! page is found only when a victim is wanted (a hit-heavy trace pays one
+//! store per hit instead of a list move).
 
-use crate::{list::SlotList, Fault, Memory, Page, Policy, ReferencePolicy};
+use crate::{stamp::StampList, Fault, Memory, Page, Policy, ReferencePolicy};
 
 /// Exact least-recently-used. Sees every reference, so it runs only in the
 /// simulator; the live pager runs [`super::Clock`] for "lru".
 #[derive(Debug, Default)]
 pub struct ExactLru {
-    recency: SlotList,
+    recency: StampList,
 }
 
 impl ExactLru {
@@ -16,7 +20,7 @@ impl ExactLru {
     }
 
     /// The least recently used resident slot.
-    pub fn least_recent(&self) -> Option<u32> {
+    pub fn least_recent(&mut self) -> Option<u32> {
         self.recency.front()
     }
 }
@@ -41,15 +45,13 @@ impl Policy for ExactLru {
 
 impl ReferencePolicy for ExactLru {
     fn on_hits(&mut self, slots: &[u32], _first_index: u64, _vpns: &[u64]) {
-        // A resident page is always in the list.
+        // A resident page is always in the order.
         for &slot in slots {
-            self.recency.move_to_back(slot);
+            self.recency.touch(slot);
         }
     }
 
     fn on_reference(&mut self, page: Page, _index: u64) {
-        if self.recency.contains(page.slot) {
-            self.recency.move_to_back(page.slot);
-        }
+        self.recency.touch(page.slot);
     }
 }

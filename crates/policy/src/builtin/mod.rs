@@ -7,6 +7,8 @@ mod fifo;
 mod lru;
 mod mru;
 mod opt;
+#[cfg(test)]
+mod oracle;
 mod s3fifo;
 mod seq;
 mod sieve;
