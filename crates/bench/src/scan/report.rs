@@ -61,7 +61,12 @@ impl SideRuns {
             Some(ratio(touched as f64, mid.measured.elapsed_ns as f64 / 1e9).unwrap_or(0.0));
         self.pages_per_s_at_most = mid.timed_out;
         self.cpus_busy = (!mid.timed_out)
-            .then(|| ratio(mid.measured.cpu_us as f64 * 1e3, mid.measured.elapsed_ns as f64))
+            .then(|| {
+                ratio(
+                    mid.measured.cpu_us as f64 * 1e3,
+                    mid.measured.elapsed_ns as f64,
+                )
+            })
             .flatten();
         self.timeouts = self.runs.iter().filter(|r| r.timed_out).count() as u32;
         let finished: Vec<u64> = self

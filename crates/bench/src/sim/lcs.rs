@@ -166,15 +166,19 @@ impl Drop for Driver {
     }
 }
 
-/// `target/libcachesim-venv`: beside the `target/<profile>/pagepilot`
-/// binary's profile directory, else under the current directory's `target`.
+/// `target/libcachesim-venv`.
 fn venv_dir() -> PathBuf {
-    let target = std::env::current_exe()
+    target_dir().join("libcachesim-venv")
+}
+
+/// The `target` directory holding the running `target/<profile>/pagepilot`
+/// binary, else the current directory's `target`.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
         .filter(|t| t.file_name().is_some_and(|n| n == "target"))
-        .unwrap_or_else(|| PathBuf::from("target"));
-    target.join("libcachesim-venv")
+        .unwrap_or_else(|| PathBuf::from("target"))
 }
 
 fn has_package(python: &Path) -> bool {

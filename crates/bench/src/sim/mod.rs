@@ -7,7 +7,9 @@
 //! single-size runs are extrapolated from a sample of sizes spread over the
 //! curve. Medians over `--runs` rounds.
 //!
-//! `--trace PATH` runs on a trace file instead of the synthetic trace;
+//! `--trace PATH` runs on a trace file instead of the synthetic trace,
+//! `--trace-set hit-heavy` on the recorded hit-heavy real trace
+//! ([`trace_set`]);
 //! `--against libcachesim` compares with libCacheSim side by side
 //! ([`against`]).
 
@@ -31,8 +33,10 @@ use crate::BenchResult;
 mod against;
 pub(crate) mod lcs;
 mod synthetic;
+mod trace_set;
 
 use synthetic::synthetic;
+use trace_set::TraceSet;
 
 /// Arguments of `pagepilot bench sim`.
 #[derive(clap::Args)]
@@ -65,6 +69,17 @@ pub struct Args {
     /// synthetic trace.
     #[arg(long, value_name = "PATH")]
     trace: Option<PathBuf>,
+    /// A named trace instead: `hit-heavy` is the real trace
+    /// `scripts/hit-heavy-trace` records into target/hit-heavy.pptrace (its
+    /// first 64 M references unless --refs says otherwise).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SET",
+        default_value = "synthetic",
+        conflicts_with = "trace"
+    )]
+    trace_set: TraceSet,
     /// Compare with another simulator, side by side in the same rounds.
     #[arg(long, value_enum, value_name = "SIMULATOR")]
     against: Option<Against>,
@@ -87,6 +102,9 @@ enum Against {
 pub enum SimArgError {
     #[error("--refs, --pages, --runs, --points and --sample must be positive; --pages at most --refs and below 2^32")]
     BadArgs,
+    /// A `--trace-set` whose trace has not been recorded.
+    #[error("{} not found: record it with scripts/hit-heavy-trace {} (3-6 minutes), or pass --trace PATH", .0.display(), .0.display())]
+    MissingTrace(PathBuf),
 }
 
 /// The benchmark's findings.
@@ -129,7 +147,11 @@ struct Report {
 }
 
 /// Runs `pagepilot bench sim`.
-pub fn run(args: Args) -> BenchResult {
+pub fn run(mut args: Args) -> BenchResult {
+    if let Some((path, refs)) = args.trace_set.file()? {
+        args.trace = Some(path);
+        args.refs = Some(args.refs.unwrap_or(refs));
+    }
     let refs = args.refs.unwrap_or(50_000_000);
     if refs == 0
         || args.pages == 0
