@@ -46,9 +46,7 @@ impl Policy for ExactLru {
 impl ReferencePolicy for ExactLru {
     fn on_hits(&mut self, slots: &[u32], _first_index: u64, _vpns: &[u64]) {
         // A resident page is always in the order.
-        for &slot in slots {
-            self.recency.touch(slot);
-        }
+        self.recency.touch_run(slots);
     }
 
     fn on_reference(&mut self, page: Page, _index: u64) {
