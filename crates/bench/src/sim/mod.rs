@@ -103,7 +103,7 @@ pub enum SimArgError {
     #[error("--refs, --pages, --runs, --points and --sample must be positive; --pages at most --refs and below 2^32")]
     BadArgs,
     /// A `--trace-set` whose trace has not been recorded.
-    #[error("{} not found: record it with scripts/hit-heavy-trace {} (3-6 minutes), or pass --trace PATH", .0.display(), .0.display())]
+    #[error("{} not found: record it with scripts/hit-heavy-trace {} (4-6 minutes), or pass --trace PATH", .0.display(), .0.display())]
     MissingTrace(PathBuf),
 }
 
