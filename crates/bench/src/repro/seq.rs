@@ -205,7 +205,8 @@ pub(super) fn fault_curves(cx: &Ctx) -> Result<Outcome, ExpError> {
             }
         };
         let pair = |a: Option<f64>, b: Option<f64>| a.zip(b).and_then(|(a, b)| ratio(a, b));
-        o.claims.push(claim("LRU", Relation::AtMost, pair(seq, lru)));
+        o.claims
+            .push(claim("LRU", Relation::AtMost, pair(seq, lru)));
         // Figure 1: near OPT for programs that loop as es and gnuplot do.
         o.claims.push(claim("OPT", Relation::About, pair(seq, opt)));
     }

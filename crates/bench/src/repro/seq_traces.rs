@@ -168,9 +168,19 @@ fn record_sqlite(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
         Ok(out) if out.status.success() => {}
         Ok(out) => {
             let err = String::from_utf8_lossy(&out.stderr);
-            return (Err(format!("sqlite3 could not create {db}: {}", err.trim())), Vec::new());
+            return (
+                Err(format!("sqlite3 could not create {db}: {}", err.trim())),
+                Vec::new(),
+            );
         }
-        Err(e) => return (Err(format!("cannot run sqlite3 (scripts/setup installs it): {e}")), Vec::new()),
+        Err(e) => {
+            return (
+                Err(format!(
+                    "cannot run sqlite3 (scripts/setup installs it): {e}"
+                )),
+                Vec::new(),
+            )
+        }
     }
     let query = "PRAGMA automatic_index=OFF; PRAGMA cache_size=-16000; \
                  SELECT count(*) FROM outer_t o, inner_t i WHERE i.k = o.k;";
@@ -184,7 +194,13 @@ fn record_sqlite(cx: &Ctx) -> (Result<Named, String>, Vec<String>) {
 fn record(cx: &Ctx, name: &str, program: &[&str]) -> (Result<Named, String>, Vec<String>) {
     let file = format!("traces/{name}.pptrace.zst");
     let out: PathBuf = cx.file(&file);
-    let mut argv = strings(&["record", "-o", &out.display().to_string(), "--collapse", "--"]);
+    let mut argv = strings(&[
+        "record",
+        "-o",
+        &out.display().to_string(),
+        "--collapse",
+        "--",
+    ]);
     argv.extend(strings(program));
     let commands = vec![command_line(&["trace"], &argv)];
     let status = Command::new("/proc/self/exe")
