@@ -44,6 +44,10 @@ pub enum Role {
     ShareDaemon(crate::share::DaemonJob),
     /// The decoder or the launcher (`bench rapha`).
     Rapha(crate::rapha::Job),
+    /// A simulated user (`bench aim`).
+    AimWorker(crate::aim::WorkerJob),
+    /// The region beside them under a daemon (`bench aim`).
+    AimPilot(crate::aim::PilotJob),
 }
 
 impl Role {
@@ -57,6 +61,8 @@ impl Role {
             Role::ShareKernel(job) => crate::share::child_main(job),
             Role::ShareDaemon(job) => crate::share::daemon_child_main(job),
             Role::Rapha(job) => crate::rapha::child_main(job),
+            Role::AimWorker(job) => crate::aim::worker_main(job),
+            Role::AimPilot(job) => crate::aim::pilot_main(job),
         }
     }
 }

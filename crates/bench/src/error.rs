@@ -86,6 +86,9 @@ pub enum BenchError {
     /// A trace.
     #[error(transparent)]
     Trace(#[from] pagepilot_sim::trace::TraceError),
+    /// `bench aim`'s workers or region process.
+    #[error(transparent)]
+    Aim(#[from] crate::aim::AimError),
     /// A policy's name or setup.
     #[error(transparent)]
     Registry(#[from] pagepilot_policy::registry::RegistryError),

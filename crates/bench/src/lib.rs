@@ -9,6 +9,7 @@ pub type BenchResult = Result<(), BenchError>;
 
 pub use error::BenchError;
 
+mod aim;
 mod appel_li;
 pub mod apps;
 mod cgroup;
@@ -80,6 +81,9 @@ pub enum Command {
     /// Real programs (sqlite3, numpy, ripgrep, lmdb) over data larger than a memory cgroup:
     /// plainly, under `pagepilot run` with its defaults, and with the policy right for each.
     Apps(apps::Args),
+    /// HiPEC's Figure 5, an AIM Suite III analogue: simulated users running compute, file and
+    /// memory jobs, their throughput with no pagepilot and beside a pagepilot daemon and region.
+    Aim(aim::Args),
     /// Runs a child of a benchmark: the bench re-executing itself ([`child`]).
     #[command(name = "internal-child", hide = true)]
     InternalChild(child::Args),
@@ -102,6 +106,7 @@ pub fn run(command: Command) -> BenchResult {
         Command::AppelLi(a) => appel_li::run(a),
         Command::Far(a) => far::run(a),
         Command::Apps(a) => apps::run(a),
+        Command::Aim(a) => aim::run(a),
         Command::InternalChild(a) => child::main(a),
     }
 }
