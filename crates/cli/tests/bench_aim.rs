@@ -21,7 +21,10 @@ fn check_side(side: &Value, users: u64, pagepilot: bool) {
             .map(|j| j.as_u64().unwrap())
             .collect();
         assert_eq!(per_worker.len() as u64, users, "{r}");
-        assert!(per_worker.iter().all(|&j| j > 0), "a worker did nothing: {r}");
+        assert!(
+            per_worker.iter().all(|&j| j > 0),
+            "a worker did nothing: {r}"
+        );
         let jobs = r["jobs"].as_u64().unwrap();
         assert_eq!(per_worker.iter().sum::<u64>(), jobs, "{r}");
         let by_kind: u64 = r["by_kind"]

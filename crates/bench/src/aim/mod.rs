@@ -212,7 +212,12 @@ fn run_point(
 ) -> Result<Round, BenchError> {
     let pilot = pilot.map(Pilot::start).transpose()?;
     let files: Vec<PathBuf> = (0..users)
-        .map(|k| dir.join(format!("pagepilot-bench-{}-aim-w{k}.tmp", std::process::id())))
+        .map(|k| {
+            dir.join(format!(
+                "pagepilot-bench-{}-aim-w{k}.tmp",
+                std::process::id()
+            ))
+        })
         .collect();
     let runs = run_workers(weights, seconds, seed, &files);
     for f in &files {
@@ -301,11 +306,17 @@ mod tests {
         assert_eq!(m, [("disk", [1, 3, 1]), ("standard", [1, 1, 1])]);
         assert!(matches!(
             mixes(&strings(&["cpu"])),
-            Err(BenchError::BadArg { option: "--mixes", .. })
+            Err(BenchError::BadArg {
+                option: "--mixes",
+                ..
+            })
         ));
         assert!(matches!(
             mixes(&strings(&[""])),
-            Err(BenchError::EmptyList { option: "--mixes", .. })
+            Err(BenchError::EmptyList {
+                option: "--mixes",
+                ..
+            })
         ));
     }
 }

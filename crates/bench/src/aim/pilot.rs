@@ -104,12 +104,11 @@ impl Pilot {
             .lines
             .recv_timeout(STOP_TIMEOUT)
             .map_err(|_| AimError::Pilot("printed no report"))?;
-        let run: PilotRun = serde_json::from_str(&line).map_err(|source| {
-            crate::BenchError::Json {
+        let run: PilotRun =
+            serde_json::from_str(&line).map_err(|source| crate::BenchError::Json {
                 what: "bench aim pilot's report".into(),
                 source,
-            }
-        })?;
+            })?;
         match self.child.wait(Some(STOP_TIMEOUT)) {
             Ok(Some(status)) if status.success() => {}
             _ => return Err(AimError::Pilot("did not exit cleanly").into()),
@@ -155,7 +154,9 @@ pub fn child_main(job: Job) -> BenchResult {
             }
             // SAFETY: `page` is within the region, mapped read-only until
             // the unmap below.
-            sum = sum.wrapping_add(u64::from(unsafe { region.as_ptr().add(page).read_volatile() }));
+            sum = sum.wrapping_add(u64::from(unsafe {
+                region.as_ptr().add(page).read_volatile()
+            }));
         }
         scans += 1;
     }

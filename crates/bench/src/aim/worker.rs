@@ -167,7 +167,10 @@ mod tests {
             .open(&path)
             .unwrap();
         let (mut buf, mut back) = (vec![0u8; PAGE], vec![0u8; PAGE]);
-        assert_eq!(file_job(&mut file, &path, &mut buf, &mut back, 5).unwrap(), 5);
+        assert_eq!(
+            file_job(&mut file, &path, &mut buf, &mut back, 5).unwrap(),
+            5
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -29,6 +29,13 @@ const EXPERIMENTS: &[Experiment] = &[
         run: hipec::policy,
     },
     Experiment {
+        name: "hipec-throughput",
+        paper: "HiPEC",
+        figure: "Figure 5",
+        title: "AIM-like throughput of non-specific applications, with and without pagepilot",
+        run: hipec::throughput,
+    },
+    Experiment {
         name: "hipec-join-sim",
         paper: "HiPEC",
         figure: "Figure 6",
