@@ -27,7 +27,7 @@ use report::{Claim, Entry, Report, Status};
 /// Arguments of `pagepilot repro`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Smaller sizes and fewer rounds: the whole run in under 5 minutes.
+    /// Smaller sizes and fewer rounds: the whole run in about 6 minutes.
     #[arg(long)]
     pub quick: bool,
     /// Smallest sizes, for tests only (the numbers mean little).
@@ -49,7 +49,7 @@ pub struct Args {
 pub enum Size {
     /// For tests: seconds per experiment.
     Smoke,
-    /// `--quick`: the whole run in under 5 minutes.
+    /// `--quick`: the whole run in about 6 minutes.
     Quick,
     /// The papers' sizes where the machine allows.
     Full,
