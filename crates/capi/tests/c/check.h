@@ -1,10 +1,11 @@
 /* What the C test programs share: the byte a tagged page holds at an
-   offset, and failing with a message (on stdout, and in a marker file for a
+   offset, the byte of a dataspace written with a seed, and failing with a message (on stdout, and in a marker file for a
    child that outlives its parent). Included by one source file each. */
 #ifndef PAGEPILOT_TEST_CHECK_H
 #define PAGEPILOT_TEST_CHECK_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,14 @@ __attribute__((unused)) static unsigned char page_byte(unsigned tag, unsigned pa
     uint32_t x = (uint32_t)page * 0x9E3779B1u ^ (uint32_t)off * 0x85EBCA77u ^
                  (uint32_t)tag * 0xC2B2AE3Du;
     return (unsigned char)(x ^ (x >> 15));
+}
+
+/* Byte `i` of a dataspace written with `seed` (persistent.c, far.c; the
+ * Rust side of the persistent test computes it too, reading NAME.pages). */
+__attribute__((unused)) static unsigned char byte_at(uint64_t seed, size_t i) {
+    uint64_t x = (seed ^ (uint64_t)(i / 8)) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return (unsigned char)(x >> (8 * (i % 8)));
 }
 
 /* "child: " in a forked process, so that its messages are told apart. */

@@ -24,28 +24,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "pagepilot.h"
 
 #define PAGE 4096
 #define BUDGET (16 * PAGE)
 #define WAIT_MS 500
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            exit(1);                                       \
-        }                                                  \
-    } while (0)
-
-/* Byte `i` of the dataspace written with `seed`. */
-static unsigned char byte_at(uint64_t seed, size_t i) {
-    uint64_t x = (seed ^ (uint64_t)(i / 8)) * 0x9E3779B97F4A7C15ull;
-    x ^= x >> 29;
-    return (unsigned char)(x >> (8 * (i % 8)));
-}
 
 /* A refused map: NULL, errno `want`, a message; prints "errno WHAT: N MESSAGE". */
 static void expect_refused(pp_region *r, int errno_got, int want, const char *err,

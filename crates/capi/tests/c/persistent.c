@@ -20,28 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "pagepilot.h"
 
 #define PAGE 4096
 #define BUDGET (16 * PAGE)
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            exit(1);                                       \
-        }                                                  \
-    } while (0)
-
-/* Byte `i` of the dataspace written with `seed` (also computed by the Rust
- * side, which reads NAME.pages directly). */
-static unsigned char byte_at(uint64_t seed, size_t i) {
-    uint64_t x = (seed ^ (uint64_t)(i / 8)) * 0x9E3779B97F4A7C15ull;
-    x ^= x >> 29;
-    return (unsigned char)(x >> (8 * (i % 8)));
-}
 
 static void do_write(const char *dir, const char *name, size_t pages, uint64_t seed) {
     char err[PP_ERR_MAX] = "";
