@@ -102,6 +102,7 @@ fn test_repro_smoke_gives_every_experiment_its_numbers_figures_and_commands() {
     }
     // The experiments that draw figures drew them.
     for name in [
+        "hipec-throughput",
         "hipec-join-sim",
         "seq-fault-curves",
         "seq-inter-fault",

@@ -13,7 +13,10 @@
  * handler_threads = threads: a lone blocking handler at 1 thread), two (two
  * floating handlers), ft (the faulting thread, one page per fault), kern.
  * Each row ends with the most reads any run of a service had in flight
- * (`reads_in_flight_max`), in the order of the columns. */
+ * (`reads_in_flight_max`), in the order of the columns.
+ *   /tmp/random_service FILE BUDGET_MB OPS ROUNDS SERVICE THREADS
+ * runs one service alone, ROUNDS times, printing each run's pages/s: for a
+ * profiler, e.g. `perf sched record -- ...` to see where a fault waits. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -107,13 +110,27 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5 || atoi(argv[2]) < 1 || atoi(argv[3]) < 4 || atoi(argv[4]) < 1 ||
+    if ((argc != 5 && argc != 7) || atoi(argv[2]) < 1 || atoi(argv[3]) < 4 || atoi(argv[4]) < 1 ||
         atoi(argv[4]) > MAX_ROUNDS) {
-        fprintf(stderr, "usage: %s FILE BUDGET_MB OPS ROUNDS (1..%d)\n", argv[0], MAX_ROUNDS);
+        fprintf(stderr, "usage: %s FILE BUDGET_MB OPS ROUNDS (1..%d) [SERVICE THREADS]\n",
+                argv[0], MAX_ROUNDS);
         return 2;
     }
     size_t budget = (size_t)atoi(argv[2]) << 20;
     int ops = atoi(argv[3]), rounds = atoi(argv[4]);
+    if (argc == 7) {
+        int service = -1, threads = atoi(argv[6]);
+        for (int s = 0; s < SERVICES; s++)
+            if (!strcmp(argv[5], NAMES[s])) service = s;
+        if (service < 0 || threads < 1 || threads > 4) {
+            fprintf(stderr, "%s: unknown service or threads not 1..4: %s %s\n", argv[0], argv[5], argv[6]);
+            return 2;
+        }
+        for (int k = 0; k < rounds; k++)
+            printf("%s %d threads: %.0f pages/s\n", argv[5], threads,
+                   run(argv[1], service, threads, ops, budget));
+        return 0;
+    }
     static double rate[3][SERVICES][MAX_ROUNDS];
     static unsigned most[3][SERVICES];
     for (int k = 0; k < rounds; k++)

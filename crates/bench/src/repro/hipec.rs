@@ -321,11 +321,40 @@ pub(super) fn throughput(cx: &Ctx) -> Result<Outcome, ExpError> {
                 .to_string(),
         ))
         .collect();
+    let fig = "hipec-throughput.png";
+    throughput_figure(&r, &cx.file(fig))?;
     Ok(Outcome {
         claims,
+        figures: vec![fig.into()],
         commands: vec![command],
         notes,
         data: json(&r),
-        ..Outcome::default()
     })
+}
+
+/// Figure 5's curves: jobs per minute as users are added, plain and with
+/// pagepilot beside them, one chart per mix.
+fn throughput_figure(r: &crate::aim::report::Report, out: &std::path::Path) -> Result<(), ExpError> {
+    let charts: Vec<Timeline> = r
+        .mixes
+        .iter()
+        .map(|(mix, _)| {
+            let rows = || r.rows.iter().filter(|row| row.mix == *mix);
+            let line = |label: &str, side: fn(&crate::aim::report::Row) -> f64| TimeSeries {
+                label: label.into(),
+                points: rows().map(|row| (row.users as f64, side(row))).collect(),
+            };
+            Timeline {
+                title: format!("{mix} mix"),
+                x_desc: "simulated users (worker processes)".into(),
+                y_desc: "jobs per minute".into(),
+                series: vec![
+                    line("plain", |row| row.plain.jobs_per_minute),
+                    line("with pagepilot", |row| row.pagepilot.jobs_per_minute),
+                ],
+            }
+        })
+        .collect();
+    timelines(&charts, "HiPEC Figure 5 (AIM-like throughput)", out)
+        .map_err(|e| ExpError::Fail(pagepilot_policy::chain(&e).to_string()))
 }
