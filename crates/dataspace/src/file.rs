@@ -295,6 +295,24 @@ impl PageStore for FileStore {
         }
     }
 
+    unsafe fn read_cached(
+        &self,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+    ) -> Option<io::Result<usize>> {
+        let within = self.within(first, pages);
+        if within == 0 || !matches!(self.cached(first, within), Cached::All) {
+            return None;
+        }
+        if self.is_direct {
+            self.cached_bytes
+                .fetch_add((within * PAGE) as u64, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded from the caller.
+        Some(unsafe { self.read_as(first, pages, dst, Cached::All) })
+    }
+
     fn read_source(&self, first: usize, pages: usize) -> Option<(std::os::fd::RawFd, u64)> {
         let file = match self.cached(first, pages) {
             Cached::None => &self.direct,

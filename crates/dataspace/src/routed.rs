@@ -220,6 +220,20 @@ impl PageStore for Routed {
         p.store.read_source(p.offset + (first - p.at), pages)
     }
 
+    unsafe fn read_cached(
+        &self,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+    ) -> Option<io::Result<usize>> {
+        let p = self.route(first).ok()?;
+        if first + pages > p.end() {
+            return None;
+        }
+        // SAFETY: the caller's guarantee, passed on (one part holds them all).
+        unsafe { p.store.read_cached(p.offset + (first - p.at), pages, dst) }
+    }
+
     fn bookkeeping_bytes(&self) -> usize {
         self.parts
             .iter()

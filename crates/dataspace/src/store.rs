@@ -74,6 +74,22 @@ pub trait PageStore: Send + Sync {
         None
     }
 
+    /// [`PageStore::read`] into `dst` if the kernel's page cache holds every
+    /// page (a copy, no wait for a device), else `None` and nothing read;
+    /// also `None` where the store cannot tell.
+    ///
+    /// # Safety
+    /// As [`PageStore::read`], for `dst`.
+    unsafe fn read_cached(
+        &self,
+        first: usize,
+        pages: usize,
+        dst: *mut u8,
+    ) -> Option<io::Result<usize>> {
+        let _ = (first, pages, dst);
+        None
+    }
+
     /// [`PageStore::fill`] where the store can, else [`PageStore::read`]
     /// into `dst` (the same frames, mapped): one look at where the pages
     /// are decides both.
@@ -196,6 +212,16 @@ macro_rules! forward_pages {
         ) -> std::io::Result<usize> {
             // SAFETY: the caller's guarantee, passed on.
             unsafe { $lower.fill_or_read(first, pages, dst, frames, frames_off) }
+        }
+
+        unsafe fn read_cached(
+            &$this,
+            first: usize,
+            pages: usize,
+            dst: *mut u8,
+        ) -> Option<std::io::Result<usize>> {
+            // SAFETY: the caller's guarantee, passed on.
+            unsafe { $lower.read_cached(first, pages, dst) }
         }
 
         fn has_data(&$this, page: usize) -> bool {

@@ -271,6 +271,7 @@ impl Region {
                 async_readahead,
                 readahead_depth: readahead_depth.clamp(1, crate::options::MAX_PREFETCHERS),
                 fault_reads,
+                copy_windows: opts.fault_service != FaultService::FaultingThread,
                 reclaim_event_only: program && !given_policy,
             },
             ring,

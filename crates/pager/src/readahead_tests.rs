@@ -78,6 +78,7 @@ fn tuning(fault_around: usize, readahead_max: usize, zero_around_max: usize) -> 
         readahead_depth: 2,
         fault_reads: FaultReads::Handler,
         spin_us: 0,
+        copy_windows: true,
         reclaim_event_only: false,
     }
 }

@@ -104,6 +104,7 @@ pub struct Counters {
     pub(crate) missing_faults: AtomicU64,
     pub(crate) fault_events: AtomicU64,
     pub(crate) readahead_pages: AtomicU64,
+    pub(crate) copied_in_pages: AtomicU64,
     pub(crate) probe_hits: AtomicU64,
     pub(crate) reads_in_flight: AtomicU64,
     pub(crate) reads_in_flight_max: AtomicU64,
@@ -146,6 +147,9 @@ pub struct RegionStats {
     pub fault_events: u64,
     /// Of `missing_faults`, pages read ahead of the faulting page.
     pub readahead_pages: u64,
+    /// Of `readahead_pages`, pages of windows copied in from the page cache
+    /// (`UFFDIO_COPY` from a staging buffer: frames never cleared first).
+    pub copied_in_pages: u64,
     /// Clusters read around a random fault whose probe (their unmapped last
     /// page) the application touched while it was in memory: read-around
     /// that was used (docs/pager.md, "Read-around").
@@ -272,6 +276,7 @@ impl Counters {
             missing_faults: l(&self.missing_faults),
             fault_events: l(&self.fault_events),
             readahead_pages: l(&self.readahead_pages),
+            copied_in_pages: l(&self.copied_in_pages),
             probe_hits: l(&self.probe_hits),
             reads_in_flight_max: l(&self.reads_in_flight_max),
             windows_ahead_max: l(&self.windows_ahead_max),

@@ -19,6 +19,11 @@ pub struct Tuning {
     pub fault_reads: FaultReads,
     /// How long a handler keeps polling after a fault before it sleeps, us.
     pub spin_us: u64,
+    /// Windows into free frames whose pages the page cache holds are
+    /// copied in and mapped by the thread that issues them
+    /// (`fault::copy_in`); off where that thread may be in a signal
+    /// handler (the faulting thread's service), which must not allocate.
+    pub copy_windows: bool,
     /// A policy program: the pool's normal reclamation runs only its
     /// ReclaimFrame event (HiPEC); a built-in's victim choice is its own.
     pub reclaim_event_only: bool,

@@ -135,6 +135,35 @@ impl Views {
         }
     }
 
+    /// Fills pages `s..s + n`, absent from the memfd, from `src` and maps
+    /// them, write-protected where the region is writable (clean): one
+    /// `UFFDIO_COPY`, whose frames are allocated and never cleared first.
+    /// Pages the copy does not take (a frame there already) are written
+    /// through the pager's view and mapped after.
+    ///
+    /// # Safety
+    /// `src` must be readable for `n` pages, and pages `s..s + n` must be
+    /// `Loading`, their frames used by nobody else.
+    pub unsafe fn copy_in(&self, s: u32, n: usize, src: *const u8) {
+        let wp = self.writable;
+        // SAFETY: `src` is readable for `n` pages (the caller's guarantee).
+        let copied = match unsafe { self.uffd.copy_range(self.app_addr(s), src, n * PAGE, wp) } {
+            Ok(()) => return,
+            Err((done, _)) => done / PAGE,
+        };
+        let rest = s + copied as u32;
+        // SAFETY: the pages are Loading: nobody else writes their frames;
+        // `src` holds the `n - copied` pages after the copied ones.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src.add(copied * PAGE),
+                self.pager_addr(rest),
+                (n - copied) * PAGE,
+            );
+        }
+        self.map(rest, n - copied, wp);
+    }
+
     /// Maps resident page `s` for an access. Mapped already and the access
     /// a write: it was a write-protect fault, and the page is un-protected.
     pub fn map_access(&self, s: u32, write: bool, wp: bool) -> Mapped {

@@ -334,7 +334,10 @@ pub(super) fn throughput(cx: &Ctx) -> Result<Outcome, ExpError> {
 
 /// Figure 5's curves: jobs per minute as users are added, plain and with
 /// pagepilot beside them, one chart per mix.
-fn throughput_figure(r: &crate::aim::report::Report, out: &std::path::Path) -> Result<(), ExpError> {
+fn throughput_figure(
+    r: &crate::aim::report::Report,
+    out: &std::path::Path,
+) -> Result<(), ExpError> {
     let charts: Vec<Timeline> = r
         .mixes
         .iter()

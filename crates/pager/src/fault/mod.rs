@@ -10,6 +10,7 @@
 //! io_uring).
 
 mod cluster;
+mod copy_in;
 mod load;
 mod map;
 mod ring_wait;

@@ -9,6 +9,7 @@ use crate::region_state::RegionState;
 use crate::shared::Shared;
 use crate::sys::PAGE;
 
+use super::copy_in::copy_window;
 use super::windows::complete_window;
 
 /// Submits the reads of the windows issued for the ring under the lock.
@@ -25,8 +26,15 @@ pub(super) fn issue_queued(sh: &Shared) {
         let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
         let dst = sh.views().pager_addr(job.first);
-        // Into free frames: a worker fills them (see `Ring`).
+        // Into free frames: copied in here from the page cache where it
+        // holds them (`copy_in`), else a worker fills them (see `Ring`).
         let punt = job.victims.is_empty();
+        if let Some(res) = punt.then(|| copy_window(sh, job.first, n)).flatten() {
+            ring.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record(ticket, res);
+            continue;
+        }
         if !punt {
             sh.evict(&mut job.victims);
         }

@@ -334,6 +334,48 @@ impl Uffd {
         Ok(())
     }
 
+    /// Copies `len` bytes from `src` into the absent pages at `dst` and maps
+    /// them (write-protected if `wp`) in one call, waking the threads
+    /// faulting there: for a shmem range, the frames are allocated by the
+    /// copy, never cleared first. On an error, the bytes copied before it
+    /// (whole pages) and the error.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes.
+    pub unsafe fn copy_range(
+        &self,
+        dst: usize,
+        src: *const u8,
+        len: usize,
+        wp: bool,
+    ) -> Result<(), (usize, io::Error)> {
+        let mut done = 0;
+        while done < len {
+            let mut c = UffdioCopy {
+                dst: (dst + done) as u64,
+                src: src as u64 + done as u64,
+                len: (len - done) as u64,
+                mode: if wp { COPY_MODE_WP } else { 0 },
+                copy: 0,
+            };
+            // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and `len - done`
+            // bytes from `src + done` (readable: the caller's guarantee), and
+            // writes the `copy` field; all outlive the call.
+            if unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) } == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            // A partial copy (`EAGAIN`: the address space changed under it)
+            // goes on from where it stopped.
+            if c.copy > 0 && err.raw_os_error() == Some(libc::EAGAIN) {
+                done += c.copy as usize;
+                continue;
+            }
+            return Err((done + usize::try_from(c.copy).unwrap_or(0), err));
+        }
+        Ok(())
+    }
+
     /// Fills the absent page at `dst` with zeros and maps it (write-protected
     /// if `wp`) in one call, waking the threads faulting there.
     pub fn zero_page(&self, dst: usize, wp: bool) -> io::Result<()> {
