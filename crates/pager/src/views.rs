@@ -139,7 +139,11 @@ impl Views {
     /// them, write-protected where the region is writable (clean): one
     /// `UFFDIO_COPY`, whose frames are allocated and never cleared first.
     /// Pages the copy does not take (a frame there already) are written
-    /// through the pager's view and mapped after.
+    /// through the pager's view and mapped after. Nobody is woken: a thread
+    /// that faulted on one of the pages is woken by the handler serving its
+    /// fault, under the region's lock, as before the copy (woken here, its
+    /// write could fault again and be served first, and the first fault's
+    /// service then mark the page dirty a second time, after a flush).
     ///
     /// # Safety
     /// `src` must be readable for `n` pages, and pages `s..s + n` must be
@@ -161,7 +165,15 @@ impl Views {
                 (n - copied) * PAGE,
             );
         }
-        self.map(rest, n - copied, wp);
+        self.map_quietly(rest, n - copied, wp);
+    }
+
+    /// Maps pages `s..s + n` (in the memfd) without waking anyone (see
+    /// [`Views::copy_in`]); a page mapped already stops it there.
+    pub fn map_quietly(&self, s: u32, n: usize, wp: bool) {
+        let _ = self
+            .uffd
+            .continue_waking(self.app_addr(s), n * PAGE, wp, false);
     }
 
     /// Maps resident page `s` for an access. Mapped already and the access

@@ -60,7 +60,7 @@ pub(super) fn copy_window(sh: &Shared, first: u32, n: usize) -> Option<i32> {
                     };
                     if let Ok(have) = rest.map(|have| have.min(n - done)) {
                         if have > 0 {
-                            sh.views().map(at, have, sh.views().writable());
+                            sh.views().map_quietly(at, have, sh.views().writable());
                         }
                         done += have;
                     }

@@ -143,6 +143,8 @@ pub const FLAG_MINOR: u64 = 1 << 2;
 const EVENT_PAGEFAULT: u8 = 0x12;
 
 const CONTINUE_MODE_WP: u64 = 1 << 1;
+/// `UFFDIO_CONTINUE_MODE_DONTWAKE` and `UFFDIO_COPY_MODE_DONTWAKE`.
+const MODE_DONTWAKE: u64 = 1 << 0;
 
 const COPY_MODE_WP: u64 = 1 << 1;
 
@@ -321,12 +323,24 @@ impl Uffd {
     /// range, write-protected if `wp`, and wakes the threads faulting there.
     /// Returns `EEXIST` if a page was already mapped.
     pub fn continue_range(&self, start: usize, len: usize, wp: bool) -> io::Result<()> {
+        self.continue_waking(start, len, wp, true)
+    }
+
+    /// [`Uffd::continue_range`], waking the threads faulting there only if
+    /// `wake`.
+    pub fn continue_waking(
+        &self,
+        start: usize,
+        len: usize,
+        wp: bool,
+        wake: bool,
+    ) -> io::Result<()> {
         let mut c = UffdioContinue {
             range: UffdioRange {
                 start: start as u64,
                 len: len as u64,
             },
-            mode: if wp { CONTINUE_MODE_WP } else { 0 },
+            mode: if wp { CONTINUE_MODE_WP } else { 0 } | if wake { 0 } else { MODE_DONTWAKE },
             mapped: 0,
         };
         // SAFETY: UFFDIO_CONTINUE reads and writes one `UffdioContinue` that outlives the call.
@@ -335,10 +349,11 @@ impl Uffd {
     }
 
     /// Copies `len` bytes from `src` into the absent pages at `dst` and maps
-    /// them (write-protected if `wp`) in one call, waking the threads
-    /// faulting there: for a shmem range, the frames are allocated by the
-    /// copy, never cleared first. On an error, the bytes copied before it
-    /// (whole pages) and the error.
+    /// them (write-protected if `wp`) in one call, without waking the
+    /// threads faulting there (their faults are served, and they woken, by
+    /// the handlers their events reach): for a shmem range, the frames are
+    /// allocated by the copy, never cleared first. On an error, the bytes
+    /// copied before it (whole pages) and the error.
     ///
     /// # Safety
     /// `src` must be readable for `len` bytes.
@@ -355,7 +370,7 @@ impl Uffd {
                 dst: (dst + done) as u64,
                 src: src as u64 + done as u64,
                 len: (len - done) as u64,
-                mode: if wp { COPY_MODE_WP } else { 0 },
+                mode: if wp { COPY_MODE_WP } else { 0 } | MODE_DONTWAKE,
                 copy: 0,
             };
             // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and `len - done`
