@@ -324,14 +324,16 @@ fn test_scan_bench_runs_every_case_beside_its_baseline_in_the_same_rounds() {
                 1,
                 "{s}"
             );
-            for run in runs {
+            // A run killed at its time limit (a loaded machine) measured nothing.
+            let finished: Vec<_> = runs.iter().filter(|r| r["timed_out"] != true).collect();
+            for run in &finished {
                 let cached = run["cached_pages_before"].as_u64();
                 assert_eq!(cached, (cache == "warm").then_some(2048), "{s}");
                 assert_eq!(run["written_pages_checked"].as_u64(), Some(0), "{s}");
                 // Every side's CPU time is its own process's, all its threads.
                 assert!(run["cpu_us"].as_u64().unwrap() > 0, "{s}");
             }
-            if !runs.is_empty() {
+            if !finished.is_empty() {
                 let busy = s["cpus_busy"].as_f64().unwrap();
                 assert!(busy > 0.0 && busy < 64.0, "{s}");
             }
