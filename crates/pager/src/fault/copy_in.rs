@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 
 use crate::shared::Shared;
+use crate::stats::Counters;
 use crate::sys::PAGE;
 
 /// Pages copied per call: the staging buffer each issuing thread keeps.
@@ -30,8 +31,10 @@ thread_local! {
 /// free) from the page cache and maps all but its first page, the marker,
 /// which is filled unmapped. The window's result as the ring would give
 /// it (bytes read, or `-errno`), or `None`, nothing done: the page cache
-/// does not hold the window's first pages, or the region's threads may run
-/// in a signal handler (`Tuning::copy_windows`).
+/// does not hold the window's first [`CHUNK`] pages, or the region's
+/// threads may run in a signal handler (`Tuning::copy_windows`). A window
+/// cached only in part has the rest read here into its frames (rare: the
+/// kernel caches files in large folios).
 pub(super) fn copy_window(sh: &Shared, first: u32, n: usize) -> Option<i32> {
     if !sh.tuning().copy_windows {
         return None;
@@ -79,7 +82,7 @@ pub(super) fn copy_window(sh: &Shared, first: u32, n: usize) -> Option<i32> {
                 break;
             }
         }
-        crate::stats::Counters::add(&sh.stats().copied_in_pages, copied as u64);
+        Counters::add(&sh.stats().copied_in_pages, copied as u64);
         Some((done * PAGE) as i32)
     })
 }
