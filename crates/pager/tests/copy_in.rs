@@ -1,9 +1,9 @@
-//! Windows read ahead into free frames from a file the page cache holds
-//! are copied in and mapped by the thread that issues them
-//! (`UFFDIO_COPY`): the application reads the file's bytes, whichever
-//! thread streams, its writes to such pages are seen and written back, and
-//! the faulting thread's service (a signal handler must not allocate the
-//! staging buffer) copies nothing in.
+//! Windows read ahead from a file the page cache holds are copied in and
+//! mapped by the thread that issues them (`UFFDIO_COPY`), into free frames
+//! or after their victims leave: the application reads the file's bytes,
+//! whichever thread streams, the budget holds, its writes to such pages are
+//! seen and written back, and the faulting thread's service (a signal
+//! handler must not allocate the staging buffer) copies nothing in.
 
 mod common;
 
@@ -21,9 +21,20 @@ fn warm_region(
     writable: bool,
     service: Option<FaultService>,
 ) -> (Region, Vec<u8>) {
+    warm_region_under(d, seed, writable, service, LEN)
+}
+
+/// [`warm_region`] under `budget` bytes.
+fn warm_region_under(
+    d: &Scratch,
+    seed: u64,
+    writable: bool,
+    service: Option<FaultService>,
+    budget: usize,
+) -> (Region, Vec<u8>) {
     let path = d.file("data");
     let data = random_file(&path, LEN, seed);
-    let mut opts = RegionOptions::new(Backing::File { path, writable }, LEN, "lru");
+    let mut opts = RegionOptions::new(Backing::File { path, writable }, budget, "lru");
     if let Some(service) = service {
         opts = opts.with_fault_service(service);
     }
@@ -73,6 +84,24 @@ fn test_warm_windows_are_copied_in_and_read_right_by_one_and_two_streams() {
         assert_eq!(s.missing_faults, PAGES as u64, "each page brought in once");
         region.unmap().unwrap();
     }
+}
+
+#[test]
+fn test_warm_windows_under_a_quarter_budget_are_copied_in_after_their_victims_leave() {
+    let d = Scratch::new("copy-in-budget");
+    let (region, data) = warm_region_under(&d, 95, false, None, LEN / 4);
+    for pass in 0..2 {
+        assert_eq!(mismatches(&region, &data, 0..PAGES), 0, "pass {pass}");
+    }
+    let s = region.stats();
+    println!("{}", region.stats_json());
+    assert!(s.frames_in_use <= PAGES as u64 / 4, "{s:?}");
+    // Both passes stream through the budget: most pages come in windows,
+    // nearly all of them copied in (a quarter into free frames, the rest
+    // after evicting).
+    assert!(s.copied_in_pages >= PAGES as u64, "{s:?}");
+    assert!(s.evictions >= PAGES as u64, "{s:?}");
+    region.unmap().unwrap();
 }
 
 #[test]

@@ -26,24 +26,25 @@ pub(super) fn issue_queued(sh: &Shared) {
         let ticket = job.cause.ticket().unwrap_or_default();
         let (first, n) = (job.first as usize, job.pages);
         let dst = sh.views().pager_addr(job.first);
-        // Into free frames: copied in here from the page cache where it
-        // holds them (`copy_in`), else a worker fills them (see `Ring`).
+        // Into free frames: a worker fills them (see `Ring`).
         let punt = job.victims.is_empty();
-        if let Some(res) = punt.then(|| copy_window(sh, job.first, n)).flatten() {
+        if !punt {
+            sh.evict(&mut job.victims);
+        }
+        // Pages the page cache holds are copied in here (`copy_in`).
+        if let Some(res) = copy_window(sh, job.first, n) {
             ring.lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .record(ticket, res);
             continue;
         }
-        if !punt {
-            sh.evict(&mut job.victims);
-        }
-        // Pages the page cache holds, read by this thread (not punted to a
-        // worker) are spliced in here and now: the ring's read of them would
-        // run inline as well, through a mapping of frames it first faults in
-        // and clears (`bench scan`, warm sequential under a budget a quarter
-        // of the file: 1.24x the pages per second at one thread; punted
-        // windows spliced here instead lost the worker's overlap, 0.85-0.94x).
+        // Where copying in is off (the faulting thread's service), pages the
+        // page cache holds, read by this thread (not punted to a worker), are
+        // spliced in here and now: the ring's read of them would run inline
+        // as well, through a mapping of frames it first faults in and clears
+        // (`bench scan`, warm sequential under a budget a quarter of the
+        // file: 1.24x the pages per second at one thread; punted windows
+        // spliced here instead lost the worker's overlap, 0.85-0.94x).
         let alone = sh.stats().reads_in_flight.load(Relaxed) == 0;
         let filled = (!punt && alone)
             .then(|| {
