@@ -40,11 +40,26 @@ pub(super) fn copy_window(sh: &Shared, first: u32, n: usize) -> Option<i32> {
         return None;
     }
     STAGING.with_borrow_mut(|staging| {
+        let (mut done, mut copied) = (0, 0);
         if staging.is_empty() {
+            // Allocated only once a window is found cached: a thread that
+            // only ever reads cold windows keeps none (the region's
+            // footprint, `cgroup.rs`). The page read to find out is the
+            // window's first, placed as such.
+            let mut probe = Page([0; PAGE]);
+            // SAFETY: `probe` holds one page, this thread's own.
+            match unsafe {
+                sh.store()
+                    .read_cached(first as usize, 1, probe.0.as_mut_ptr())
+            }? {
+                Ok(0) => return Some(0),
+                Ok(_) => place(sh, first, first, 1, probe.0.as_ptr()),
+                Err(e) => return Some(-e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+            (done, copied) = (1, 1);
             staging.resize(CHUNK, Page([0; PAGE]));
         }
         let buf = staging.as_mut_ptr().cast::<u8>();
-        let (mut done, mut copied) = (0, 0);
         while done < n {
             let at = first + done as u32;
             let k = (n - done).min(CHUNK);
