@@ -364,31 +364,52 @@ impl Uffd {
         len: usize,
         wp: bool,
     ) -> Result<(), (usize, io::Error)> {
+        let mode = if wp { COPY_MODE_WP } else { 0 } | MODE_DONTWAKE;
         let mut done = 0;
         while done < len {
-            let mut c = UffdioCopy {
-                dst: (dst + done) as u64,
-                src: src as u64 + done as u64,
-                len: (len - done) as u64,
-                mode: if wp { COPY_MODE_WP } else { 0 } | MODE_DONTWAKE,
-                copy: 0,
-            };
-            // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and `len - done`
-            // bytes from `src + done` (readable: the caller's guarantee), and
-            // writes the `copy` field; all outlive the call.
-            if unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) } == 0 {
+            // SAFETY: `src + done` is readable for `len - done` bytes (the
+            // caller's guarantee).
+            let (copied, result) =
+                unsafe { self.copy_once(dst + done, src.add(done), len - done, mode) };
+            let Err(err) = result else {
                 return Ok(());
-            }
-            let err = io::Error::last_os_error();
+            };
             // A partial copy (`EAGAIN`: the address space changed under it)
             // goes on from where it stopped.
-            if c.copy > 0 && err.raw_os_error() == Some(libc::EAGAIN) {
-                done += c.copy as usize;
+            if copied > 0 && err.raw_os_error() == Some(libc::EAGAIN) {
+                done += copied;
                 continue;
             }
-            return Err((done + usize::try_from(c.copy).unwrap_or(0), err));
+            return Err((done + copied, err));
         }
         Ok(())
+    }
+
+    /// One `UFFDIO_COPY` of `len` bytes from `src` to `dst` with `mode`:
+    /// the bytes it copied, and its outcome.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes.
+    unsafe fn copy_once(
+        &self,
+        dst: usize,
+        src: *const u8,
+        len: usize,
+        mode: u64,
+    ) -> (usize, io::Result<()>) {
+        let mut c = UffdioCopy {
+            dst: dst as u64,
+            src: src as u64,
+            len: len as u64,
+            mode,
+            copy: 0,
+        };
+        // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and `len` bytes from
+        // `src` (readable: the caller's guarantee), and writes the `copy`
+        // field; all outlive the call.
+        let result =
+            check(unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) }).map(|_| ());
+        (usize::try_from(c.copy).unwrap_or(0), result)
     }
 
     /// Fills the absent page at `dst` with zeros and maps it (write-protected
@@ -431,17 +452,9 @@ impl Uffd {
         let mut off = 0;
         while off < len {
             let n = (len - off).min(ZERO_CHUNK * PAGE);
-            let mut c = UffdioCopy {
-                dst: (dst + off) as u64,
-                src: ZEROS.0.as_ptr() as u64,
-                len: n as u64,
-                mode: if wp { COPY_MODE_WP } else { 0 },
-                copy: 0,
-            };
-            // SAFETY: UFFDIO_COPY reads one `UffdioCopy` and `n` <= ZERO_CHUNK
-            // pages of the static zero buffer, and writes the `copy` field;
-            // all outlive the call.
-            check(unsafe { libc::ioctl(self.raw(), UFFDIO_COPY as _, &mut c) })?;
+            let mode = if wp { COPY_MODE_WP } else { 0 };
+            // SAFETY: `n` <= ZERO_CHUNK pages of the static zero buffer.
+            unsafe { self.copy_once(dst + off, ZEROS.0.as_ptr(), n, mode) }.1?;
             off += n;
         }
         Ok(())
